@@ -1,0 +1,370 @@
+"""The operator contract and registry.
+
+An operator is one class, registered under its MXNet name (plus aliases). A graph node holds one
+instance, built from the node's string attributes, which are parsed once into the op's frozen
+`Attrs` dataclass with MXNet's defaults. Everything the passes and the executor need to know about
+the op is a member of the class:
+
+- `arguments()`, `outputs()`, `aux_states()`: slot names (may depend on attrs); `outputs()` lists
+  hidden outputs too (BatchNorm's saved mean and variance, Dropout's mask), of which the first
+  `num_visible_outputs()` are what the user sees.
+- `infer_shape(in_shapes, out_shapes)`: fill in what can be deduced, forwards and backwards.
+  A shape is a tuple whose dims may be None (unknown), or None when even its rank is unknown.
+  `in_shapes` covers arguments followed by aux states.
+- `infer_type(in_types, out_types)`: same for numpy dtypes; by default every slot takes the first
+  known dtype.
+- `forward(xp, inputs, aux, out, is_train)`: write the outputs into the preallocated `out` arrays.
+- `backward(xp, out_grads, inputs, outputs, in_grads, aux)`: write input gradients into `in_grads`;
+  a None slot is a gradient nobody asked for. Arrays the op did not declare in
+  `backward_inputs`/`backward_outputs` are passed as None.
+- `needs_out_grad`: False for loss heads, whose backward ignores the head gradient.
+- `inplace`: (input index, output index) pairs whose storage the output may take over.
+
+Ops never import numpy or cupy; they receive the array module `xp`.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import typing
+from typing import Any, ClassVar, Literal, Mapping, Optional, Sequence, Union
+
+from ..base import DTypeError, GraphError, OpParamError, ShapeError
+
+__all__ = [
+    "Op", "register", "get_op_class", "create_op", "list_ops", "canonical_name", "Shape",
+    "merge_shape", "shape_is_known", "NoAttrs", "parse_value",
+]
+
+Shape = Optional[tuple]
+
+_REGISTRY: dict[str, type] = {}
+
+
+# ----------------------------------------------------------------------------- shapes
+
+def shape_is_known(shape: Shape) -> bool:
+    """True when the rank and every dim are known."""
+    return shape is not None and all(d is not None for d in shape)
+
+
+def merge_shape(have: Shape, new: Shape) -> Shape:
+    """The union of two partial shapes; raises ValueError when they contradict each other."""
+    if new is None:
+        return have
+    if have is None:
+        return tuple(new)
+    if len(have) != len(new):
+        raise ValueError("rank differs")
+    out = []
+    for a, b in zip(have, new):
+        if a is None:
+            out.append(b)
+        elif b is None or a == b:
+            out.append(a)
+        else:
+            raise ValueError("dims differ")
+    return tuple(out)
+
+
+def fmt_shape(shape: Shape) -> str:
+    if shape is None:
+        return "unknown"
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + (
+        ",)" if len(shape) == 1 else ")")
+
+
+# ----------------------------------------------------------------------------- attributes
+
+class NoAttrs:
+    """Attrs of an op without parameters."""
+
+
+def _strip_optional(tp):
+    if typing.get_origin(tp) is Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0] if len(args) == 1 else Union[tuple(args)], True
+    return tp, False
+
+
+def _parse_literal_text(text: str):
+    text = text.strip()
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        low = text.lower()
+        if low in ("true", "false"):
+            return low == "true"
+        if low in ("none", "null"):
+            return None
+        return text
+
+
+def parse_value(tp, value: Any) -> Any:
+    """Convert a user value or an MXNet JSON string into the annotated type `tp`.
+
+    Raises ValueError with a short reason when the value does not fit.
+    """
+    tp, optional = _strip_optional(tp)
+    if isinstance(value, str) and tp is not str and typing.get_origin(tp) is not Literal:
+        value = _parse_literal_text(value)
+    if value is None or (isinstance(value, str) and value in ("None", "")):
+        if optional:
+            return None
+        if value is None:
+            raise ValueError("None is not allowed")
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        text = value if isinstance(value, str) else str(value)
+        if text not in choices:
+            raise ValueError("must be one of %s" % ", ".join(repr(c) for c in choices))
+        return text
+    if tp is bool:
+        if isinstance(value, str):
+            low = value.strip().lower()
+            if low in ("true", "1"):
+                return True
+            if low in ("false", "0"):
+                return False
+            raise ValueError("not a boolean")
+        if isinstance(value, (bool, int)) or hasattr(value, "__index__"):
+            return bool(value)
+        raise ValueError("not a boolean")
+    if tp is int:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, bool) or not hasattr(value, "__index__"):
+            raise ValueError("not an integer")
+        return int(value)
+    if tp is float:
+        if isinstance(value, (list, tuple)) or isinstance(value, str):
+            raise ValueError("not a number")
+        return float(value)
+    if tp is str:
+        return str(value)
+    if origin is tuple:
+        item_tp = typing.get_args(tp)[0]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = (value,)
+        if not isinstance(value, (list, tuple)):
+            raise ValueError("not a tuple")
+        return tuple(None if v is None else parse_value(item_tp, v) for v in value)
+    if tp is Any:
+        return value
+    raise TypeError("unsupported attribute type %r" % (tp,))
+
+
+def _attrs_fields(attrs_cls) -> dict:
+    cached = attrs_cls.__dict__.get("_field_types")
+    if cached is None:
+        hints = typing.get_type_hints(attrs_cls)
+        cached = {f.name: hints[f.name] for f in dataclasses.fields(attrs_cls)}
+        setattr(attrs_cls, "_field_types", cached)
+    return cached
+
+
+def parse_attrs(attrs_cls, raw: Mapping[str, Any], op_name: str):
+    """Build the op's frozen Attrs from string (JSON) or Python values; dunder keys are skipped."""
+    if attrs_cls is NoAttrs:
+        extra = [k for k in raw if not (k.startswith("__") and k.endswith("__"))]
+        if extra:
+            raise OpParamError("operator %s takes no parameters, got %s" % (op_name, sorted(extra)))
+        return NoAttrs()
+    fields = _attrs_fields(attrs_cls)
+    values = {}
+    for key, value in raw.items():
+        if key.startswith("__") and key.endswith("__"):
+            continue
+        if key not in fields:
+            raise OpParamError(
+                "operator %s has no parameter '%s' (its parameters: %s)"
+                % (op_name, key, ", ".join(sorted(fields)) or "none"))
+        try:
+            values[key] = parse_value(fields[key], value)
+        except (ValueError, TypeError) as err:
+            raise OpParamError("operator %s: parameter %s=%r is invalid: %s"
+                               % (op_name, key, value, err)) from None
+    try:
+        return attrs_cls(**values)
+    except TypeError:
+        missing = [f.name for f in dataclasses.fields(attrs_cls)
+                   if f.default is dataclasses.MISSING
+                   and f.default_factory is dataclasses.MISSING and f.name not in values]
+        raise OpParamError("operator %s: required parameter(s) %s not given"
+                           % (op_name, ", ".join(missing))) from None
+
+
+# ----------------------------------------------------------------------------- the contract
+
+class Op:
+    """Base class of every operator; see the module docstring for the contract."""
+
+    name: ClassVar[str] = ""
+    aliases: ClassVar[tuple] = ()
+    Attrs: ClassVar[type] = NoAttrs
+    ARGUMENTS: ClassVar[tuple] = ("data",)
+    OUTPUTS: ClassVar[tuple] = ("output",)
+    AUX: ClassVar[tuple] = ()
+    needs_out_grad: ClassVar[bool] = True
+    inplace: ClassVar[tuple] = ()
+    #: which inputs / outputs backward reads: "all", or a tuple of indices
+    backward_inputs: ClassVar = "all"
+    backward_outputs: ClassVar = "all"
+    #: True when the op's output carries no gradient back to its inputs (BlockGrad, argmax ...)
+    no_gradient: ClassVar[bool] = False
+
+    def __init__(self, attrs: Mapping[str, Any] | None = None):
+        self.raw_attrs = dict(attrs or {})
+        self.attrs = parse_attrs(self.Attrs, self.raw_attrs, self.name)
+
+    # --- slots
+    def arguments(self) -> list:
+        return list(self.ARGUMENTS)
+
+    def outputs(self) -> list:
+        return list(self.OUTPUTS)
+
+    def aux_states(self) -> list:
+        return list(self.AUX)
+
+    def num_visible_outputs(self) -> int:
+        return len(self.outputs())
+
+    def num_inputs(self) -> int:
+        return len(self.arguments()) + len(self.aux_states())
+
+    def num_outputs(self) -> int:
+        return len(self.outputs())
+
+    def output_names(self, node_name: str) -> list:
+        """User-visible output names: `<name>_output`, or `<name>_output<i>` for several."""
+        n = self.num_visible_outputs()
+        if n == 1:
+            return ["%s_output" % node_name]
+        return ["%s_%s" % (node_name, o) for o in self.outputs()[:n]]
+
+    # --- inference
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        """Default: every input and output has one shape (elementwise ops)."""
+        return self.same_shape(in_shapes, out_shapes)
+
+    def infer_type(self, in_types: list, out_types: list):
+        known = next((t for t in list(in_types) + list(out_types) if t is not None), None)
+        if known is None:
+            return in_types, out_types
+        for i, t in enumerate(in_types):
+            if t is not None and t != known:
+                raise DTypeError("input '%s' has dtype %s but input '%s' has %s"
+                                 % (self._in_name(i), t, self._first_name(in_types, known),
+                                    known))
+        return [known] * len(in_types), [known] * len(out_types)
+
+    # --- execution
+    def forward(self, xp, inputs, aux, out, is_train):
+        raise NotImplementedError(self.name)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        raise NotImplementedError("%s has no backward" % self.name)
+
+    # --- helpers for subclasses
+    def _in_name(self, i: int) -> str:
+        names = self.arguments() + self.aux_states()
+        return names[i] if i < len(names) else "input%d" % i
+
+    def _first_name(self, types, known) -> str:
+        for i, t in enumerate(types):
+            if t == known:
+                return self._in_name(i)
+        return "output"
+
+    def set_in(self, in_shapes: list, i: int, shape: Shape, why: str = "") -> None:
+        """Merge `shape` into input slot i, raising a ShapeError naming the slot and both shapes."""
+        try:
+            in_shapes[i] = merge_shape(in_shapes[i], shape)
+        except ValueError:
+            raise ShapeError("input '%s' has shape %s but %sneeds %s"
+                             % (self._in_name(i), fmt_shape(in_shapes[i]),
+                                (why + " ") if why else "the operator ",
+                                fmt_shape(shape))) from None
+
+    def set_out(self, out_shapes: list, i: int, shape: Shape, why: str = "") -> None:
+        try:
+            out_shapes[i] = merge_shape(out_shapes[i], shape)
+        except ValueError:
+            raise ShapeError("output '%s' has shape %s but %sgives %s"
+                             % (self.outputs()[i], fmt_shape(out_shapes[i]),
+                                (why + " ") if why else "the operator ",
+                                fmt_shape(shape))) from None
+
+    def same_shape(self, in_shapes, out_shapes, in_idx: Sequence[int] | None = None,
+                   out_idx: Sequence[int] | None = None):
+        """Unify the shapes of the given slots (default: all of them)."""
+        in_idx = range(len(in_shapes)) if in_idx is None else in_idx
+        out_idx = range(len(out_shapes)) if out_idx is None else out_idx
+        merged = None
+        source = None
+        for i in in_idx:
+            try:
+                merged = merge_shape(merged, in_shapes[i])
+            except ValueError:
+                raise ShapeError("input '%s' has shape %s but input '%s' has %s"
+                                 % (self._in_name(i), fmt_shape(in_shapes[i]), source,
+                                    fmt_shape(merged))) from None
+            if in_shapes[i] is not None and source is None:
+                source = "'%s'" % self._in_name(i)
+        for i in out_idx:
+            try:
+                merged = merge_shape(merged, out_shapes[i])
+            except ValueError:
+                raise ShapeError("output '%s' has shape %s but input %s has %s"
+                                 % (self.outputs()[i], fmt_shape(out_shapes[i]), source,
+                                    fmt_shape(merged))) from None
+        if merged is not None:
+            for i in in_idx:
+                in_shapes[i] = merged
+            for i in out_idx:
+                out_shapes[i] = merged
+        return in_shapes, out_shapes
+
+    def __repr__(self):
+        return "<%s %s>" % (self.name, self.raw_attrs)
+
+
+# ----------------------------------------------------------------------------- registry
+
+def register(cls):
+    """Class decorator: register an Op subclass under its name and aliases."""
+    if not cls.name:
+        raise TypeError("%s has no name" % cls.__name__)
+    for key in (cls.name,) + tuple(cls.aliases):
+        if key in _REGISTRY and _REGISTRY[key] is not cls:
+            raise TypeError("operator name %s registered twice" % key)
+        _REGISTRY[key] = cls
+    return cls
+
+
+def _ensure_loaded():
+    from . import _load_all  # noqa: F401  (imports every op family once)
+
+
+def get_op_class(name: str):
+    _ensure_loaded()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise GraphError("unknown operator '%s'" % name) from None
+
+
+def create_op(name: str, attrs: Mapping[str, Any] | None = None) -> Op:
+    return get_op_class(name)(attrs)
+
+
+def canonical_name(name: str) -> str:
+    return get_op_class(name).name
+
+
+def list_ops() -> dict:
+    """name (and alias) -> op class."""
+    _ensure_loaded()
+    return dict(_REGISTRY)
