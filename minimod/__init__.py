@@ -1,0 +1,48 @@
+"""minimod: MXNet 1.x's symbolic Module stack, re-implemented over NumPy and CuPy.
+
+`import minimod as mx` gives the names MXNet scripts use: `mx.sym`, `mx.nd`, `mx.mod`, `mx.io`,
+`mx.init`, `mx.optimizer`, `mx.metric`, `mx.kv`, `mx.callback`, `mx.model`, `mx.lr_scheduler`,
+`mx.mon`, `mx.viz`, `mx.random`, `mx.cpu`, `mx.gpu`, `mx.Context`, `mx.MXNetError`.
+"""
+from __future__ import annotations
+
+import importlib
+
+from . import base, context, ndarray, random, symbol
+from .base import MXNetError
+from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
+from .symbol.naming import AttrScope
+
+__version__ = "1.9.1"
+"""The MXNet API version minimod follows (user code compares `mx.__version__ >= "1.3.0"`)."""
+__minimod_version__ = "0.1.0"
+
+nd = ndarray
+sym = symbol
+rnd = random
+name = symbol.naming
+attribute = symbol.naming
+
+# Later pipeline stages are imported on first use, so `import minimod` stays light.
+_LAZY = {
+    "executor": "executor", "testing": "testing", "io": "io", "initializer": "initializer",
+    "init": "initializer", "optimizer": "optimizer", "lr_scheduler": "lr_scheduler",
+    "metric": "metric", "callback": "callback", "model": "model", "kvstore": "kvstore",
+    "kv": "kvstore", "module": "module", "mod": "module", "monitor": "monitor",
+    "mon": "monitor", "visualization": "visualization", "viz": "visualization",
+    "rnn": "rnn", "executor_manager": "executor_manager", "profiler": "profiler",
+}
+
+
+def __getattr__(attr: str):
+    target = _LAZY.get(attr)
+    if target is None:
+        raise AttributeError("module 'minimod' has no attribute '%s'" % attr)
+    module = importlib.import_module("." + target, __name__)
+    globals()[attr] = module
+    return module
+
+
+__all__ = ["MXNetError", "Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus",
+           "AttrScope", "nd", "ndarray", "sym", "symbol", "random", "rnd", "base", "context",
+           "__version__"] + sorted(_LAZY)

@@ -1,0 +1,499 @@
+"""The Executor: a compiled Plan bound to arrays on one device.
+
+Compile (pure, `minimod.passes.compile_graph`) -> bind (allocate on one Context) -> run.
+
+At bind time every entry of the plan gets its array: variables are the user's bound arrays,
+planned entries are views into the blocks of a `MemoryPool`, and every step is resolved into a
+closure over fixed arrays, so `forward`/`backward` are tight loops with no allocation of their
+own. Executors made with `shared_exec` (buckets, reshapes) draw on the same pool; a pool that
+must grow replaces its blocks and every executor on it re-derives its views before its next run.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from .. import backend
+from ..base import BindError, MXNetError
+from ..context import Context
+from ..ndarray.ndarray import NDArray
+from ..passes import Plan, compile_graph, normalize_grad_req
+from ..passes.memory import entry_nbytes
+
+__all__ = ["Executor", "MemoryPool", "simple_bind", "bind", "assign"]
+
+
+class MemoryPool:
+    """Byte blocks on one device, shared by the executors of a bucketing or reshape family."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.xp = backend.xp_for(ctx)
+        self.blocks: list = []
+        self.generation = 0
+
+    def ensure(self, sizes: Sequence[int]) -> None:
+        """Make block i at least sizes[i] bytes; grown blocks are replaced (old views go stale)."""
+        changed = False
+        with backend.device_scope(self.ctx):
+            for sid, size in enumerate(sizes):
+                if sid >= len(self.blocks):
+                    self.blocks.append(self.xp.empty(max(size, 1), dtype=np.uint8))
+                    changed = True
+                elif self.blocks[sid].nbytes < size:
+                    self.blocks[sid] = self.xp.empty(size, dtype=np.uint8)
+                    changed = True
+        if changed:
+            self.generation += 1
+
+    @property
+    def total_bytes(self) -> int:
+        return int(sum(b.nbytes for b in self.blocks))
+
+    def view(self, sid: int, shape, dtype):
+        nbytes = entry_nbytes(shape, dtype)
+        return self.blocks[sid][:nbytes].view(dtype).reshape(shape)
+
+
+def assign(dst, req: str, src) -> None:
+    """The one writer of user-bound gradient arrays: 'write' copies, 'add' accumulates."""
+    if req == "write":
+        dst[...] = src
+    elif req == "add":
+        dst += src
+
+
+class Executor:
+    """Runs one Plan on one Context. Attributes follow MXNet's Executor."""
+
+    def __init__(self, symbol, plan: Plan, ctx: Context, arg_arrays: Sequence[NDArray],
+                 grad_arrays: Sequence[Optional[NDArray]], aux_arrays: Sequence[NDArray],
+                 pool: Optional[MemoryPool] = None):
+        self._symbol = symbol
+        self._plan = plan
+        self._ctx = ctx
+        self._xp = backend.xp_for(ctx)
+        self.arg_arrays = list(arg_arrays)
+        self.grad_arrays = list(grad_arrays)
+        self.aux_arrays = list(aux_arrays)
+        self._grad_req = dict(plan.grad_req)
+        self._pool = pool if pool is not None else MemoryPool(ctx)
+        self._pool.ensure(plan.memory.block_bytes)
+        self._monitor: Optional[Callable] = None
+        self._monitor_all = False
+        with backend.device_scope(ctx):
+            self._head_grads = {
+                i: self._xp.zeros(plan.shapes[eid], dtype=plan.dtypes[eid])
+                for i, eid in enumerate(plan.head_grad_eids) if eid is not None}
+        self._generation = -1
+        self._materialize()
+        self._arg_dict = self._grad_dict = self._aux_dict = None
+
+    # ------------------------------------------------------------------ binding
+    def _materialize(self) -> None:
+        """Give every entry its array and resolve every step into a closure."""
+        plan, pool = self._plan, self._pool
+        graph = plan.graph
+        arrays: list = [None] * graph.num_entries
+        for nd_arr, eid in zip(self.arg_arrays, plan.arg_eids):
+            arrays[eid] = nd_arr._data
+        for nd_arr, eid in zip(self.aux_arrays, plan.aux_eids):
+            arrays[eid] = nd_arr._data
+        for i, eid in enumerate(plan.head_grad_eids):
+            if eid is not None:
+                arrays[eid] = self._head_grads[i]
+        for name, grad in zip(plan.arg_names, self.grad_arrays):
+            if name in plan.direct_grads:
+                arrays[plan.grad_eids[name]] = grad._data
+        for eid, sid in enumerate(plan.memory.storage):
+            if sid >= 0 and arrays[eid] is None:
+                arrays[eid] = pool.view(sid, plan.shapes[eid], plan.dtypes[eid])
+        self._arrays = arrays
+        steps = []
+        for nid, node in enumerate(graph.nodes):
+            if node.op is None:
+                continue
+            ins = [arrays[e] for e in graph.input_eids[nid]]
+            outs = [arrays[e] for e in range(graph.row_ptr[nid], graph.row_ptr[nid + 1])]
+            steps.append((nid, self._step_fn(node.op, ins, outs)))
+        self._fwd_steps = [s for s in steps if s[0] < plan.num_forward_nodes]
+        self._bwd_steps = [s for s in steps if s[0] >= plan.num_forward_nodes]
+        self.outputs = [NDArray(arrays[eid], self._ctx) for eid in plan.output_eids]
+        self._grad_copies = [
+            (grad._data, self._grad_req[name], arrays[plan.grad_eids[name]])
+            for name, grad in zip(plan.arg_names, self.grad_arrays)
+            if grad is not None and name in plan.grad_eids and name not in plan.direct_grads]
+        self._generation = pool.generation
+
+    @staticmethod
+    def _step_fn(op, ins: list, outs: list):
+        if getattr(op, "is_backward", False):
+            return op.bind(ins, outs)
+        n_args = len(op.arguments())
+        args, aux = ins[:n_args], ins[n_args:]
+        forward = op.forward
+
+        def run(xp, is_train):
+            forward(xp, args, aux, outs, is_train)
+        return run
+
+    # ------------------------------------------------------------------ running
+    def _run(self, steps, is_train: bool) -> None:
+        xp = self._xp
+        nid = -1
+        try:
+            with backend.device_scope(self._ctx):
+                for nid, fn in steps:
+                    fn(xp, is_train)
+                    if self._monitor is not None:
+                        self._report(nid)
+        except MXNetError as err:
+            raise type(err)("%s: %s" % (self._where(nid), err)) from err
+        except Exception as err:
+            raise MXNetError("%s: %s: %s" % (self._where(nid), type(err).__name__, err)) from err
+
+    def _where(self, nid: int) -> str:
+        if nid < 0:
+            return "before the first step on %s" % self._ctx
+        node = self._plan.graph.nodes[nid]
+        return "while running %s (%s) on %s" % (node.name, node.op.name, self._ctx)
+
+    def _report(self, nid: int) -> None:
+        graph = self._plan.graph
+        node = graph.nodes[nid]
+        first = graph.row_ptr[nid]
+        names = node.op.output_names(node.name)
+        for k, name in enumerate(names):
+            self._monitor(name, NDArray(self._arrays[first + k], self._ctx))
+        if self._monitor_all:
+            slots = node.op.arguments() + node.op.aux_states()
+            for slot, eid in zip(slots, graph.input_eids[nid]):
+                self._monitor("%s_%s" % (node.name, slot), NDArray(self._arrays[eid], self._ctx))
+
+    def _check_pool(self) -> None:
+        if self._generation != self._pool.generation:
+            self._pool.ensure(self._plan.memory.block_bytes)
+            self._materialize()
+
+    def forward(self, is_train: bool = False, **kwargs) -> list:
+        """Run the forward steps; keyword arrays are copied into the named arguments first."""
+        for name, value in kwargs.items():
+            if name not in self.arg_dict:
+                raise BindError("forward: '%s' is not an argument (arguments: %s)"
+                                % (name, ", ".join(self._plan.arg_names)))
+            dst = self.arg_dict[name]
+            src = value._data if isinstance(value, NDArray) else value
+            if tuple(np.shape(src)) != dst.shape:
+                raise BindError("forward: '%s' has shape %s but the executor is bound with %s"
+                                % (name, tuple(np.shape(src)), dst.shape))
+            dst[:] = value
+        self._check_pool()
+        self._run(self._fwd_steps, bool(is_train))
+        return self.outputs
+
+    def backward(self, out_grads=None, is_train: bool = True) -> None:
+        """Run the backward steps with `out_grads` as the gradients of non-loss outputs."""
+        plan = self._plan
+        grads = self._normalize_out_grads(out_grads)
+        for i, eid in enumerate(plan.head_grad_eids):
+            if eid is None:
+                continue
+            given = grads[i]
+            if given is None:
+                raise MXNetError(
+                    "backward: output '%s' is not a loss, so its head gradient is required "
+                    "(pass out_grads to backward)" % plan.output_names[i])
+            src = given._data if isinstance(given, NDArray) else given
+            if tuple(src.shape) != self._head_grads[i].shape:
+                raise MXNetError("backward: out_grad for '%s' has shape %s, the output is %s"
+                                 % (plan.output_names[i], tuple(src.shape),
+                                    self._head_grads[i].shape))
+            self._head_grads[i][...] = backend.to_context(src, self._ctx)
+        self._check_pool()
+        self._run(self._bwd_steps, True)
+        for dst, req, src in self._grad_copies:
+            assign(dst, req, src)
+
+    def _normalize_out_grads(self, out_grads) -> list:
+        n = len(self._plan.output_eids)
+        if out_grads is None:
+            return [None] * n
+        if isinstance(out_grads, dict):
+            return [out_grads.get(name) for name in self._plan.output_names]
+        if isinstance(out_grads, (NDArray, np.ndarray)) or hasattr(out_grads, "shape"):
+            out_grads = [out_grads]
+        out_grads = list(out_grads)
+        if len(out_grads) != n:
+            raise MXNetError("backward: got %d out_grads for %d outputs" % (len(out_grads), n))
+        return out_grads
+
+    # ------------------------------------------------------------------ dicts
+    def _named(self, names, arrays) -> dict:
+        out = {}
+        for name, arr in zip(names, arrays):
+            if name in out:
+                raise ValueError("duplicate name %s" % name)
+            out[name] = arr
+        return out
+
+    @property
+    def arg_dict(self) -> dict:
+        if self._arg_dict is None:
+            self._arg_dict = self._named(self._plan.arg_names, self.arg_arrays)
+        return self._arg_dict
+
+    @property
+    def grad_dict(self) -> dict:
+        if self._grad_dict is None:
+            self._grad_dict = self._named(self._plan.arg_names, self.grad_arrays)
+        return self._grad_dict
+
+    @property
+    def aux_dict(self) -> dict:
+        if self._aux_dict is None:
+            self._aux_dict = self._named(self._plan.aux_names, self.aux_arrays)
+        return self._aux_dict
+
+    @property
+    def output_dict(self) -> dict:
+        return self._named(self._plan.output_names, self.outputs)
+
+    # ------------------------------------------------------------------ parameters
+    def copy_params_from(self, arg_params: Mapping, aux_params: Optional[Mapping] = None,
+                         allow_extra_params: bool = False) -> None:
+        for name, array in arg_params.items():
+            if name in self.arg_dict:
+                _copy_into(self.arg_dict[name], array, name)
+            elif not allow_extra_params:
+                raise ValueError('Find name "%s" that is not in the arguments' % name)
+        for name, array in (aux_params or {}).items():
+            if name in self.aux_dict:
+                _copy_into(self.aux_dict[name], array, name)
+            elif not allow_extra_params:
+                raise ValueError('Find name "%s" that is not in the auxiliary states' % name)
+
+    def set_monitor_callback(self, callback: Callable, monitor_all: bool = False) -> None:
+        self._monitor = callback
+        self._monitor_all = monitor_all
+
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
+                **kwargs) -> "Executor":
+        """A new executor for new input shapes, sharing unchanged arrays and the memory pool."""
+        plan = self._plan
+        shapes = {n: a.shape for n, a in zip(plan.arg_names, self.arg_arrays)}
+        unknown = [k for k in kwargs if k not in shapes]
+        if unknown:
+            raise BindError("reshape: %s are not arguments (arguments: %s)"
+                            % (unknown, ", ".join(plan.arg_names)))
+        new_shapes = {k: tuple(v) for k, v in kwargs.items()}
+        types = {n: a.dtype for n, a in zip(plan.arg_names, self.arg_arrays)}
+        from ..passes import infer_graph_shapes
+        fwd = self._symbol._graph
+        inferred = infer_graph_shapes(fwd, new_shapes)
+        args, grads = [], []
+        for name, arr, grad, eid in zip(plan.arg_names, self.arg_arrays, self.grad_arrays,
+                                        plan.arg_eids):
+            new = inferred[eid]
+            if new is not None and all(d is not None for d in new) and tuple(new) != arr.shape:
+                if name not in new_shapes and not partial_shaping:
+                    raise BindError(
+                        "reshape: the shape of unspecified argument '%s' changed from %s to %s; "
+                        "pass partial_shaping=True if this is intended" % (name, arr.shape,
+                                                                          tuple(new)))
+                args.append(_zeros_nd(tuple(new), arr.dtype, self._ctx))
+                grads.append(None if grad is None else _zeros_nd(tuple(new), grad.dtype,
+                                                                 self._ctx))
+                new_shapes[name] = tuple(new)
+            else:
+                args.append(arr)
+                grads.append(grad)
+                new_shapes.setdefault(name, arr.shape)
+        new_plan = compile_graph(fwd, new_shapes, types, plan.grad_req)
+        aux = []
+        for name, arr, eid in zip(plan.aux_names, self.aux_arrays, new_plan.aux_eids):
+            shape = new_plan.shapes[eid]
+            aux.append(arr if tuple(shape) == arr.shape else _zeros_nd(shape, arr.dtype,
+                                                                       self._ctx))
+        return Executor(self._symbol, new_plan, self._ctx, args, grads, aux, pool=self._pool)
+
+    # ------------------------------------------------------------------ reports
+    def debug_str(self) -> str:
+        """The plan, one line per step, ending like MXNet's with `Total N MB allocated`."""
+        plan = self._plan
+        graph = plan.graph
+        storage = plan.memory.storage
+        lines = ["Symbol outputs: %s" % ", ".join(plan.output_names)]
+        for nid, node in enumerate(graph.nodes):
+            if node.op is None:
+                continue
+            phase = "fwd" if nid < plan.num_forward_nodes else "bwd"
+            ins = ", ".join("%s%s@%s" % (graph.entry_name(e), _shape_text(plan.shapes[e]),
+                                         _sid_text(storage[e], e, plan))
+                            for e in graph.input_eids[nid])
+            outs = ", ".join("%s%s@%s" % (graph.entry_name(e), _shape_text(plan.shapes[e]),
+                                          _sid_text(storage[e], e, plan))
+                             for e in range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
+            lines.append("[%s] %s (%s): %s -> %s" % (phase, node.name, node.op.name, ins, outs))
+        planned = plan.memory.planned_bytes
+        lines.append("Planned memory: %d bytes in %d blocks (%d in-place) vs %d bytes unplanned"
+                     % (planned, len(plan.memory.block_bytes), plan.memory.inplace_hits,
+                        plan.unplanned_bytes))
+        lines.append("Total %d MB allocated" % (planned >> 20))
+        lines.append("Total 0 TempSpace resource requested")
+        return "\n".join(lines) + "\n"
+
+
+def _shape_text(shape) -> str:
+    return "(" + ",".join(str(d) for d in shape) + ")"
+
+
+def _sid_text(sid: int, eid: int, plan: Plan) -> str:
+    return "ext" if sid < 0 else "b%d" % sid
+
+
+def _copy_into(dst: NDArray, src, name: str) -> None:
+    data = src._data if isinstance(src, NDArray) else src
+    if tuple(np.shape(data)) != dst.shape:
+        raise BindError("parameter '%s' has shape %s but the executor needs %s"
+                        % (name, tuple(np.shape(data)), dst.shape))
+    dst._data[...] = backend.to_context(data, dst.context).astype(dst._data.dtype, copy=False)
+
+
+def _zeros_nd(shape, dtype, ctx) -> NDArray:
+    xp = backend.xp_for(ctx)
+    with backend.device_scope(ctx):
+        return NDArray(xp.zeros(shape, dtype=dtype), ctx)
+
+
+# ---------------------------------------------------------------------------- binding
+
+
+def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_arg_names=None,
+                shared_exec: Optional[Executor] = None, shared_buffer: Optional[dict] = None,
+                shapes: Optional[Mapping] = None, reuse_memory: bool = True) -> Executor:
+    """Compile `symbol` for `shapes` and allocate its arrays on `ctx` (see Symbol.simple_bind).
+
+    `reuse_memory=False` gives every entry its own block: the baseline of the plan-safety tests.
+    """
+    graph = symbol._graph
+    arg_names = [graph.nodes[i].name for i in graph.argument_ids()]
+    inputs = set(arg_names) | {graph.nodes[i].name for i in graph.aux_ids()}
+    shapes = dict(shapes or {})
+    unknown = [k for k in shapes if k not in inputs]
+    if unknown:
+        raise BindError("simple_bind: %s not among the symbol's arguments (%s)"
+                        % (", ".join("'%s'" % k for k in unknown), ", ".join(arg_names)))
+    type_dict = {k: np.dtype(v) for k, v in (type_dict or {}).items() if k in inputs}
+    reqs = normalize_grad_req(grad_req, arg_names)
+    plan = compile_graph(graph, {k: tuple(v) for k, v in shapes.items()}, type_dict, reqs,
+                         reuse_memory=reuse_memory)
+    shared_names = set(shared_arg_names or ())
+    shared_args = shared_exec.arg_dict if shared_exec is not None else {}
+    shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
+    shared_aux = shared_exec.aux_dict if shared_exec is not None else {}
+    args, grads = [], []
+    for name, eid in zip(plan.arg_names, plan.arg_eids):
+        shape, dtype = plan.shapes[eid], plan.dtypes[eid]
+        if name in shared_names and name in shared_args and _fits(shared_args[name], shape,
+                                                                   dtype):
+            args.append(shared_args[name])
+            grad = shared_grads.get(name)
+            if reqs[name] != "null" and (grad is None or not _fits(grad, shape, dtype)):
+                grad = _zeros_nd(shape, dtype, ctx)
+            grads.append(grad if reqs[name] != "null" else None)
+            continue
+        if shared_buffer is not None and name not in shared_names:
+            args.append(_from_buffer(shared_buffer, name, shape, dtype, ctx))
+        else:
+            args.append(_zeros_nd(shape, dtype, ctx))
+        grads.append(_zeros_nd(shape, dtype, ctx) if reqs[name] != "null" else None)
+    aux = []
+    for name, eid in zip(plan.aux_names, plan.aux_eids):
+        shape, dtype = plan.shapes[eid], plan.dtypes[eid]
+        if name in shared_aux and _fits(shared_aux[name], shape, dtype):
+            aux.append(shared_aux[name])
+        else:
+            aux.append(_zeros_nd(shape, dtype, ctx))
+    pool = shared_exec._pool if shared_exec is not None else None
+    return Executor(symbol, plan, ctx, args, grads, aux, pool=pool)
+
+
+def _fits(arr: NDArray, shape, dtype) -> bool:
+    return arr.shape == tuple(shape) and np.dtype(arr.dtype) == np.dtype(dtype)
+
+
+def _from_buffer(buffer: dict, name: str, shape, dtype, ctx) -> NDArray:
+    """A view of the shared buffer's array for `name`, grown (and stored back) when too small."""
+    nbytes = entry_nbytes(shape, dtype)
+    have = buffer.get(name)
+    if have is not None and have.context == ctx and have._data.nbytes >= nbytes and (
+            np.dtype(have.dtype) == np.dtype(dtype)):
+        flat = have._data.reshape(-1)[:int(np.prod(shape, dtype=np.int64))]
+        return NDArray(flat.reshape(shape), ctx)
+    arr = _zeros_nd(shape, dtype, ctx)
+    buffer[name] = arr
+    return arr
+
+
+def bind(symbol, ctx: Context, args, args_grad=None, grad_req="write", aux_states=None,
+         shared_exec: Optional[Executor] = None) -> Executor:
+    """Bind given arrays (lists in argument order or dicts by name) into an Executor."""
+    graph = symbol._graph
+    arg_names = [graph.nodes[i].name for i in graph.argument_ids()]
+    aux_names = [graph.nodes[i].name for i in graph.aux_ids()]
+    arg_list = _as_named_list(args, arg_names, "args", required=True)
+    reqs = normalize_grad_req(grad_req, arg_names)
+    if args_grad is None:
+        grad_list = [None] * len(arg_names)
+        reqs = {n: "null" for n in arg_names}
+    else:
+        grad_list = _as_named_list(args_grad, arg_names, "args_grad", required=False)
+        for name, grad in zip(arg_names, grad_list):
+            if grad is None:
+                reqs[name] = "null"
+    aux_list = _as_named_list(aux_states or ([] if not aux_names else None), aux_names,
+                              "aux_states", required=True)
+    arg_list = [_as_nd(a, ctx) for a in arg_list]
+    aux_list = [_as_nd(a, ctx) for a in aux_list]
+    grad_list = [None if g is None or reqs[n] == "null" else g
+                 for n, g in zip(arg_names, grad_list)]
+    shapes = {n: a.shape for n, a in zip(arg_names, arg_list)}
+    shapes.update({n: a.shape for n, a in zip(aux_names, aux_list)})
+    types = {n: np.dtype(a.dtype) for n, a in zip(arg_names, arg_list)}
+    types.update({n: np.dtype(a.dtype) for n, a in zip(aux_names, aux_list)})
+    plan = compile_graph(graph, shapes, types, reqs)
+    for name, grad, eid in zip(arg_names, grad_list, plan.arg_eids):
+        if grad is not None and grad.shape != tuple(plan.shapes[eid]):
+            raise BindError("bind: gradient array for '%s' has shape %s, the argument is %s"
+                            % (name, grad.shape, plan.shapes[eid]))
+    pool = shared_exec._pool if shared_exec is not None else None
+    return Executor(symbol, plan, ctx, arg_list, grad_list, aux_list, pool=pool)
+
+
+def _as_nd(value, ctx) -> NDArray:
+    if isinstance(value, NDArray):
+        return value
+    xp = backend.xp_for(ctx)
+    return NDArray(xp.asarray(value, dtype=np.float32), ctx)
+
+
+def _as_named_list(values, names: list, what: str, required: bool) -> list:
+    if values is None:
+        if required and names:
+            raise BindError("bind: %s is required for %s" % (what, ", ".join(names)))
+        return [None] * len(names)
+    if isinstance(values, dict):
+        unknown = [k for k in values if k not in names]
+        if unknown:
+            raise BindError("bind: %s names %s, which the symbol does not have (expected: %s)"
+                            % (what, unknown, ", ".join(names)))
+        missing = [n for n in names if n not in values]
+        if missing and required:
+            raise BindError("bind: %s is missing %s" % (what, ", ".join(missing)))
+        return [values.get(n) for n in names]
+    values = list(values)
+    if len(values) != len(names):
+        raise BindError("bind: %s has %d arrays but the symbol has %d (%s)"
+                        % (what, len(values), len(names), ", ".join(names)))
+    return values

@@ -1,0 +1,161 @@
+"""The graph compiler: pure passes from a symbol graph to an execution `Plan`.
+
+`compile_graph` runs shape inference, type inference, the gradient pass and the memory planner
+in that order and returns a frozen Plan. It allocates nothing: the executor binds a plan to a
+device. (DESIGN lists Plan under executor/; it is defined here so that the passes, which build
+it, do not import the executor, which runs it.)
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping, Optional
+
+import numpy as np
+
+from ..base import BindError, ShapeError
+from ..ops.registry import fmt_shape, shape_is_known
+from ..symbol.graph import Graph
+from .gradient import BackwardOp, GradientGraph, build_gradient
+from .infer import infer_graph_shapes, infer_graph_types
+from .liveness import last_use
+from .memory import MemoryPlan, entry_nbytes, plan_memory
+
+__all__ = ["Plan", "compile_graph", "infer_graph_shapes", "infer_graph_types", "build_gradient",
+           "last_use", "plan_memory", "MemoryPlan", "BackwardOp", "GradientGraph",
+           "normalize_grad_req"]
+
+GRAD_REQS = ("write", "add", "null")
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Everything the executor needs, decided before any array exists.
+
+    Steps are the op nodes of `graph` in order; those with id < `num_forward_nodes` form the
+    forward pass, the rest the backward pass.
+    """
+
+    graph: Graph
+    num_forward_nodes: int
+    arg_names: tuple
+    aux_names: tuple
+    arg_eids: tuple
+    aux_eids: tuple
+    output_eids: tuple
+    output_names: tuple
+    shapes: tuple
+    dtypes: tuple
+    grad_req: Mapping[str, str]
+    grad_eids: Mapping[str, int]
+    direct_grads: frozenset
+    head_grad_eids: tuple
+    external: frozenset
+    memory: MemoryPlan
+
+    @property
+    def unplanned_bytes(self) -> int:
+        return sum(entry_nbytes(self.shapes[e], self.dtypes[e]) for e in range(len(self.shapes))
+                   if e not in self.external)
+
+    def arg_shapes(self) -> dict:
+        return {n: self.shapes[e] for n, e in zip(self.arg_names, self.arg_eids)}
+
+
+def normalize_grad_req(grad_req, arg_names) -> dict:
+    """grad_req as str, list (in argument order) or dict, as a dict over every argument."""
+    if isinstance(grad_req, str):
+        reqs = {n: grad_req for n in arg_names}
+    elif isinstance(grad_req, (list, tuple)):
+        if len(grad_req) != len(arg_names):
+            raise BindError("grad_req list has %d entries for %d arguments"
+                            % (len(grad_req), len(arg_names)))
+        reqs = dict(zip(arg_names, grad_req))
+    elif isinstance(grad_req, dict):
+        unknown = [k for k in grad_req if k not in arg_names]
+        if unknown:
+            raise BindError("grad_req names %s, which are not arguments (arguments: %s)"
+                            % (unknown, ", ".join(arg_names)))
+        reqs = {n: grad_req.get(n, "null") for n in arg_names}
+    else:
+        raise BindError("grad_req must be a str, list or dict, not %r" % (grad_req,))
+    bad = {k: v for k, v in reqs.items() if v not in GRAD_REQS}
+    if bad:
+        raise BindError("grad_req must be one of %s; got %s" % (GRAD_REQS, bad))
+    return reqs
+
+
+def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str, np.dtype],
+                  grad_req: Mapping[str, str], enable_inplace: bool = True,
+                  reuse_memory: bool = True,
+                  default_dtype: Optional[np.dtype] = np.dtype(np.float32)) -> Plan:
+    """Infer, differentiate and plan `graph` for the given input shapes and dtypes."""
+    arg_ids = graph.argument_ids()
+    aux_ids = graph.aux_ids()
+    arg_names = tuple(graph.nodes[i].name for i in arg_ids)
+    aux_names = tuple(graph.nodes[i].name for i in aux_ids)
+    fwd_shapes = infer_graph_shapes(graph, shapes)
+    missing = [graph.nodes[i].name for i in graph.variable_ids()
+               if not shape_is_known(fwd_shapes[graph.row_ptr[i]])]
+    if missing or not all(shape_is_known(s) for s in fwd_shapes):
+        detail = ", ".join("%s: %s" % (n, fmt_shape(fwd_shapes[graph.row_ptr[i]]))
+                           for i, n in ((i, graph.nodes[i].name) for i in graph.variable_ids())
+                           if n in missing)
+        if not missing:
+            bad = [graph.entry_name(e) for e, s in enumerate(fwd_shapes) if not shape_is_known(s)]
+            detail = "outputs %s" % ", ".join(bad[:5])
+        raise ShapeError("cannot decide every shape; give the shapes of: %s" % detail)
+    known_types = dict(dtypes)
+    fwd_types = infer_graph_types(graph, known_types)
+    if default_dtype is not None and any(t is None for t in fwd_types):
+        for i in graph.variable_ids():
+            name = graph.nodes[i].name
+            if fwd_types[graph.row_ptr[i]] is None and name not in known_types:
+                known_types[name] = default_dtype
+        fwd_types = infer_graph_types(graph, known_types)
+    wrt = [n for n in arg_names if grad_req.get(n, "null") != "null"]
+    if wrt:
+        gg = build_gradient(graph, wrt)
+        full = gg.graph
+        all_shapes = list(fwd_shapes) + [None] * (full.num_entries - graph.num_entries)
+        all_types = list(fwd_types) + [None] * (full.num_entries - graph.num_entries)
+        for eid, src in gg.shape_source.items():
+            all_shapes[eid] = fwd_shapes[src]
+            all_types[eid] = fwd_types[src]
+        grad_eids = dict(zip(wrt, gg.grad_eids))
+        head_grad_eids = tuple(None if nid is None else full.row_ptr[nid]
+                               for nid in gg.head_grad_nodes)
+        num_forward_nodes = gg.num_forward_nodes
+    else:
+        full, all_shapes, all_types = graph, list(fwd_shapes), list(fwd_types)
+        grad_eids, head_grad_eids = {}, tuple(None for _ in graph.outputs)
+        num_forward_nodes = len(graph.nodes)
+    variables = {full.row_ptr[i] for i in full.variable_ids()}
+    consumers = full.consumers()
+    direct = set()
+    seen = set()
+    for name, eid in grad_eids.items():
+        producer = full.nodes[full.entry_node(eid)]
+        if (grad_req[name] == "write" and eid not in variables and eid not in seen
+                and not consumers[eid] and full.entry_node(eid) >= num_forward_nodes
+                and producer.op is not None):
+            direct.add(name)
+        seen.add(eid)
+    external = variables | {grad_eids[n] for n in direct}
+    pinned = set(full.output_eids) - external
+    memory = plan_memory(full, all_shapes, all_types, external, pinned, enable_inplace,
+                         reuse_memory)
+    return Plan(graph=full, num_forward_nodes=num_forward_nodes, arg_names=arg_names,
+                aux_names=aux_names, arg_eids=tuple(graph.row_ptr[i] for i in arg_ids),
+                aux_eids=tuple(graph.row_ptr[i] for i in aux_ids),
+                output_eids=tuple(graph.output_eids), output_names=tuple(_output_names(graph)),
+                shapes=tuple(all_shapes), dtypes=tuple(all_types), grad_req=dict(grad_req),
+                grad_eids=grad_eids, direct_grads=frozenset(direct),
+                head_grad_eids=head_grad_eids, external=frozenset(external), memory=memory)
+
+
+def _output_names(graph: Graph) -> list:
+    names = []
+    for e in graph.outputs:
+        node = e.node
+        names.append(node.name if node.op is None else node.op.output_names(node.name)[e.index])
+    return names

@@ -1,0 +1,133 @@
+"""Shape and dtype inference over a Graph.
+
+Both are fixed-point sweeps: each op fills in what it can deduce from the shapes known so far,
+forwards (weights from data) and backwards (a zeros begin-state's batch size from the op that
+consumes it). Sweeps alternate direction until nothing changes. Errors name the node, its op,
+the slot and both shapes.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import numpy as np
+
+from ..base import DTypeError, MXNetError, ShapeError
+from ..ops.registry import fmt_shape, merge_shape, shape_is_known
+from ..symbol.graph import Graph
+
+__all__ = ["infer_graph_shapes", "infer_graph_types", "variable_shape_attr"]
+
+_MAX_SWEEPS = 50
+
+
+def variable_shape_attr(node) -> Optional[tuple]:
+    text = node.attrs.get("__shape__")
+    if not text:
+        return None
+    from ..symbol.symbol import parse_shape_attr
+    return parse_shape_attr(text)
+
+
+def _slot_name(node, pos: int, is_input: bool) -> str:
+    if is_input:
+        return "input '%s'" % node.op._in_name(pos)
+    return "output '%s'" % node.op.outputs()[pos]
+
+
+def _run_node(graph: Graph, nid: int, table: list, fn_name: str, merge, fmt) -> bool:
+    node = graph.nodes[nid]
+    in_eids = graph.input_eids[nid]
+    first = graph.row_ptr[nid]
+    out_eids = range(first, graph.row_ptr[nid + 1])
+    ins = [table[e] for e in in_eids]
+    outs = [table[e] for e in out_eids]
+    try:
+        new_ins, new_outs = getattr(node.op, fn_name)(list(ins), list(outs))
+    except MXNetError as err:
+        raise type(err)("%s (%s): %s" % (node.name, node.op.name, err)) from None
+    changed = False
+    for is_input, eids, old, new in ((True, in_eids, ins, new_ins), (False, out_eids, outs,
+                                                                      new_outs)):
+        for pos, (eid, before, after) in enumerate(zip(eids, old, new)):
+            if after is None or after == before:
+                continue
+            try:
+                merged = merge(table[eid], after)
+            except ValueError:
+                err_cls = ShapeError if fn_name == "infer_shape" else DTypeError
+                raise err_cls("%s (%s): %s is %s but the operator infers %s"
+                              % (node.name, node.op.name, _slot_name(node, pos, is_input),
+                                 fmt(table[eid]), fmt(after))) from None
+            if merged != table[eid]:
+                table[eid] = merged
+                changed = True
+    return changed
+
+
+def _sweep(graph: Graph, table: list, fn_name: str, merge, fmt, complete) -> list:
+    op_ids = [i for i, n in enumerate(graph.nodes) if n.op is not None]
+    for sweep in range(_MAX_SWEEPS):
+        changed = False
+        order = op_ids if sweep % 2 == 0 else reversed(op_ids)
+        for nid in order:
+            first, last = graph.row_ptr[nid], graph.row_ptr[nid + 1]
+            eids = graph.input_eids[nid]
+            if all(complete(table[e]) for e in eids) and all(
+                    complete(table[e]) for e in range(first, last)) and sweep > 0:
+                continue
+            changed |= _run_node(graph, nid, table, fn_name, merge, fmt)
+        if not changed and sweep > 0:
+            break
+    return table
+
+
+def infer_graph_shapes(graph: Graph, known: Mapping[str, Optional[tuple]]) -> list:
+    """Per entry id, its shape (dims may be None where they cannot be decided)."""
+    table: list = [None] * graph.num_entries
+    for nid in graph.variable_ids():
+        node = graph.nodes[nid]
+        eid = graph.row_ptr[nid]
+        shape = variable_shape_attr(node)
+        given = known.get(node.name)
+        if given is not None:
+            try:
+                shape = merge_shape(shape, given)
+            except ValueError:
+                raise ShapeError("variable '%s' is declared with shape %s but %s was given"
+                                 % (node.name, fmt_shape(shape), fmt_shape(given))) from None
+        table[eid] = shape
+    return _sweep(graph, table, "infer_shape", merge_shape, fmt_shape, shape_is_known)
+
+
+def _merge_dtype(have, new):
+    if new is not None:
+        new = np.dtype(new)
+    if have is None:
+        return new
+    if new is None or have == new:
+        return have
+    raise ValueError("dtype differs")
+
+
+def _fmt_dtype(dtype) -> str:
+    return "unknown" if dtype is None else np.dtype(dtype).name
+
+
+def infer_graph_types(graph: Graph, known: Mapping[str, np.dtype]) -> list:
+    """Per entry id, its numpy dtype (None where it cannot be decided)."""
+    from ..symbol.symbol import DTYPE_MX_TO_NP
+    table: list = [None] * graph.num_entries
+    for nid in graph.variable_ids():
+        node = graph.nodes[nid]
+        dtype = None
+        if "__dtype__" in node.attrs:
+            dtype = np.dtype(DTYPE_MX_TO_NP[int(node.attrs["__dtype__"])])
+        given = known.get(node.name)
+        if given is not None:
+            if dtype is not None and np.dtype(given) != dtype:
+                raise DTypeError("variable '%s' is declared as %s but %s was given"
+                                 % (node.name, dtype.name, np.dtype(given).name))
+            dtype = np.dtype(given)
+        table[graph.row_ptr[nid]] = dtype
+    return _sweep(graph, table, "infer_type", _merge_dtype, _fmt_dtype,
+                  lambda t: t is not None)

@@ -1,0 +1,108 @@
+"""The memory planner: assign every entry a storage block, reusing dead ones.
+
+Walks the nodes in execution order. Each output gets either the block of an input that dies at
+this very node (when the op declares that pair in-place and the sizes agree), or the smallest
+free block that fits, or the largest free block grown to fit, or a new block. After a node
+runs, the blocks of entries it was the last to read go back to the free list. External entries
+(variables, head gradients, gradients bound straight into user arrays) are not planned; pinned
+entries (the graph's outputs) are planned but never freed, because the user reads them.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Collection, Sequence
+
+import numpy as np
+
+from ..symbol.graph import Graph
+from .liveness import last_use
+
+__all__ = ["MemoryPlan", "plan_memory", "entry_nbytes"]
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryPlan:
+    """`storage[eid]` is a block id (-1: external); `block_bytes[sid]` its size."""
+
+    storage: tuple
+    block_bytes: tuple
+    inplace_hits: int
+
+    @property
+    def planned_bytes(self) -> int:
+        return int(sum(self.block_bytes))
+
+
+def entry_nbytes(shape, dtype) -> int:
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def plan_memory(graph: Graph, shapes: Sequence, dtypes: Sequence, external: Collection[int],
+                pinned: Collection[int], enable_inplace: bool = True,
+                reuse: bool = True) -> MemoryPlan:
+    """Assign blocks; with reuse=False every entry gets a fresh block (the unplanned baseline
+    that the safety tests compare against)."""
+    external = set(external)
+    pinned = set(pinned)
+    dies_at = last_use(graph)
+    nbytes = [entry_nbytes(s, t) if s is not None else 0 for s, t in zip(shapes, dtypes)]
+    storage = [-1] * graph.num_entries
+    block_bytes: list = []
+    holders: list = []          # live entries per block
+    free: list = []             # block ids
+    inplace_hits = 0
+
+    def take_block(size: int) -> int:
+        if free and reuse:
+            fitting = [b for b in free if block_bytes[b] >= size]
+            if fitting:
+                sid = min(fitting, key=lambda b: block_bytes[b])
+            else:
+                sid = max(free, key=lambda b: block_bytes[b])
+                block_bytes[sid] = size
+            free.remove(sid)
+            return sid
+        block_bytes.append(size)
+        holders.append(0)
+        return len(block_bytes) - 1
+
+    def release(eid: int) -> None:
+        sid = storage[eid]
+        if sid < 0 or eid in pinned:
+            return
+        holders[sid] -= 1
+        if holders[sid] == 0:
+            free.append(sid)
+
+    for nid, node in enumerate(graph.nodes):
+        if node.op is None:
+            continue
+        in_eids = graph.input_eids[nid]
+        first = graph.row_ptr[nid]
+        taken = set()
+        inplace = getattr(node.op, "inplace", ()) if enable_inplace and reuse else ()
+        for pos_in, pos_out in inplace:
+            src = in_eids[pos_in]
+            dst = first + pos_out
+            if (src in external or src in pinned or dst in external or dies_at[src] != nid
+                    or storage[src] < 0 or nbytes[src] != nbytes[dst] or src in taken
+                    or holders[storage[src]] != 1 or in_eids.count(src) != 1):
+                continue
+            storage[dst] = storage[src]
+            holders[storage[src]] += 1
+            taken.add(src)
+            inplace_hits += 1
+        for dst in range(first, graph.row_ptr[nid + 1]):
+            if dst in external or storage[dst] >= 0:
+                continue
+            sid = take_block(nbytes[dst])
+            storage[dst] = sid
+            holders[sid] += 1
+        for src in set(in_eids):
+            if dies_at[src] == nid and src not in external:
+                release(src)
+        for dst in range(first, graph.row_ptr[nid + 1]):
+            if dies_at[dst] == -1 and dst not in external:
+                release(dst)
+    return MemoryPlan(storage=tuple(storage), block_bytes=tuple(block_bytes),
+                      inplace_hits=inplace_hits)

@@ -1,0 +1,68 @@
+"""`mx.sym`: build symbol graphs.
+
+Every registered operator is available as a constructor under its MXNet name and aliases
+(`mx.sym.FullyConnected`, `mx.sym.flatten`, ...), created on first use from the op registry.
+"""
+from __future__ import annotations
+
+from numbers import Number
+
+from .naming import AttrScope, NameManager, Prefix
+from .symbol import Group, Symbol, Variable, load, load_json, make_op_symbol, var
+
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "NameManager", "Prefix",
+           "AttrScope", "zeros", "ones", "full", "maximum", "minimum", "pow", "power", "hypot"]
+
+
+def _constructor(op_name: str):
+    def create(*args, **kwargs):
+        return make_op_symbol(op_name, args, kwargs, hint=op_name.lower())
+    create.__name__ = op_name
+    create.__qualname__ = op_name
+    create.__doc__ = "Apply operator %s (see minimod.ops)." % op_name
+    return create
+
+
+def __getattr__(name: str):
+    from ..ops.registry import list_ops
+    if name in list_ops():
+        fn = _constructor(name)
+        globals()[name] = fn
+        return fn
+    raise AttributeError("module 'minimod.symbol' has no attribute '%s'" % name)
+
+
+def zeros(shape, dtype="float32", **kwargs) -> Symbol:
+    return make_op_symbol("_zeros", [], dict(kwargs, shape=shape, dtype=dtype), hint="_zeros")
+
+
+def ones(shape, dtype="float32", **kwargs) -> Symbol:
+    return make_op_symbol("_ones", [], dict(kwargs, shape=shape, dtype=dtype), hint="_ones")
+
+
+def full(shape, val, dtype="float32", **kwargs) -> Symbol:
+    return make_op_symbol("_full", [], dict(kwargs, shape=shape, value=val, dtype=dtype),
+                          hint="_full")
+
+
+def _binary(name: str, scalar_name: str, rscalar_name: str):
+    def apply(left, right):
+        if isinstance(left, Symbol) and isinstance(right, Symbol):
+            return make_op_symbol(name, [left, right], {}, hint=name)
+        if isinstance(left, Symbol) and isinstance(right, Number):
+            return make_op_symbol(scalar_name, [left], {"scalar": right},
+                                  hint=scalar_name.replace("_scalar", "scalar"))
+        if isinstance(right, Symbol) and isinstance(left, Number):
+            return make_op_symbol(rscalar_name, [right], {"scalar": left},
+                                  hint=rscalar_name.replace("_scalar", "scalar"))
+        raise TypeError("%s needs at least one Symbol, got %r and %r"
+                        % (name, type(left).__name__, type(right).__name__))
+    apply.__name__ = name.strip("_")
+    return apply
+
+
+maximum = _binary("_maximum", "_maximum_scalar", "_maximum_scalar")
+minimum = _binary("_minimum", "_minimum_scalar", "_minimum_scalar")
+power = _binary("_power", "_power_scalar", "_rpower_scalar")
+pow = power  # noqa: A001 (MXNet's name)
+hypot = _binary("_hypot", "_hypot_scalar", "_hypot_scalar")

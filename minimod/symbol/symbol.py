@@ -1,0 +1,666 @@
+"""`Symbol`: the user's handle on a graph, with MXNet's API.
+
+A Symbol is a tuple of output entries; the nodes behind them are shared with every other symbol
+built from them. Building (`Variable`, op constructors, arithmetic, `Group`, composition) happens
+here; inference and binding are delegated down the pipeline (`minimod.passes`,
+`minimod.executor`). Those two imports point against the pipeline's direction, because MXNet's
+API puts `infer_shape` and `simple_bind` on the Symbol; they are made lazily, inside the methods,
+so that the symbol package itself depends only on ops.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..base import GraphError, MXNetError, ShapeError
+from ..ops.registry import create_op, get_op_class
+from .graph import Entry, Graph, Node
+from .naming import HIDDEN_KEYS, current_attr_scope, current_name_manager, hidden_key
+
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "make_op_symbol",
+           "DTYPE_NP_TO_MX", "DTYPE_MX_TO_NP", "parse_shape_attr"]
+
+DTYPE_MX_TO_NP = {0: np.float32, 1: np.float64, 2: np.float16, 3: np.uint8, 4: np.int32,
+                  5: np.int8, 6: np.int64, 7: np.bool_}
+DTYPE_NP_TO_MX = {np.dtype(v): k for k, v in DTYPE_MX_TO_NP.items()}
+
+
+def parse_shape_attr(text: str) -> Optional[tuple]:
+    """MXNet's `__shape__` attribute ("(0, 5)") as a shape with None for unknown (0) dims."""
+    value = json.loads(text.replace("(", "[").replace(")", "]").replace("L", ""))
+    if isinstance(value, int):
+        value = [value]
+    if not value:
+        return None
+    return tuple(None if d == 0 else int(d) for d in value)
+
+
+def _to_api_shape(shape) -> tuple:
+    """Internal shape (None = unknown) as MXNet reports it: 0 for unknown dims, () if unknown."""
+    if shape is None:
+        return ()
+    return tuple(0 if d is None else int(d) for d in shape)
+
+
+def _from_api_shape(shape) -> Optional[tuple]:
+    if shape is None:
+        return None
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(shape)
+    if not shape:
+        return None
+    return tuple(None if d == 0 else int(d) for d in shape)
+
+
+class Symbol:
+    """A handle on one or more output entries of a graph."""
+
+    __slots__ = ("_outputs", "_graph_cache", "__weakref__")
+
+    def __init__(self, outputs: Sequence[Entry]):
+        self._outputs = tuple(outputs)
+        self._graph_cache = None
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def _graph(self) -> Graph:
+        if self._graph_cache is None:
+            self._graph_cache = Graph.from_heads(self._outputs)
+        return self._graph_cache
+
+    @property
+    def name(self) -> Optional[str]:
+        """Name of the head node, or None for a group of several outputs."""
+        if len(self._outputs) != 1:
+            return None
+        return self._outputs[0].node.name
+
+    def __len__(self):
+        return len(self.list_outputs())
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self._outputs)))
+
+    def __repr__(self):
+        if len(self._outputs) == 1:
+            return "<Symbol %s>" % self.name
+        return "<Symbol group [%s]>" % ", ".join(self.list_outputs())
+
+    def __copy__(self):
+        return Symbol(self._outputs)
+
+    def __deepcopy__(self, memo):
+        return load_json(self.tojson())
+
+    def __getstate__(self):
+        return {"handle": self.tojson()}
+
+    def __setstate__(self, state):
+        other = load_json(state["handle"])
+        self._outputs = other._outputs
+        self._graph_cache = None
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Group([self[i] for i in range(len(self._outputs))[index]])
+        if isinstance(index, str):
+            names = self.list_outputs()
+            hits = [i for i, n in enumerate(names) if n == index]
+            if len(hits) != 1:
+                raise ValueError("there are %d outputs named %r (outputs: %s)"
+                                 % (len(hits), index, ", ".join(names)))
+            index = hits[0]
+        if not isinstance(index, int):
+            raise TypeError("Symbol index must be an int, a str or a slice, not %r" % (index,))
+        if index < 0:
+            index += len(self._outputs)
+        if not 0 <= index < len(self._outputs):
+            raise IndexError("Symbol has %d outputs, index %d is out of range"
+                             % (len(self._outputs), index))
+        return Symbol([self._outputs[index]])
+
+    def list_arguments(self) -> list:
+        g = self._graph
+        return [g.nodes[i].name for i in g.argument_ids()]
+
+    def list_auxiliary_states(self) -> list:
+        g = self._graph
+        return [g.nodes[i].name for i in g.aux_ids()]
+
+    def list_inputs(self) -> list:
+        g = self._graph
+        return [g.nodes[i].name for i in g.variable_ids()]
+
+    def list_outputs(self) -> list:
+        names = []
+        for e in self._outputs:
+            node = e.node
+            names.append(node.name if node.op is None else node.op.output_names(node.name)[e.index])
+        return names
+
+    def get_internals(self) -> "Symbol":
+        """A group of every visible output of every node, variables included, in graph order."""
+        entries = []
+        for node in self._graph.nodes:
+            entries.extend(Entry(node, i) for i in range(node.num_visible_outputs()))
+        return Symbol(entries)
+
+    def get_children(self) -> Optional["Symbol"]:
+        """The inputs of the head node(s) as a group; None for a variable."""
+        entries = [e for out in self._outputs for e in out.node.inputs]
+        if not entries:
+            return None
+        return Symbol(entries)
+
+    # ------------------------------------------------------------------ attributes
+    def attr(self, key: str) -> Optional[str]:
+        if len(self._outputs) != 1:
+            raise MXNetError("attr() needs a single-output symbol")
+        attrs = self._outputs[0].node.attrs
+        return attrs.get(key, attrs.get(hidden_key(key)))
+
+    def list_attr(self, recursive: bool = False) -> dict:
+        if recursive:
+            raise DeprecationWarning("list_attr(recursive=True) is gone; use attr_dict()")
+        if len(self._outputs) != 1:
+            return {}
+        return _with_plain_keys(self._outputs[0].node.attrs)
+
+    def attr_dict(self) -> dict:
+        return {n.name: _with_plain_keys(n.attrs) for n in self._graph.nodes if n.attrs}
+
+    def _set_attr(self, **kwargs) -> None:
+        for key, value in kwargs.items():
+            if not isinstance(value, str):
+                raise ValueError("Set Attr only accepts string values, %s=%r" % (key, value))
+        for out in self._outputs:
+            node = out.node
+            node.attrs.update({hidden_key(k): v for k, v in kwargs.items()})
+            if node.op is not None and any(not k.startswith("__") for k in kwargs):
+                node.op = create_op(node.op.name, node.attrs)
+
+    # ------------------------------------------------------------------ composition
+    def __call__(self, *args, **kwargs) -> "Symbol":
+        """A copy of this symbol with free variables replaced by other symbols."""
+        name = kwargs.pop("name", None)
+        result = Symbol(self._outputs)
+        result._compose(*args, name=name, **kwargs)
+        return result
+
+    def _compose(self, *args, name: Optional[str] = None, **kwargs) -> None:
+        if args and kwargs:
+            raise TypeError("compose takes positional or keyword symbols, not both")
+        arg_names = self.list_arguments()
+        if args:
+            if len(args) > len(arg_names):
+                raise TypeError("compose got %d symbols but the symbol has %d arguments"
+                                % (len(args), len(arg_names)))
+            replace = dict(zip(arg_names, args))
+        else:
+            unknown = [k for k in kwargs if k not in self.list_inputs()]
+            if unknown:
+                raise TypeError("cannot compose: %s not among the symbol's inputs %s"
+                                % (unknown, self.list_inputs()))
+            replace = kwargs
+        for key, value in replace.items():
+            if not isinstance(value, Symbol) or len(value._outputs) != 1:
+                raise TypeError("compose: %s must be a single-output Symbol" % key)
+        replacement = {k: v._outputs[0] for k, v in replace.items()}
+        self._outputs = _substitute(self._graph, replacement)
+        self._graph_cache = None
+        if name is not None and len(self._outputs) == 1 and self._outputs[0].node.op is not None:
+            head = self._outputs[0]
+            renamed = Node(head.node.op, name, head.node.attrs, head.node.inputs)
+            self._outputs = (Entry(renamed, head.index),)
+
+    # ------------------------------------------------------------------ arithmetic
+    def _binary(self, other, op_name: str, hint: str, scalar_op: str, scalar_hint: str):
+        if isinstance(other, Symbol):
+            return make_op_symbol(op_name, [self, other], {}, hint=hint)
+        if isinstance(other, (int, float, np.number)):
+            return make_op_symbol(scalar_op, [self], {"scalar": other}, hint=scalar_hint)
+        raise TypeError("type %s not supported with Symbol" % type(other).__name__)
+
+    def _rscalar(self, other, scalar_op: str, hint: str):
+        if isinstance(other, (int, float, np.number)):
+            return make_op_symbol(scalar_op, [self], {"scalar": other}, hint=hint)
+        raise TypeError("type %s not supported with Symbol" % type(other).__name__)
+
+    def __add__(self, other):
+        return self._binary(other, "elemwise_add", "_plus", "_plus_scalar", "_plusscalar")
+
+    def __radd__(self, other):
+        return self._rscalar(other, "_plus_scalar", "_plusscalar")
+
+    def __sub__(self, other):
+        return self._binary(other, "elemwise_sub", "_minus", "_minus_scalar", "_minusscalar")
+
+    def __rsub__(self, other):
+        return self._rscalar(other, "_rminus_scalar", "_rminusscalar")
+
+    def __mul__(self, other):
+        return self._binary(other, "elemwise_mul", "_mul", "_mul_scalar", "_mulscalar")
+
+    def __rmul__(self, other):
+        return self._rscalar(other, "_mul_scalar", "_mulscalar")
+
+    def __truediv__(self, other):
+        return self._binary(other, "elemwise_div", "_div", "_div_scalar", "_divscalar")
+
+    def __rtruediv__(self, other):
+        return self._rscalar(other, "_rdiv_scalar", "_rdivscalar")
+
+    def __mod__(self, other):
+        return self._binary(other, "_mod", "_mod", "_mod_scalar", "_modscalar")
+
+    def __rmod__(self, other):
+        return self._rscalar(other, "_rmod_scalar", "_rmodscalar")
+
+    def __pow__(self, other):
+        return self._binary(other, "_power", "_power", "_power_scalar", "_powerscalar")
+
+    def __rpow__(self, other):
+        return self._rscalar(other, "_rpower_scalar", "_rpowerscalar")
+
+    def __neg__(self):
+        return make_op_symbol("_mul_scalar", [self], {"scalar": -1.0}, hint="_mulscalar")
+
+    def __abs__(self):
+        return make_op_symbol("abs", [self], {}, hint="abs")
+
+    def _compare(self, other, op_name: str):
+        if isinstance(other, Symbol):
+            return make_op_symbol(op_name, [self, other], {}, hint=op_name)
+        scalar = op_name + "_scalar"
+        return make_op_symbol(scalar, [self], {"scalar": other}, hint=scalar)
+
+    def __eq__(self, other):
+        return self._compare(other, "_equal")
+
+    def __ne__(self, other):
+        return self._compare(other, "_not_equal")
+
+    def __gt__(self, other):
+        return self._compare(other, "_greater")
+
+    def __ge__(self, other):
+        return self._compare(other, "_greater_equal")
+
+    def __lt__(self, other):
+        return self._compare(other, "_lesser")
+
+    def __le__(self, other):
+        return self._compare(other, "_lesser_equal")
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise NotImplementedError("a Symbol has no truth value")
+
+    def _inplace_op(self, *args):
+        raise NotImplementedError("Symbols are immutable: in-place arithmetic is not supported")
+
+    __iadd__ = __isub__ = __imul__ = __itruediv__ = __ipow__ = _inplace_op
+
+    # ------------------------------------------------------------------ fluent methods
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name not in _FLUENT:
+            raise AttributeError("'Symbol' object has no attribute '%s'" % name)
+        op_name = _FLUENT[name]
+
+        def method(*args, **kwargs):
+            return make_op_symbol(op_name, [self] + list(args), kwargs, hint=name.lower())
+        method.__name__ = name
+        return method
+
+    def astype(self, dtype, **kwargs):
+        return make_op_symbol("Cast", [self], dict(kwargs, dtype=np.dtype(dtype).name),
+                              hint="cast")
+
+    # ------------------------------------------------------------------ inference
+    def _known_shapes(self, args, kwargs) -> dict:
+        arg_names = self.list_arguments()
+        input_names = self.list_inputs()
+        known = {}
+        if args:
+            if len(args) > len(arg_names):
+                raise ShapeError("infer_shape got %d positional shapes for %d arguments"
+                                 % (len(args), len(arg_names)))
+            for name, shape in zip(arg_names, args):
+                if shape is not None:
+                    known[name] = _from_api_shape(shape)
+        for name, shape in kwargs.items():
+            if name not in input_names:
+                raise ShapeError("infer_shape: '%s' is not an input of the symbol (inputs: %s)"
+                                 % (name, ", ".join(input_names)))
+            known[name] = _from_api_shape(shape)
+        return known
+
+    def _infer_shape_impl(self, args, kwargs):
+        from ..passes.infer import infer_graph_shapes
+        g = self._graph
+        shapes = infer_graph_shapes(g, self._known_shapes(args, kwargs))
+        arg = [shapes[g.row_ptr[i]] for i in g.argument_ids()]
+        out = [shapes[eid] for eid in g.output_eids]
+        aux = [shapes[g.row_ptr[i]] for i in g.aux_ids()]
+        return arg, out, aux
+
+    def infer_shape(self, *args, **kwargs):
+        """(arg_shapes, out_shapes, aux_shapes); (None, None, None) with a warning if incomplete."""
+        arg, out, aux = self._infer_shape_impl(args, kwargs)
+        from ..ops.registry import shape_is_known
+        if not all(shape_is_known(s) for s in arg + out + aux):
+            unknown = [n for n, s in zip(self.list_arguments(), arg) if not shape_is_known(s)]
+            warnings.warn("Cannot decide shape for the following arguments (0s in shape means "
+                          "unknown dimensions). Consider providing them as input:\n\t"
+                          + "\n\t".join("%s: %s" % (n, _to_api_shape(s))
+                                        for n, s in zip(self.list_arguments(), arg)
+                                        if n in unknown), stacklevel=2)
+            return None, None, None
+        return ([_to_api_shape(s) for s in arg], [_to_api_shape(s) for s in out],
+                [_to_api_shape(s) for s in aux])
+
+    def infer_shape_partial(self, *args, **kwargs):
+        arg, out, aux = self._infer_shape_impl(args, kwargs)
+        return ([_to_api_shape(s) for s in arg], [_to_api_shape(s) for s in out],
+                [_to_api_shape(s) for s in aux])
+
+    def _infer_type_impl(self, args, kwargs):
+        from ..passes.infer import infer_graph_types
+        g = self._graph
+        known = {}
+        arg_names = self.list_arguments()
+        for name, dtype in zip(arg_names, args):
+            if dtype is not None:
+                known[name] = np.dtype(dtype)
+        inputs = self.list_inputs()
+        for name, dtype in kwargs.items():
+            if name not in inputs:
+                raise MXNetError("infer_type: '%s' is not an input of the symbol (inputs: %s)"
+                                 % (name, ", ".join(inputs)))
+            if dtype is not None:
+                known[name] = np.dtype(dtype)
+        types = infer_graph_types(g, known)
+        arg = [types[g.row_ptr[i]] for i in g.argument_ids()]
+        out = [types[eid] for eid in g.output_eids]
+        aux = [types[g.row_ptr[i]] for i in g.aux_ids()]
+        return arg, out, aux
+
+    def infer_type(self, *args, **kwargs):
+        """(arg_types, out_types, aux_types) as numpy type classes; Nones if incomplete."""
+        arg, out, aux = self._infer_type_impl(args, kwargs)
+        if any(t is None for t in arg + out + aux):
+            return None, None, None
+        return [t.type for t in arg], [t.type for t in out], [t.type for t in aux]
+
+    def infer_type_partial(self, *args, **kwargs):
+        arg, out, aux = self._infer_type_impl(args, kwargs)
+        conv = [None if t is None else t.type for t in arg + out + aux]
+        return conv[:len(arg)], conv[len(arg):len(arg) + len(out)], conv[len(arg) + len(out):]
+
+    # ------------------------------------------------------------------ serialisation
+    def tojson(self, remove_amp_cast: bool = True) -> str:
+        from .jsonfmt import graph_to_json
+        return graph_to_json(self._graph)
+
+    def save(self, fname: str, remove_amp_cast: bool = True) -> None:
+        """Write `tojson()` to `fname` atomically (a temp file, then a rename)."""
+        write_text_atomic(fname, self.tojson())
+
+    def debug_str(self) -> str:
+        lines = []
+        g = self._graph
+        for nid, node in enumerate(g.nodes):
+            if node.op is None:
+                lines.append("Variable:%s" % node.name)
+                continue
+            lines.append("-" * 40)
+            lines.append("Op:%s, Name=%s" % (node.op.name, node.name))
+            lines.append("Inputs:")
+            for i, eid in enumerate(g.input_eids[nid]):
+                lines.append("\targ[%d]=%s(%d)" % (i, g.entry_name(eid), eid))
+            if node.attrs:
+                lines.append("Attrs:")
+                for k, v in node.attrs.items():
+                    lines.append("\t%s=%s" % (k, v))
+        return "\n".join(lines) + "\n"
+
+    # ------------------------------------------------------------------ binding
+    def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
+                    shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
+        """Allocate arguments, gradients and aux states from shapes, and bind an Executor."""
+        from ..executor.executor import simple_bind
+        return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
+                           shared_arg_names=shared_arg_names, shared_exec=shared_exec,
+                           shared_buffer=shared_buffer, shapes=kwargs)
+
+    def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
+             shared_exec=None):
+        """Bind given arrays (lists in argument order, or dicts by name) into an Executor."""
+        from ..executor.executor import bind
+        return bind(self, ctx, args, args_grad=args_grad, grad_req=grad_req,
+                    aux_states=aux_states, shared_exec=shared_exec)
+
+    def eval(self, ctx=None, **kwargs):
+        from ..context import current_context
+        exe = self.bind(ctx or current_context(), kwargs)
+        exe.forward()
+        return exe.outputs
+
+    def gradient(self, wrt):
+        raise NotImplementedError("Symbol.gradient is not supported; bind and call backward")
+
+
+def _with_plain_keys(attrs: dict) -> dict:
+    """Attributes with MXNet's hidden keys also listed without their underscores."""
+    out = dict(attrs)
+    for key in HIDDEN_KEYS:
+        dunder = "__%s__" % key
+        if dunder in attrs:
+            out[key] = attrs[dunder]
+    return out
+
+
+def write_text_atomic(fname: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(fname))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, fname)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _substitute(graph: Graph, replacement: dict) -> tuple:
+    """Output entries of `graph` with variables named in `replacement` swapped for entries."""
+    new_node: dict = {}
+    for node in graph.nodes:
+        if node.op is None:
+            if node.name in replacement:
+                new_node[id(node)] = replacement[node.name]
+            continue
+        changed = False
+        inputs = []
+        for e in node.inputs:
+            mapped = new_node.get(id(e.node))
+            if mapped is None:
+                inputs.append(e)
+            elif isinstance(mapped, Entry):  # a replaced variable
+                inputs.append(mapped)
+                changed = True
+            else:
+                inputs.append(Entry(mapped, e.index))
+                changed = True
+        if changed:
+            new_node[id(node)] = Node(node.op, node.name, node.attrs, inputs)
+    outputs = []
+    for e in graph.outputs:
+        mapped = new_node.get(id(e.node))
+        if mapped is None:
+            outputs.append(e)
+        elif isinstance(mapped, Entry):
+            outputs.append(mapped)
+        else:
+            outputs.append(Entry(mapped, e.index))
+    return tuple(outputs)
+
+
+# ---------------------------------------------------------------------------- constructors
+
+def Variable(name: str, attr: Optional[dict] = None, shape=None, lr_mult=None, wd_mult=None,
+             dtype=None, init=None, stype=None, **kwargs) -> Symbol:
+    """A free input of the graph (data, label or parameter)."""
+    if not isinstance(name, str):
+        raise TypeError("Variable name must be a string, got %r" % (name,))
+    attrs = current_attr_scope().get(attr)
+    if shape is not None:
+        attrs["__shape__"] = str(tuple(shape))
+    if lr_mult is not None:
+        attrs["__lr_mult__"] = str(lr_mult)
+    if wd_mult is not None:
+        attrs["__wd_mult__"] = str(wd_mult)
+    if dtype is not None:
+        attrs["__dtype__"] = str(DTYPE_NP_TO_MX[np.dtype(dtype)])
+    if init is not None:
+        attrs["__init__"] = init if isinstance(init, str) else init.dumps()
+    if stype is not None:
+        attrs["__storage_type__"] = str({"default": 0, "row_sparse": 1, "csr": 2}[stype])
+    for key, value in kwargs.items():
+        if key.startswith("__") and key.endswith("__"):
+            attrs[key] = str(value)
+        else:
+            raise ValueError("Attribute name=%s is not supported. Additional attributes must "
+                             "start and end with double underscores, e.g. __yourattr__" % key)
+    return Symbol([Entry(Node(None, name, attrs), 0)])
+
+
+var = Variable
+
+
+def Group(symbols: Sequence[Symbol]) -> Symbol:
+    """One symbol whose outputs are the outputs of `symbols`, in order."""
+    if not symbols or any(not isinstance(s, Symbol) for s in symbols):
+        raise TypeError("Group expects a non-empty list of Symbols")
+    return Symbol([e for s in symbols for e in s._outputs])
+
+
+def make_op_symbol(op_name: str, args: Sequence, kwargs: dict, hint: Optional[str] = None
+                   ) -> Symbol:
+    """Apply operator `op_name` the way `mx.sym.<OpName>(*args, **kwargs)` does.
+
+    Symbols among args/kwargs are inputs; other kwargs are parameters, stored as `str(value)`.
+    Inputs that are not given become variables named `<name>_<slot>`, carrying the op's attrs.
+    """
+    op_cls = get_op_class(op_name)
+    kwargs = dict(kwargs)
+    name = kwargs.pop("name", None)
+    attr = kwargs.pop("attr", None)
+    sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
+    params = {}
+    for k, v in kwargs.items():
+        if isinstance(v, Symbol) or v is None:
+            continue
+        params[k] = _param_str(v)
+    positional = []
+    for a in args:
+        if isinstance(a, Symbol):
+            positional.append(a)
+        elif isinstance(a, (list, tuple)) and a and all(isinstance(s, Symbol) for s in a):
+            positional.extend(a)
+        else:
+            raise TypeError("%s: positional inputs must be Symbols, got %r"
+                            % (op_name, type(a).__name__))
+    if "num_args" in _attrs_field_names(op_cls) and "num_args" not in params:
+        params["num_args"] = str(len(positional) + len(sym_kwargs))
+    attrs = current_attr_scope().get(attr)
+    attrs.update(params)
+    op = op_cls(attrs)
+    name = current_name_manager().get(name, hint or op_name.lower())
+    slots = op.arguments() + op.aux_states()
+    if len(positional) > len(slots):
+        raise TypeError("%s takes %d inputs (%s), got %d"
+                        % (op_cls.name, len(slots), ", ".join(slots), len(positional)))
+    inputs = [None] * len(slots)
+    for i, s in enumerate(positional):
+        inputs[i] = s
+    for key, s in sym_kwargs.items():
+        if key not in slots:
+            raise TypeError("%s has no input named '%s' (inputs: %s)"
+                            % (op_cls.name, key, ", ".join(slots)))
+        inputs[slots.index(key)] = s
+    entries = []
+    var_attrs = getattr(op_cls, "input_var_attrs", {})
+    for slot, s in zip(slots, inputs):
+        if s is None:
+            vattrs = dict(attrs)
+            vattrs.update(var_attrs.get(slot, {}))
+            entries.append(Entry(Node(None, "%s_%s" % (name, slot), vattrs), 0))
+        else:
+            if len(s._outputs) != 1:
+                raise TypeError("%s: input '%s' is a group of %d outputs; pass one output"
+                                % (op_cls.name, slot, len(s._outputs)))
+            entries.append(s._outputs[0])
+    node = Node(op, name, attrs, entries)
+    return Symbol([Entry(node, i) for i in range(op.num_visible_outputs())])
+
+
+def _attrs_field_names(op_cls) -> set:
+    import dataclasses
+    attrs_cls = op_cls.Attrs
+    if not dataclasses.is_dataclass(attrs_cls):
+        return set()
+    return {f.name for f in dataclasses.fields(attrs_cls)}
+
+
+def _param_str(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (np.dtype, type)):
+        return np.dtype(value).name
+    if isinstance(value, list):
+        value = tuple(value)
+    return str(value)
+
+
+def load_json(json_str: str) -> Symbol:
+    """A Symbol from MXNet's JSON (current and legacy forms)."""
+    from .jsonfmt import graph_from_json
+    return Symbol(graph_from_json(json_str))
+
+
+def load(fname: str) -> Symbol:
+    try:
+        with open(fname) as f:
+            text = f.read()
+    except OSError as err:
+        raise MXNetError("cannot read symbol file %s: %s" % (fname, err)) from None
+    try:
+        return load_json(text)
+    except GraphError as err:
+        raise GraphError("%s: %s" % (fname, err)) from None
+
+
+# Symbol methods that apply an operator to the symbol (MXNet's fluent API).
+_FLUENT = {
+    "reshape": "Reshape", "flatten": "Flatten", "transpose": "transpose",
+    "expand_dims": "expand_dims", "squeeze": "squeeze", "swapaxes": "SwapAxis",
+    "split": "SliceChannel", "slice_axis": "slice_axis", "slice": "slice", "sum": "sum",
+    "mean": "mean", "max": "max", "min": "min", "prod": "prod", "norm": "norm",
+    "argmax": "argmax", "argmin": "argmin", "softmax": "softmax", "log_softmax": "log_softmax",
+    "exp": "exp", "log": "log", "sqrt": "sqrt", "square": "square", "abs": "abs",
+    "sigmoid": "sigmoid", "tanh": "tanh", "relu": "relu", "clip": "clip", "tile": "tile",
+    "repeat": "repeat", "one_hot": "one_hot", "take": "take", "pick": "pick",
+    "broadcast_to": "broadcast_to", "reshape_like": "reshape_like", "zeros_like": "zeros_like",
+    "ones_like": "ones_like", "sign": "sign", "round": "round", "floor": "floor", "ceil": "ceil",
+    "reciprocal": "reciprocal", "dot": "dot",
+}
+
