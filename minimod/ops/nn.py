@@ -1,1 +1,1512 @@
-"""nn operators."""
+"""Neural-network layers: dense, convolution, pooling, activation, normalisation, dropout, lookup.
+
+Shapes are channels-first (NCW / NCHW / NCDHW) as in MXNet's default layout. Convolution and
+deconvolution use im2col: for every kernel offset one strided slice of the (padded) input is copied
+into a column buffer, and one batched GEMM over the groups does the arithmetic, so no Python loop
+runs over pixels. Deconvolution is the transpose of the same two steps.
+
+Where MXNet 1.9.1 on CPU and on GPU disagree, we follow the documented or GPU behaviour and say so
+in the op's docstring (BatchNorm's moving statistics).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from typing import Literal, Optional
+
+from .. import backend
+from ..base import OpParamError, ShapeError
+from .registry import Op, fmt_shape, register
+
+__all__ = [
+    "LRN",
+    "Activation",
+    "BatchNorm",
+    "Convolution",
+    "Deconvolution",
+    "Dropout",
+    "Embedding",
+    "FullyConnected",
+    "InstanceNorm",
+    "LayerNorm",
+    "LeakyReLU",
+    "LogSoftmax",
+    "Pooling",
+    "Softmax",
+    "SoftmaxActivation",
+]
+
+_CHANNEL_FIRST = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+Layout = Optional[Literal["NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC"]]
+CudnnTune = Optional[Literal["off", "limited_workspace", "fastest"]]
+FloatName = Literal["float16", "float32", "float64"]
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _prod(dims) -> Optional[int]:
+    """Product of dims, None when one is unknown."""
+    if any(d is None for d in dims):
+        return None
+    return math.prod(dims)
+
+
+def _param_error(op: str, text: str) -> OpParamError:
+    return OpParamError("operator %s: %s" % (op, text))
+
+
+def _spatial_tuple(op: str, name: str, value: tuple, ndim: int, default: int) -> tuple:
+    """A per-spatial-dim parameter: () means `default` everywhere, otherwise one value per dim."""
+    if not value:
+        return (default,) * ndim
+    if len(value) != ndim:
+        raise _param_error(op, "%s=%s has %d value(s) but kernel has %d"
+                           % (name, value, len(value), ndim))
+    return tuple(value)
+
+
+def _check_layout(op: str, layout: Optional[str], ndim: int) -> None:
+    if layout is not None and layout != _CHANNEL_FIRST.get(ndim):
+        raise _param_error(op, "layout=%s is not supported for %d-D data (only %s)"
+                           % (layout, ndim, _CHANNEL_FIRST.get(ndim)))
+
+
+def _check_rank(op: Op, shape, rank: int, what: str) -> None:
+    if shape is not None and len(shape) != rank:
+        raise ShapeError("input 'data' has shape %s but %s needs %d dims"
+                         % (fmt_shape(shape), what, rank))
+
+
+def _conv_out_dim(x, k, s, d, p):
+    if x is None:
+        return None
+    return (x + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _window(offset: int, stride: int, dilate: int, count: int) -> slice:
+    """Positions read by kernel tap `offset` for `count` outputs."""
+    start = offset * dilate
+    return slice(start, start + stride * (count - 1) + 1, stride)
+
+
+def _offsets(kernel: tuple):
+    return itertools.product(*(range(k) for k in kernel))
+
+
+def _padded(xp, x, pad_lo: tuple, pad_hi: tuple, fill=0.0):
+    """x (N, C, *spatial) inside a new array filled with `fill` around it."""
+    spatial = x.shape[2:]
+    shape = x.shape[:2] + tuple(n + lo + hi for n, lo, hi in zip(spatial, pad_lo, pad_hi))
+    if not any(pad_lo) and not any(pad_hi):
+        return x
+    out = xp.full(shape, fill, dtype=x.dtype)
+    out[(Ellipsis,) + tuple(slice(lo, lo + n) for lo, n in zip(pad_lo, spatial))] = x
+    return out
+
+
+def _im2col(xp, x, kernel, stride, dilate, pad, out_spatial):
+    """Columns (C, prod(kernel), N, *out_spatial) of x (N, C, *spatial)."""
+    xpad = _padded(xp, x, pad, pad)
+    n, c = x.shape[:2]
+    cols = xp.empty((c, math.prod(kernel), n) + tuple(out_spatial), dtype=x.dtype)
+    for tap, offs in enumerate(_offsets(kernel)):
+        sl = tuple(_window(o, s, d, m) for o, s, d, m in zip(offs, stride, dilate, out_spatial))
+        cols[:, tap] = xpad[(slice(None), slice(None)) + sl].swapaxes(0, 1)
+    return cols
+
+
+def _col2im(xp, cols, x_shape, kernel, stride, dilate, pad, out_spatial):
+    """Adjoint of _im2col: sums columns (C, prod(kernel), N, *out_spatial) into x (N, C, ...)."""
+    spatial = x_shape[2:]
+    padded = xp.zeros(tuple(x_shape[:2]) + tuple(n + 2 * p for n, p in zip(spatial, pad)),
+                      dtype=cols.dtype)
+    for tap, offs in enumerate(_offsets(kernel)):
+        sl = tuple(_window(o, s, d, m) for o, s, d, m in zip(offs, stride, dilate, out_spatial))
+        padded[(slice(None), slice(None)) + sl] += cols[:, tap].swapaxes(0, 1)
+    return padded[(Ellipsis,) + tuple(slice(p, p + n) for p, n in zip(pad, spatial))]
+
+
+def _channels_to_groups(xp, y, groups: int):
+    """y (N, F, *sp) as (groups, F/groups, N * prod(sp)), the GEMM layout."""
+    moved = xp.moveaxis(y, 1, 0)
+    return xp.ascontiguousarray(moved).reshape(groups, y.shape[1] // groups, -1)
+
+
+def _groups_to_channels(xp, res, n: int, spatial: tuple):
+    """Inverse of _channels_to_groups: (groups, F/groups, N * prod(sp)) -> (N, F, *sp)."""
+    return xp.moveaxis(res.reshape((-1, n) + tuple(spatial)), 0, 1)
+
+
+def _bias_view(bias, ndim: int, axis: int = 1):
+    shape = [1] * ndim
+    shape[axis] = -1
+    return bias.reshape(shape)
+
+
+def _reduce_axes(ndim: int, keep: int) -> tuple:
+    return tuple(i for i in range(ndim) if i != keep)
+
+
+def _write(xp, dst, value) -> None:
+    """dst[...] = value, a no-op when dst is None (a gradient nobody needs)."""
+    if dst is not None:
+        dst[...] = value
+
+
+def _erf(xp, x):
+    """erf with relative error below 1.2e-7 (Chebyshev fit of erfc), for NumPy and CuPy alike."""
+    z = xp.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (
+        0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
+            1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    erfc = t * xp.exp(poly)
+    return xp.where(x >= 0, 1.0 - erfc, erfc - 1.0)
+
+
+def _same_dtype_types(op: Op, in_types: list, out_types: list, slots: tuple):
+    """Unify the dtypes of the given input slots and every output; leave the others alone."""
+    known = next((in_types[i] for i in slots if in_types[i] is not None), None)
+    if known is None:
+        known = next((t for t in out_types if t is not None), None)
+    if known is None:
+        return in_types, out_types
+    sub_in = [in_types[i] for i in slots]
+    sub_in, out_types = Op.infer_type(op, sub_in, list(out_types))
+    in_types = list(in_types)
+    for i, t in zip(slots, sub_in):
+        in_types[i] = t
+    return in_types, out_types
+
+
+# ----------------------------------------------------------------------------- FullyConnected
+
+@dataclasses.dataclass(frozen=True)
+class FullyConnectedAttrs:
+    num_hidden: int
+    no_bias: bool = False
+    flatten: bool = True
+
+
+@register
+class FullyConnected(Op):
+    """Dense layer: out = data . weight^T + bias.
+
+    flatten=True: data (N, d1, d2, ...) is read as (N, d1*d2*...) and out is (N, num_hidden).
+    flatten=False: the product runs over the last axis only, (..., k) -> (..., num_hidden).
+    weight is (num_hidden, k), bias (num_hidden,) unless no_bias.
+    """
+
+    name = "FullyConnected"
+    Attrs = FullyConnectedAttrs
+    backward_outputs = ()
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.attrs.num_hidden <= 0:
+            raise _param_error(self.name, "num_hidden must be positive, got %d"
+                               % self.attrs.num_hidden)
+
+    def arguments(self) -> list:
+        return ["data", "weight"] if self.attrs.no_bias else ["data", "weight", "bias"]
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        a = self.attrs
+        data = in_shapes[0]
+        if a.flatten:
+            if data is not None and len(data) < 1:
+                raise ShapeError("input 'data' has shape () but FullyConnected needs a batch axis")
+            k = None if data is None else _prod(data[1:])
+            if k is None and in_shapes[1] is not None and len(in_shapes[1]) == 2:
+                k = in_shapes[1][1]
+                if data is not None and len(data) == 2:
+                    self.set_in(in_shapes, 0, (data[0], k))
+            batch = None if data is None else data[0]
+            out = (batch, a.num_hidden)
+        else:
+            k = None if data is None or not data else data[-1]
+            if data is not None and k is None and in_shapes[1] is not None:
+                k = in_shapes[1][1]
+                self.set_in(in_shapes, 0, tuple(data[:-1]) + (k,))
+            out = None if data is None else tuple(data[:-1]) + (a.num_hidden,)
+        why = "num_hidden=%d and data %s" % (a.num_hidden, fmt_shape(in_shapes[0]))
+        self.set_in(in_shapes, 1, (a.num_hidden, k), why)
+        if not a.no_bias:
+            self.set_in(in_shapes, 2, (a.num_hidden,), "num_hidden=%d" % a.num_hidden)
+        if out is not None:
+            self.set_out(out_shapes, 0, out)
+        elif a.flatten:
+            self.set_out(out_shapes, 0, (None, a.num_hidden))
+        if in_shapes[0] is not None and out_shapes[0] is not None:
+            if a.flatten:
+                self.set_in(in_shapes, 0, (out_shapes[0][0],) + (None,) * (len(in_shapes[0]) - 1))
+            else:
+                self.set_in(in_shapes, 0, tuple(out_shapes[0][:-1]) + (None,))
+        return in_shapes, out_shapes
+
+    def _as_2d(self, x):
+        return x.reshape(x.shape[0], -1) if self.attrs.flatten else x.reshape(-1, x.shape[-1])
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x2 = self._as_2d(inputs[0])
+        y = out[0]
+        if y.flags.c_contiguous and y.dtype == x2.dtype:
+            y2 = y.reshape(x2.shape[0], -1)  # a view: the GEMM writes straight into out
+            xp.matmul(x2, inputs[1].T, out=y2)
+        else:
+            y2 = xp.matmul(x2, inputs[1].T)
+        if not self.attrs.no_bias:
+            y2 += inputs[2]
+        if not y.flags.c_contiguous or y.dtype != x2.dtype:
+            y[...] = y2.reshape(y.shape)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        x, weight = inputs[0], inputs[1]
+        g2 = out_grads[0].reshape(-1, self.attrs.num_hidden)
+        if in_grads[0] is not None:
+            in_grads[0][...] = xp.matmul(g2, weight).reshape(x.shape)
+        if in_grads[1] is not None:
+            in_grads[1][...] = xp.matmul(g2.T, self._as_2d(x))
+        if not self.attrs.no_bias:
+            _write(xp, in_grads[2], g2.sum(axis=0))
+
+
+# ----------------------------------------------------------------------------- Convolution
+
+@dataclasses.dataclass(frozen=True)
+class ConvolutionAttrs:
+    kernel: tuple[int, ...]
+    num_filter: int
+    stride: tuple[int, ...] = ()
+    dilate: tuple[int, ...] = ()
+    pad: tuple[int, ...] = ()
+    num_group: int = 1
+    workspace: int = 1024
+    no_bias: bool = False
+    cudnn_tune: CudnnTune = None
+    cudnn_off: bool = False
+    layout: Layout = None
+
+
+class _ConvBase(Op):
+    """Shared parameter checks of Convolution and Deconvolution."""
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        a = self.attrs
+        nd = len(a.kernel)
+        if nd not in (1, 2, 3):
+            raise _param_error(self.name, "kernel=%s must have 1, 2 or 3 dims" % (a.kernel,))
+        if any(k <= 0 for k in a.kernel):
+            raise _param_error(self.name, "kernel=%s must be positive" % (a.kernel,))
+        self.kernel = tuple(a.kernel)
+        self.stride = _spatial_tuple(self.name, "stride", a.stride, nd, 1)
+        self.dilate = _spatial_tuple(self.name, "dilate", a.dilate, nd, 1)
+        self.pad = _spatial_tuple(self.name, "pad", a.pad, nd, 0)
+        if any(s <= 0 for s in self.stride) or any(d <= 0 for d in self.dilate):
+            raise _param_error(self.name, "stride and dilate must be positive")
+        if any(p < 0 for p in self.pad):
+            raise _param_error(self.name, "pad=%s must not be negative" % (a.pad,))
+        if a.num_filter <= 0 or a.num_group <= 0:
+            raise _param_error(self.name, "num_filter and num_group must be positive")
+        if a.num_filter % a.num_group:
+            raise _param_error(self.name, "num_filter=%d is not a multiple of num_group=%d"
+                               % (a.num_filter, a.num_group))
+        _check_layout(self.name, a.layout, nd)
+
+    def arguments(self) -> list:
+        return ["data", "weight"] if self.attrs.no_bias else ["data", "weight", "bias"]
+
+    def _channels(self, in_shapes: list, from_weight) -> Optional[int]:
+        """Input channels, from data or else from the weight; checks divisibility by num_group."""
+        data = in_shapes[0]
+        g = self.attrs.num_group
+        channels = None if data is None else data[1]
+        if channels is None and in_shapes[1] is not None:
+            channels = from_weight(in_shapes[1])
+        if channels is not None and channels % g:
+            raise ShapeError("input 'data' has %d channels, not a multiple of num_group=%d"
+                             % (channels, g))
+        return channels
+
+
+@register
+class Convolution(_ConvBase):
+    """N-D convolution (cross-correlation) over channels-first data, 1-D, 2-D or 3-D.
+
+    data (N, C, *x), weight (F, C/g, *k), bias (F,), out (N, F, *y) with
+    y = floor((x + 2p - d(k-1) - 1) / s) + 1; channel group i of the output sees only channel
+    group i of the input (g = num_group).
+    """
+
+    name = "Convolution"
+    Attrs = ConvolutionAttrs
+    backward_outputs = ()
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        a = self.attrs
+        nd = len(self.kernel)
+        _check_rank(self, in_shapes[0], nd + 2, "kernel %s" % (a.kernel,))
+        g = a.num_group
+        channels = self._channels(in_shapes, lambda w: None if w[1] is None else w[1] * g)
+        why = "num_filter=%d, num_group=%d and data %s" % (a.num_filter, g,
+                                                          fmt_shape(in_shapes[0]))
+        self.set_in(in_shapes, 1, (a.num_filter, None if channels is None else channels // g)
+                    + self.kernel, why)
+        if not a.no_bias:
+            self.set_in(in_shapes, 2, (a.num_filter,), "num_filter=%d" % a.num_filter)
+        data = in_shapes[0]
+        if data is None:
+            if channels is not None:
+                in_shapes[0] = (None, channels) + (None,) * nd
+            return in_shapes, out_shapes
+        self.set_in(in_shapes, 0, (None, channels) + (None,) * nd)
+        spatial = tuple(_conv_out_dim(x, k, s, d, p) for x, k, s, d, p in zip(
+            data[2:], self.kernel, self.stride, self.dilate, self.pad))
+        if any(y is not None and y <= 0 for y in spatial):
+            raise ShapeError("input 'data' has shape %s, too small for kernel %s with dilate %s "
+                             "and pad %s" % (fmt_shape(data), self.kernel, self.dilate, self.pad))
+        self.set_out(out_shapes, 0, (data[0], a.num_filter) + spatial)
+        self.set_in(in_shapes, 0, (out_shapes[0][0],) + (None,) * (nd + 1))
+        return in_shapes, out_shapes
+
+    def _weight_gemm(self, weight):
+        g = self.attrs.num_group
+        return weight.reshape(g, weight.shape[0] // g, -1)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, weight = inputs[0], inputs[1]
+        y = out[0]
+        g = self.attrs.num_group
+        cols = _im2col(xp, x, self.kernel, self.stride, self.dilate, self.pad, y.shape[2:])
+        res = xp.matmul(self._weight_gemm(weight), cols.reshape(g, -1, cols[0, 0].size))
+        y[...] = _groups_to_channels(xp, res, x.shape[0], y.shape[2:])
+        if not self.attrs.no_bias:
+            y += _bias_view(inputs[2], y.ndim)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        x, weight = inputs[0], inputs[1]
+        gy = out_grads[0]
+        g = self.attrs.num_group
+        out_spatial = gy.shape[2:]
+        g_gemm = _channels_to_groups(xp, gy, g)
+        if in_grads[1] is not None:
+            cols = _im2col(xp, x, self.kernel, self.stride, self.dilate, self.pad, out_spatial)
+            cols = cols.reshape(g, -1, cols[0, 0].size)
+            in_grads[1][...] = xp.matmul(g_gemm, cols.transpose(0, 2, 1)).reshape(weight.shape)
+        if in_grads[0] is not None:
+            dcols = xp.matmul(self._weight_gemm(weight).transpose(0, 2, 1), g_gemm)
+            dcols = dcols.reshape((x.shape[1], math.prod(self.kernel), x.shape[0]) + out_spatial)
+            in_grads[0][...] = _col2im(xp, dcols, x.shape, self.kernel, self.stride,
+                                       self.dilate, self.pad, out_spatial)
+        if not self.attrs.no_bias:
+            _write(xp, in_grads[2], gy.sum(axis=_reduce_axes(gy.ndim, 1)))
+
+
+# ----------------------------------------------------------------------------- Deconvolution
+
+@dataclasses.dataclass(frozen=True)
+class DeconvolutionAttrs:
+    kernel: tuple[int, ...]
+    num_filter: int
+    stride: tuple[int, ...] = ()
+    dilate: tuple[int, ...] = ()
+    pad: tuple[int, ...] = ()
+    adj: tuple[int, ...] = ()
+    target_shape: tuple[int, ...] = ()
+    num_group: int = 1
+    workspace: int = 512
+    no_bias: bool = True
+    cudnn_tune: CudnnTune = None
+    cudnn_off: bool = False
+    layout: Layout = None
+
+
+@register
+class Deconvolution(_ConvBase):
+    """Transposed convolution: the gradient of Convolution with respect to its data.
+
+    data (N, C, *x), weight (C, F/g, *k), bias (F,) unless no_bias (the default), out (N, F, *y)
+    with y = s(x-1) + d(k-1) + 1 - 2p + adj. Given target_shape, pad and adj are chosen per
+    dim so that y equals it: t = s(x-1) + d(k-1) + 1 - target, adj = t % 2, pad = ceil(t / 2).
+    """
+
+    name = "Deconvolution"
+    Attrs = DeconvolutionAttrs
+    backward_outputs = ()
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        nd = len(self.kernel)
+        self.adj = _spatial_tuple(self.name, "adj", self.attrs.adj, nd, 0)
+        if any(a >= s for a, s in zip(self.adj, self.stride)):
+            raise _param_error(self.name, "adj=%s must be smaller than stride=%s"
+                               % (self.adj, self.stride))
+        target = self.attrs.target_shape
+        self.target = _spatial_tuple(self.name, "target_shape", target, nd, 0) if any(
+            target) else None
+
+    def _pad_adj(self, spatial: tuple):
+        """(pad, adj) per spatial dim; None entries where the input size is unknown."""
+        if self.target is None:
+            return self.pad, self.adj
+        pad, adj = [], []
+        for x, k, s, d, t in zip(spatial, self.kernel, self.stride, self.dilate, self.target):
+            if x is None:
+                pad.append(None)
+                adj.append(None)
+                continue
+            full = s * (x - 1) + d * (k - 1) + 1
+            if full < t:
+                raise ShapeError("input 'data' of spatial size %s is too small for "
+                                 "target_shape=%s (at most %d)" % (spatial, self.target, full))
+            pad.append((full - t + 1) // 2)
+            adj.append((full - t) % 2)
+        return tuple(pad), tuple(adj)
+
+    def _out_spatial(self, spatial: tuple) -> tuple:
+        pad, adj = self._pad_adj(spatial)
+        return tuple(None if x is None else s * (x - 1) + d * (k - 1) + 1 - 2 * p + a
+                     for x, k, s, d, p, a in zip(spatial, self.kernel, self.stride,
+                                                 self.dilate, pad, adj))
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        a = self.attrs
+        nd = len(self.kernel)
+        _check_rank(self, in_shapes[0], nd + 2, "kernel %s" % (a.kernel,))
+        g = a.num_group
+        channels = self._channels(in_shapes, lambda w: w[0])
+        why = "num_filter=%d, num_group=%d and data %s" % (a.num_filter, g,
+                                                          fmt_shape(in_shapes[0]))
+        self.set_in(in_shapes, 1, (channels, a.num_filter // g) + self.kernel, why)
+        if not a.no_bias:
+            self.set_in(in_shapes, 2, (a.num_filter,), "num_filter=%d" % a.num_filter)
+        data = in_shapes[0]
+        if data is None:
+            if channels is not None:
+                in_shapes[0] = (None, channels) + (None,) * nd
+            return in_shapes, out_shapes
+        self.set_in(in_shapes, 0, (None, channels) + (None,) * nd)
+        spatial = self._out_spatial(tuple(data[2:]))
+        if any(y is not None and y <= 0 for y in spatial):
+            raise ShapeError("input 'data' has shape %s, too small for pad %s"
+                             % (fmt_shape(data), self.pad))
+        self.set_out(out_shapes, 0, (data[0], a.num_filter) + spatial)
+        self.set_in(in_shapes, 0, (out_shapes[0][0],) + (None,) * (nd + 1))
+        return in_shapes, out_shapes
+
+    def _weight_gemm(self, weight):
+        g = self.attrs.num_group
+        return weight.reshape(g, weight.shape[0] // g, -1)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, weight = inputs[0], inputs[1]
+        y = out[0]
+        pad, _ = self._pad_adj(x.shape[2:])
+        x_gemm = _channels_to_groups(xp, x, self.attrs.num_group)
+        cols = xp.matmul(self._weight_gemm(weight).transpose(0, 2, 1), x_gemm)
+        cols = cols.reshape((y.shape[1], math.prod(self.kernel), x.shape[0]) + x.shape[2:])
+        y[...] = _col2im(xp, cols, y.shape, self.kernel, self.stride, self.dilate, pad,
+                         x.shape[2:])
+        if not self.attrs.no_bias:
+            y += _bias_view(inputs[2], y.ndim)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        x, weight = inputs[0], inputs[1]
+        gy = out_grads[0]
+        g = self.attrs.num_group
+        pad, _ = self._pad_adj(x.shape[2:])
+        cols = _im2col(xp, gy, self.kernel, self.stride, self.dilate, pad, x.shape[2:])
+        cols = cols.reshape(g, -1, cols[0, 0].size)
+        if in_grads[0] is not None:
+            res = xp.matmul(self._weight_gemm(weight), cols)
+            in_grads[0][...] = _groups_to_channels(xp, res, x.shape[0], x.shape[2:])
+        if in_grads[1] is not None:
+            x_gemm = _channels_to_groups(xp, x, g)
+            in_grads[1][...] = xp.matmul(x_gemm, cols.transpose(0, 2, 1)).reshape(weight.shape)
+        if not self.attrs.no_bias:
+            _write(xp, in_grads[2], gy.sum(axis=_reduce_axes(gy.ndim, 1)))
+
+
+# ----------------------------------------------------------------------------- Pooling
+
+@dataclasses.dataclass(frozen=True)
+class PoolingAttrs:
+    kernel: tuple[int, ...] = ()
+    pool_type: Literal["max", "avg", "sum", "lp"] = "max"
+    global_pool: bool = False
+    cudnn_off: bool = False
+    pooling_convention: Literal["valid", "full", "same"] = "valid"
+    stride: tuple[int, ...] = ()
+    pad: tuple[int, ...] = ()
+    p_value: Optional[int] = None
+    count_include_pad: Optional[bool] = None
+    layout: Layout = None
+
+
+@register
+class Pooling(Op):
+    """Max / average / sum / Lp pooling over the spatial dims of channels-first data.
+
+    Per spatial dim, with kernel k, stride s (default 1), pad p: 'valid' gives
+    floor((x + 2p - k) / s) + 1 outputs, 'full' gives ceil(...) + 1 (the last window may run past
+    the padding), 'same' gives ceil(x / s) with the padding split to centre the windows.
+    global_pool pools each whole map to size 1. Max ignores padding; avg divides by the window
+    size clipped to the padded input when count_include_pad (the default) and by the number of
+    real elements otherwise; lp computes (sum x^p)^(1/p) for p_value in 1, 2, 3.
+    Max's gradient goes to the first maximum of each window in row-major order.
+    """
+
+    name = "Pooling"
+    Attrs = PoolingAttrs
+    backward_inputs = (0,)
+    backward_outputs = (0,)
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        a = self.attrs
+        if not a.global_pool:
+            if not a.kernel:
+                raise _param_error(self.name, "kernel is required unless global_pool=True")
+            nd = len(a.kernel)
+            if nd not in (1, 2, 3) or any(k <= 0 for k in a.kernel):
+                raise _param_error(self.name, "kernel=%s must have 1, 2 or 3 positive dims"
+                                   % (a.kernel,))
+            stride = _spatial_tuple(self.name, "stride", a.stride, nd, 1)
+            pad = _spatial_tuple(self.name, "pad", a.pad, nd, 0)
+            if any(s <= 0 for s in stride) or any(p < 0 for p in pad):
+                raise _param_error(self.name, "stride must be positive and pad non-negative")
+            _check_layout(self.name, a.layout, nd)
+        if a.pool_type == "lp" and a.p_value not in (1, 2, 3):
+            raise _param_error(self.name, "pool_type='lp' needs p_value 1, 2 or 3, got %s"
+                               % a.p_value)
+        # avg and sum gradients need neither the input nor the output values; max reads only
+        # its hidden 'mask' output (the winning kernel offset of every window), which is also
+        # why MXNet's JSON counts two outputs for max pooling
+        if a.pool_type in ("avg", "sum"):
+            self.backward_inputs = ()
+            self.backward_outputs = ()
+        elif a.pool_type == "max":
+            self.backward_inputs = ()
+            self.backward_outputs = (1,)
+
+    def outputs(self) -> list:
+        return ["output", "mask"] if self.attrs.pool_type == "max" else ["output"]
+
+    def num_visible_outputs(self) -> int:
+        return 1
+
+    def _geometry(self, spatial: tuple):
+        """kernel, stride, pad before, pad after (to cover every window), output size per dim."""
+        a = self.attrs
+        nd = len(spatial)
+        if a.global_pool:
+            return (tuple(spatial), (1,) * nd, (0,) * nd, (0,) * nd, (1,) * nd)
+        kernel = tuple(a.kernel)
+        stride = _spatial_tuple(self.name, "stride", a.stride, nd, 1)
+        pad = _spatial_tuple(self.name, "pad", a.pad, nd, 0)
+        pad_lo, pad_hi, out = [], [], []
+        for x, k, s, p in zip(spatial, kernel, stride, pad):
+            if a.pooling_convention == "same":
+                y = -(-x // s)
+                total = max((y - 1) * s + k - x, 0)
+                lo = total // 2
+            else:
+                span = x + 2 * p - k
+                y = (span // s if a.pooling_convention == "valid" else -(-span // s)) + 1
+                lo = p
+            pad_lo.append(lo)
+            pad_hi.append(max((y - 1) * s + k - x - lo, 0))
+            out.append(y)
+        return kernel, stride, tuple(pad_lo), tuple(pad_hi), tuple(out)
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        data = in_shapes[0]
+        if data is None:
+            return in_shapes, out_shapes
+        a = self.attrs
+        nd = len(data) - 2
+        if a.global_pool:
+            if nd < 1:
+                raise ShapeError("input 'data' has shape %s but Pooling needs (N, C, ...)"
+                                 % fmt_shape(data))
+            self.set_out(out_shapes, 0, tuple(data[:2]) + (1,) * nd)
+            if len(out_shapes) > 1:
+                self.set_out(out_shapes, 1, out_shapes[0])
+            return in_shapes, out_shapes
+        _check_rank(self, data, len(a.kernel) + 2, "kernel %s" % (a.kernel,))
+        if any(x is None for x in data[2:]):
+            out = (None,) * nd
+        else:
+            kernel, _, _, _, out = self._geometry(tuple(data[2:]))
+            if any(y <= 0 for y in out) or any(
+                    x + 2 * p < k for x, p, k in zip(data[2:], self.attrs.pad or (0,) * nd,
+                                                     kernel)):
+                raise ShapeError("input 'data' has shape %s, smaller than kernel %s"
+                                 % (fmt_shape(data), kernel))
+        self.set_out(out_shapes, 0, tuple(data[:2]) + tuple(out))
+        if len(out_shapes) > 1:
+            self.set_out(out_shapes, 1, out_shapes[0])
+        return in_shapes, out_shapes
+
+    def _divisor(self, xp, spatial, kernel, stride, pad_lo, out, dtype):
+        """Per-output element count of an avg window, broadcastable to (N, C, *out)."""
+        include = self.attrs.count_include_pad is not False
+        pad = (0,) * len(spatial) if self.attrs.global_pool else _spatial_tuple(
+            self.name, "pad", self.attrs.pad, len(spatial), 0)
+        total = None
+        for axis, (x, k, s, lo, y, p) in enumerate(zip(spatial, kernel, stride, pad_lo, out,
+                                                       pad)):
+            start = xp.arange(y) * s - lo
+            end = xp.minimum(start + k, x + p)
+            if not include:
+                start = xp.maximum(start, 0)
+                end = xp.minimum(end, x)
+            count = (end - start).astype(dtype)
+            shape = [1] * len(spatial)
+            shape[axis] = y
+            count = count.reshape(shape)
+            total = count if total is None else total * count
+        return total
+
+    def _pool_sum(self, xp, xpad, kernel, stride, out_spatial, y):
+        first = True
+        for offs in _offsets(kernel):
+            win = xpad[(Ellipsis,) + tuple(_window(o, s, 1, m)
+                                           for o, s, m in zip(offs, stride, out_spatial))]
+            if first:
+                y[...] = win
+                first = False
+            elif self.attrs.pool_type == "max":
+                xp.maximum(y, win, out=y)
+            else:
+                y += win
+
+    def _pool_max(self, xp, xpad, kernel, stride, out_spatial, y, mask):
+        """y = window maxima; mask = offset index of each window's first maximum."""
+        for k, offs in enumerate(_offsets(kernel)):
+            win = xpad[(Ellipsis,) + tuple(_window(o, s, 1, m)
+                                           for o, s, m in zip(offs, stride, out_spatial))]
+            if k == 0:
+                y[...] = win
+                mask[...] = 0
+            else:
+                better = win > y
+                xp.copyto(y, win, where=better)
+                xp.copyto(mask, k, where=better)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x = inputs[0]
+        y = out[0]
+        a = self.attrs
+        kernel, stride, pad_lo, pad_hi, out_spatial = self._geometry(x.shape[2:])
+        fill = -xp.inf if a.pool_type == "max" else 0
+        src = x
+        if a.pool_type == "lp" and a.p_value > 1:
+            src = x ** a.p_value
+        xpad = _padded(xp, src, pad_lo, pad_hi, fill)
+        if a.pool_type == "max":
+            self._pool_max(xp, xpad, kernel, stride, out_spatial, y, out[1])
+            return
+        self._pool_sum(xp, xpad, kernel, stride, out_spatial, y)
+        if a.pool_type == "avg":
+            y /= self._divisor(xp, x.shape[2:], kernel, stride, pad_lo, out_spatial, y.dtype)
+        elif a.pool_type == "lp" and a.p_value == 2:
+            xp.sqrt(y, out=y)
+        elif a.pool_type == "lp" and a.p_value == 3:
+            xp.cbrt(y, out=y)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx = in_grads[0]
+        if dx is None:
+            return
+        a = self.attrs
+        gy = out_grads[0]
+        kernel, stride, pad_lo, pad_hi, out_spatial = self._geometry(dx.shape[2:])
+        if a.pool_type == "avg":
+            gy = gy / self._divisor(xp, dx.shape[2:], kernel, stride, pad_lo, out_spatial,
+                                    gy.dtype)
+        elif a.pool_type == "lp" and a.p_value > 1:
+            y = outputs[0]
+            safe = xp.where(y == 0, 1, y)
+            gy = xp.where(y == 0, 0, gy / safe ** (a.p_value - 1))
+        xpad = None
+        if a.pool_type == "lp":
+            xpad = _padded(xp, inputs[0], pad_lo, pad_hi, 0)
+        gpad = xp.zeros(dx.shape[:2] + tuple(n + lo + hi for n, lo, hi in zip(
+            dx.shape[2:], pad_lo, pad_hi)), dtype=dx.dtype)
+        for k, offs in enumerate(_offsets(kernel)):
+            sl = (Ellipsis,) + tuple(_window(o, s, 1, m)
+                                     for o, s, m in zip(offs, stride, out_spatial))
+            if a.pool_type == "max":
+                gpad[sl] += gy * (outputs[1] == k)
+            elif a.pool_type == "lp" and a.p_value > 1:
+                gpad[sl] += gy * xpad[sl] ** (a.p_value - 1)
+            else:
+                gpad[sl] += gy
+        dx[...] = gpad[(Ellipsis,) + tuple(slice(lo, lo + n)
+                                           for lo, n in zip(pad_lo, dx.shape[2:]))]
+
+
+# ----------------------------------------------------------------------------- activations
+
+@dataclasses.dataclass(frozen=True)
+class ActivationAttrs:
+    act_type: Literal["relu", "sigmoid", "tanh", "softrelu", "softsign"]
+
+
+@register
+class Activation(Op):
+    """Elementwise activation, out has the shape of data.
+
+    relu max(x, 0); sigmoid 1/(1+e^-x); tanh; softrelu log(1+e^x); softsign x/(1+|x|).
+    Every gradient is written in terms of the output, so the output may overwrite the input.
+    """
+
+    name = "Activation"
+    Attrs = ActivationAttrs
+    inplace = ((0, 0),)
+    backward_inputs = ()
+    backward_outputs = (0,)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, y = inputs[0], out[0]
+        act = self.attrs.act_type
+        if act == "relu":
+            xp.maximum(x, 0, out=y)
+        elif act == "sigmoid":
+            xp.multiply(x, 0.5, out=y)
+            xp.tanh(y, out=y)
+            y *= 0.5
+            y += 0.5
+        elif act == "tanh":
+            xp.tanh(x, out=y)
+        elif act == "softrelu":
+            tail = xp.log1p(xp.exp(-xp.abs(x)))
+            xp.maximum(x, 0, out=y)
+            y += tail
+        else:
+            xp.divide(x, 1 + xp.abs(x), out=y)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx = in_grads[0]
+        if dx is None:
+            return
+        g, y = out_grads[0], outputs[0]
+        act = self.attrs.act_type
+        if act == "relu":
+            local = y > 0
+        elif act == "sigmoid":
+            local = y * (1 - y)
+        elif act == "tanh":
+            local = 1 - y * y
+        elif act == "softrelu":
+            local = -xp.expm1(-y)
+        else:
+            local = (1 - xp.abs(y)) ** 2
+        xp.multiply(g, local, out=dx)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_LAMBDA = 1.0507009873554804934193349852946
+
+
+@dataclasses.dataclass(frozen=True)
+class LeakyReLUAttrs:
+    act_type: Literal["leaky", "prelu", "rrelu", "elu", "selu", "gelu"] = "leaky"
+    slope: float = 0.25
+    lower_bound: float = 0.125
+    upper_bound: float = 0.334
+
+
+@register
+class LeakyReLU(Op):
+    """Leaky rectifiers and friends, elementwise; out has the shape of data.
+
+    leaky: x > 0 ? x : slope*x.  prelu: the slope is the learned `gamma`, shape (C,) (or (1,))
+    broadcast on axis 1.  rrelu: the slope is drawn uniformly from [lower_bound, upper_bound] per
+    element in training and is (lower_bound+upper_bound)/2 in inference; its second output `mask`
+    holds the drawn slopes (zeros in inference).  elu: x > 0 ? x : slope*(e^x - 1).
+    selu: lambda * (x > 0 ? x : alpha*(e^x - 1)) with alpha 1.6732632..., lambda 1.0507009....
+    gelu: x * Phi(x), Phi the standard normal CDF (the exact erf form).
+    """
+
+    name = "LeakyReLU"
+    Attrs = LeakyReLUAttrs
+    backward_outputs = ()
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.attrs.act_type == "rrelu":
+            self.backward_inputs = (0,)
+            self.backward_outputs = (1,)
+        elif self.attrs.act_type != "prelu":
+            self.backward_inputs = (0,)
+
+    def arguments(self) -> list:
+        return ["data", "gamma"] if self.attrs.act_type == "prelu" else ["data"]
+
+    def outputs(self) -> list:
+        return ["output", "mask"] if self.attrs.act_type == "rrelu" else ["output"]
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        self.same_shape(in_shapes, out_shapes, in_idx=[0])
+        if self.attrs.act_type == "prelu" and in_shapes[0] is not None:
+            data = in_shapes[0]
+            channels = data[1] if len(data) >= 2 else 1
+            if in_shapes[1] != (1,):
+                self.set_in(in_shapes, 1, (channels,),
+                            "data %s (one slope per channel, axis 1)" % fmt_shape(data))
+        return in_shapes, out_shapes
+
+    def _gamma(self, x, gamma):
+        if gamma.shape[0] == 1 or x.ndim < 2:
+            return gamma.reshape((1,) * x.ndim) if x.ndim else gamma[0]
+        return _bias_view(gamma, x.ndim)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, y = inputs[0], out[0]
+        a = self.attrs
+        act = a.act_type
+        if act == "leaky":
+            xp.multiply(x, xp.where(x > 0, 1, a.slope).astype(x.dtype), out=y)
+        elif act == "prelu":
+            y[...] = xp.where(x > 0, x, self._gamma(x, inputs[1]) * x)
+        elif act == "rrelu":
+            if is_train:
+                out[1][...] = backend.rng(xp).uniform(a.lower_bound, a.upper_bound, x.shape)
+                y[...] = xp.where(x > 0, x, out[1] * x)
+            else:
+                out[1][...] = 0
+                y[...] = xp.where(x > 0, x, x * ((a.lower_bound + a.upper_bound) / 2))
+        elif act == "elu":
+            y[...] = xp.where(x > 0, x, a.slope * xp.expm1(xp.minimum(x, 0)))
+        elif act == "selu":
+            y[...] = _SELU_LAMBDA * xp.where(x > 0, x, _SELU_ALPHA * xp.expm1(xp.minimum(x, 0)))
+        else:
+            y[...] = 0.5 * x * (1 + _erf(xp, x * (1 / math.sqrt(2))))
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        x, g = inputs[0], out_grads[0]
+        a = self.attrs
+        act = a.act_type
+        if act == "prelu":
+            gamma = self._gamma(x, inputs[1])
+            if in_grads[1] is not None:
+                part = g * xp.where(x > 0, 0, x)
+                if in_grads[1].shape[0] == 1 or x.ndim < 2:
+                    in_grads[1][...] = part.sum()
+                else:
+                    in_grads[1][...] = part.sum(axis=_reduce_axes(x.ndim, 1))
+            local = xp.where(x > 0, 1, gamma)
+        elif act == "leaky":
+            local = xp.where(x > 0, 1, a.slope)
+        elif act == "rrelu":
+            local = xp.where(x > 0, 1, outputs[1])
+        elif act == "elu":
+            local = xp.where(x > 0, 1, a.slope * xp.exp(xp.minimum(x, 0)))
+        elif act == "selu":
+            local = _SELU_LAMBDA * xp.where(x > 0, 1, _SELU_ALPHA * xp.exp(xp.minimum(x, 0)))
+        else:
+            cdf = 0.5 * (1 + _erf(xp, x * (1 / math.sqrt(2))))
+            local = cdf + x * xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
+        _write(xp, in_grads[0], g * local)
+
+
+# ----------------------------------------------------------------------------- BatchNorm
+
+@dataclasses.dataclass(frozen=True)
+class BatchNormAttrs:
+    eps: float = 1e-3
+    momentum: float = 0.9
+    fix_gamma: bool = True
+    use_global_stats: bool = False
+    output_mean_var: bool = False
+    axis: int = 1
+    cudnn_off: bool = False
+    min_calib_range: Optional[float] = None
+    max_calib_range: Optional[float] = None
+
+
+@register
+class BatchNorm(Op):
+    """Batch normalisation over every axis but `axis` (the channel axis, default 1).
+
+    data (.., C, ..), gamma, beta, moving_mean, moving_var and the outputs `mean`, `var` are (C,).
+    Training (is_train and not use_global_stats): with the batch mean m and biased variance v,
+    out = (x - m) / sqrt(v + eps) * gamma + beta. Otherwise the moving statistics stand in for m
+    and v. fix_gamma treats gamma as 1 (its gradient is 0). The `mean` output holds the mean used
+    and `var` holds 1/sqrt(v + eps) (as MXNet's do); they are visible only with output_mean_var.
+
+    The moving statistics are updated in place by backward, as MXNet 1.9.1 does on the CPU:
+    mm = momentum*mm + (1-momentum)*m, mv = momentum*mv + (1-momentum)*v, with v recovered from
+    the saved 1/sqrt(v + eps). A training forward that is not followed by a backward leaves them
+    alone, exactly as in MXNet, so results agree number for number.
+    """
+
+    input_var_attrs = {"moving_mean": {"__init__": '["zero", {}]'},
+                       "moving_var": {"__init__": '["one", {}]'}}
+
+    name = "BatchNorm"
+    Attrs = BatchNormAttrs
+    ARGUMENTS = ("data", "gamma", "beta")
+    OUTPUTS = ("output", "mean", "var")
+    AUX = ("moving_mean", "moving_var")
+    backward_inputs = (0, 1)
+    backward_outputs = (1, 2)
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.attrs.eps <= 0:
+            raise _param_error(self.name, "eps must be positive, got %g" % self.attrs.eps)
+
+    def num_visible_outputs(self) -> int:
+        return 3 if self.attrs.output_mean_var else 1
+
+    def _axis(self, ndim: int) -> int:
+        axis = self.attrs.axis + ndim if self.attrs.axis < 0 else self.attrs.axis
+        if not 0 <= axis < ndim:
+            raise ShapeError("input 'data' has %d dims but BatchNorm has axis=%d"
+                             % (ndim, self.attrs.axis))
+        return axis
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        self.same_shape(in_shapes, out_shapes, in_idx=[0], out_idx=[0])
+        data = in_shapes[0]
+        if data is None:
+            return in_shapes, out_shapes
+        channels = data[self._axis(len(data))]
+        why = "data %s with axis=%d" % (fmt_shape(data), self.attrs.axis)
+        for i in range(1, 5):
+            self.set_in(in_shapes, i, (channels,), why)
+        for i in (1, 2):
+            self.set_out(out_shapes, i, (channels,), why)
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, gamma, beta = inputs
+        moving_mean, moving_var = aux
+        a = self.attrs
+        axis = self._axis(x.ndim)
+        axes = _reduce_axes(x.ndim, axis)
+        if is_train and not a.use_global_stats:
+            mean = x.mean(axis=axes)
+            var = x.var(axis=axes)
+        else:
+            mean, var = moving_mean, moving_var
+        out[1][...] = mean
+        out[2][...] = 1 / xp.sqrt(var + a.eps)
+        scale = out[2] if a.fix_gamma else out[2] * gamma
+        out[0][...] = (x - _bias_view(out[1], x.ndim, axis)) * _bias_view(scale, x.ndim, axis) \
+            + _bias_view(beta, x.ndim, axis)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        x, gamma = inputs[0], inputs[1]
+        g = out_grads[0]
+        a = self.attrs
+        axis = self._axis(x.ndim)
+        axes = _reduce_axes(x.ndim, axis)
+        mean, invstd = outputs[1], outputs[2]
+        if not a.use_global_stats:
+            moving_mean, moving_var = aux
+            moving_mean *= a.momentum
+            moving_mean += (1 - a.momentum) * mean
+            moving_var *= a.momentum
+            moving_var += (1 - a.momentum) * (1 / (invstd * invstd) - a.eps)
+        xhat = (x - _bias_view(mean, x.ndim, axis)) * _bias_view(invstd, x.ndim, axis)
+        dbeta = g.sum(axis=axes)
+        dgamma = (g * xhat).sum(axis=axes)
+        _write(xp, in_grads[2], dbeta)
+        if in_grads[1] is not None:
+            in_grads[1][...] = 0 if a.fix_gamma else dgamma
+        if in_grads[0] is None:
+            return
+        scale = invstd if a.fix_gamma else invstd * gamma
+        scale = _bias_view(scale, x.ndim, axis)
+        if a.use_global_stats:
+            in_grads[0][...] = g * scale
+            return
+        count = x.size // x.shape[axis]
+        in_grads[0][...] = scale * (g - (_bias_view(dbeta, x.ndim, axis)
+                                         + xhat * _bias_view(dgamma, x.ndim, axis)) / count)
+
+
+# ----------------------------------------------------------------------------- Dropout
+
+@dataclasses.dataclass(frozen=True)
+class DropoutAttrs:
+    p: float = 0.5
+    mode: Literal["training", "always"] = "training"
+    axes: tuple[int, ...] = ()
+    cudnn_off: bool = False
+
+
+@register
+class Dropout(Op):
+    """Inverted dropout: out = x * mask, mask = keep / (1 - p) with keep ~ Bernoulli(1 - p).
+
+    Active in training (or always, with mode='always'), identity otherwise (mask all ones).
+    Along the dims in `axes` one mask value is shared (the mask is drawn with size 1 there). The
+    hidden output `mask` has the shape of data and holds the scaled mask.
+    """
+
+    name = "Dropout"
+    Attrs = DropoutAttrs
+    OUTPUTS = ("output", "mask")
+    inplace = ((0, 0),)
+    backward_inputs = ()
+    backward_outputs = (1,)
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if not 0 <= self.attrs.p <= 1:
+            raise _param_error(self.name, "p=%g must lie in [0, 1]" % self.attrs.p)
+
+    def num_visible_outputs(self) -> int:
+        return 1
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        return self.same_shape(in_shapes, out_shapes)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, y, mask = inputs[0], out[0], out[1]
+        p = self.attrs.p
+        if not (is_train or self.attrs.mode == "always") or p == 0:
+            mask[...] = 1
+            y[...] = x
+            return
+        draw_shape = list(x.shape)
+        for ax in self.attrs.axes:
+            draw_shape[ax] = 1
+        keep = backend.rng(xp).uniform(0, 1, tuple(draw_shape)) < 1 - p
+        mask[...] = keep * (1 / (1 - p)) if p < 1 else 0
+        xp.multiply(x, mask, out=y)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            xp.multiply(out_grads[0], outputs[1], out=in_grads[0])
+
+
+# ----------------------------------------------------------------------------- Embedding
+
+@dataclasses.dataclass(frozen=True)
+class EmbeddingAttrs:
+    input_dim: int
+    output_dim: int
+    dtype: Literal["float16", "float32", "float64", "uint8", "int8", "int32", "int64"] = "float32"
+    sparse_grad: bool = False
+
+
+@register
+class Embedding(Op):
+    """Row lookup: out[i...] = weight[index(data[i...])], out is data.shape + (output_dim,).
+
+    data holds indices as numbers; they are truncated to integers and clipped to
+    [0, input_dim - 1]. weight is (input_dim, output_dim). Repeated indices accumulate their
+    gradients; data gets a zero gradient.
+    """
+
+    name = "Embedding"
+    Attrs = EmbeddingAttrs
+    ARGUMENTS = ("data", "weight")
+    backward_inputs = (0,)
+    backward_outputs = ()
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.attrs.input_dim <= 0 or self.attrs.output_dim <= 0:
+            raise _param_error(self.name, "input_dim and output_dim must be positive")
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        a = self.attrs
+        self.set_in(in_shapes, 1, (a.input_dim, a.output_dim),
+                    "input_dim=%d and output_dim=%d" % (a.input_dim, a.output_dim))
+        if in_shapes[0] is not None:
+            self.set_out(out_shapes, 0, tuple(in_shapes[0]) + (a.output_dim,))
+        if out_shapes[0] is not None and len(out_shapes[0]) >= 1:
+            self.set_in(in_shapes, 0, tuple(out_shapes[0][:-1]))
+        return in_shapes, out_shapes
+
+    def infer_type(self, in_types: list, out_types: list):
+        in_types, out_types = list(in_types), list(out_types)
+        dtype = next((t for t in (in_types[1], out_types[0]) if t is not None),
+                     self.attrs.dtype)
+        in_types[1] = dtype
+        out_types[0] = dtype
+        return in_types, out_types
+
+    def _indices(self, xp, data):
+        return xp.clip(data, 0, self.attrs.input_dim - 1).astype("int64")
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        out[0][...] = inputs[1][self._indices(xp, inputs[0])]
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        _write(xp, in_grads[0], 0)
+        if in_grads[1] is not None:
+            in_grads[1][...] = 0
+            idx = self._indices(xp, inputs[0]).reshape(-1)
+            backend.scatter_add(xp, in_grads[1], idx,
+                                out_grads[0].reshape(-1, self.attrs.output_dim))
+
+
+# ----------------------------------------------------------------------------- softmax family
+
+def _softmax_into(xp, z, axis: int, y) -> None:
+    """y = softmax(z) along axis (z may be y's own storage)."""
+    shifted = z - z.max(axis=axis, keepdims=True)
+    xp.exp(shifted, out=y)
+    y /= y.sum(axis=axis, keepdims=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class SoftmaxAttrs:
+    axis: int = -1
+    temperature: Optional[float] = None
+    dtype: Optional[FloatName] = None
+    use_length: Optional[bool] = False
+
+
+@register
+class Softmax(Op):
+    """softmax(x / temperature) along `axis`; out has the shape of data.
+
+    With use_length, a second input `length` (data's shape without `axis`, integers) keeps only
+    the first length[...] entries along axis; the rest are 0. `dtype` sets the output's dtype.
+    """
+
+    name = "softmax"
+    Attrs = SoftmaxAttrs
+    backward_inputs = ()
+    backward_outputs = (0,)
+
+    def arguments(self) -> list:
+        return ["data", "length"] if self.attrs.use_length else ["data"]
+
+    def _axis(self, ndim: int) -> int:
+        axis = self.attrs.axis + ndim if self.attrs.axis < 0 else self.attrs.axis
+        if not 0 <= axis < ndim:
+            raise ShapeError("input 'data' has %d dims but %s has axis=%d"
+                             % (ndim, self.name, self.attrs.axis))
+        return axis
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        self.same_shape(in_shapes, out_shapes, in_idx=[0])
+        data = in_shapes[0]
+        if self.attrs.use_length and data is not None:
+            axis = self._axis(len(data))
+            self.set_in(in_shapes, 1, tuple(data[:axis]) + tuple(data[axis + 1:]),
+                        "data %s with axis=%d" % (fmt_shape(data), self.attrs.axis))
+        return in_shapes, out_shapes
+
+    def infer_type(self, in_types: list, out_types: list):
+        if self.attrs.dtype is not None:
+            out_types = [None] * len(out_types)
+        in_types, out_types = _same_dtype_types(self, in_types, out_types, (0,))
+        if self.attrs.dtype is not None:
+            out_types = [self.attrs.dtype] * len(out_types)
+        if self.attrs.use_length and in_types[1] is None:
+            in_types[1] = "int32"
+        return in_types, out_types
+
+    def _scaled(self, x):
+        t = self.attrs.temperature
+        return x if t is None or t == 1 else x / t
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, y = inputs[0], out[0]
+        axis = self._axis(x.ndim)
+        z = self._scaled(x)
+        if self.attrs.use_length:
+            pos = xp.arange(x.shape[axis]).reshape((-1,) + (1,) * (x.ndim - axis - 1))
+            keep = pos < xp.expand_dims(inputs[1], axis)
+            z = xp.where(keep, z, -xp.inf)
+            z = xp.where(keep.any(axis=axis, keepdims=True), z, 0)
+            _softmax_into(xp, z, axis, y)
+            y *= keep
+            return
+        _softmax_into(xp, z, axis, y)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        y, g = outputs[0], out_grads[0]
+        axis = self._axis(y.ndim)
+        if in_grads[0] is not None:
+            in_grads[0][...] = self._scaled(y * (g - (g * y).sum(axis=axis, keepdims=True)))
+        if self.attrs.use_length:
+            _write(xp, in_grads[1], 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogSoftmaxAttrs:
+    axis: int = -1
+    temperature: Optional[float] = None
+    dtype: Optional[FloatName] = None
+
+
+@register
+class LogSoftmax(Softmax):
+    """log(softmax(x / temperature)) along `axis`; out has the shape of data."""
+
+    name = "log_softmax"
+    Attrs = LogSoftmaxAttrs
+
+    def arguments(self) -> list:
+        return ["data"]
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        return self.same_shape(in_shapes, out_shapes)
+
+    def infer_type(self, in_types: list, out_types: list):
+        in_types, out_types = Op.infer_type(self, in_types, [None] * len(out_types))
+        if self.attrs.dtype is not None:
+            out_types = [self.attrs.dtype] * len(out_types)
+        return in_types, out_types
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, y = inputs[0], out[0]
+        axis = self._axis(x.ndim)
+        z = self._scaled(x)
+        shifted = z - z.max(axis=axis, keepdims=True)
+        y[...] = shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        y, g = outputs[0], out_grads[0]
+        axis = self._axis(y.ndim)
+        if in_grads[0] is not None:
+            in_grads[0][...] = self._scaled(g - xp.exp(y) * g.sum(axis=axis, keepdims=True))
+
+
+@dataclasses.dataclass(frozen=True)
+class SoftmaxActivationAttrs:
+    mode: Literal["instance", "channel"] = "instance"
+
+
+@register
+class SoftmaxActivation(Op):
+    """Softmax over the last axis (mode='instance') or over axis 1 (mode='channel')."""
+
+    name = "SoftmaxActivation"
+    Attrs = SoftmaxActivationAttrs
+    backward_inputs = ()
+    backward_outputs = (0,)
+
+    def _axis(self, ndim: int) -> int:
+        return 1 if self.attrs.mode == "channel" else ndim - 1
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        if self.attrs.mode == "channel" and in_shapes[0] is not None and len(in_shapes[0]) < 2:
+            raise ShapeError("input 'data' has shape %s but mode='channel' needs an axis 1"
+                             % fmt_shape(in_shapes[0]))
+        return self.same_shape(in_shapes, out_shapes)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        _softmax_into(xp, inputs[0], self._axis(inputs[0].ndim), out[0])
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        y, g = outputs[0], out_grads[0]
+        if in_grads[0] is not None:
+            in_grads[0][...] = y * (g - (g * y).sum(axis=self._axis(y.ndim), keepdims=True))
+
+
+# ----------------------------------------------------------------------------- LRN
+
+@dataclasses.dataclass(frozen=True)
+class LRNAttrs:
+    nsize: int
+    alpha: float = 1e-4
+    beta: float = 0.75
+    knorm: float = 2.0
+
+
+@register
+class LRN(Op):
+    """Local response normalisation across channels (axis 1).
+
+    scale_c = knorm + alpha/nsize * sum of x_j^2 over channels j within nsize//2 of c,
+    out = x * scale^-beta. The hidden output `tmp_norm` keeps scale for the backward.
+    """
+
+    name = "LRN"
+    Attrs = LRNAttrs
+    OUTPUTS = ("output", "tmp_norm")
+    backward_inputs = (0,)
+    backward_outputs = (1,)
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.attrs.nsize <= 0 or self.attrs.nsize % 2 == 0:
+            raise _param_error(self.name, "nsize=%d must be odd and positive" % self.attrs.nsize)
+
+    def num_visible_outputs(self) -> int:
+        return 1
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        if in_shapes[0] is not None and len(in_shapes[0]) < 2:
+            raise ShapeError("input 'data' has shape %s but LRN needs (N, C, ...)"
+                             % fmt_shape(in_shapes[0]))
+        return self.same_shape(in_shapes, out_shapes)
+
+    def _channel_window_sum(self, xp, v):
+        half = self.attrs.nsize // 2
+        channels = v.shape[1]
+        padded = xp.zeros((v.shape[0], channels + 2 * half) + v.shape[2:], dtype=v.dtype)
+        padded[:, half:half + channels] = v
+        total = xp.zeros_like(v)
+        for offset in range(self.attrs.nsize):
+            total += padded[:, offset:offset + channels]
+        return total
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x = inputs[0]
+        a = self.attrs
+        scale = out[1]
+        scale[...] = self._channel_window_sum(xp, x * x)
+        scale *= a.alpha / a.nsize
+        scale += a.knorm
+        out[0][...] = x * scale ** -a.beta
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is None:
+            return
+        x, g, scale = inputs[0], out_grads[0], outputs[1]
+        a = self.attrs
+        scaled = scale ** -a.beta
+        inner = self._channel_window_sum(xp, g * x * scaled / scale)
+        in_grads[0][...] = g * scaled - (2 * a.alpha * a.beta / a.nsize) * x * inner
+
+
+# ----------------------------------------------------------------------------- LayerNorm
+
+def _normalise_backward(xp, g, xhat, invstd, axes):
+    """Gradient of xhat = (x - mean(x)) * invstd w.r.t. x, the statistics taken over `axes`."""
+    count = math.prod(g.shape[i] for i in axes)
+    mean_g = g.sum(axis=axes, keepdims=True) / count
+    mean_gx = (g * xhat).sum(axis=axes, keepdims=True) / count
+    return invstd * (g - mean_g - xhat * mean_gx)
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerNormAttrs:
+    axis: int = -1
+    eps: float = 1e-5
+    output_mean_var: bool = False
+
+
+@register
+class LayerNorm(Op):
+    """Normalise over `axis` only: out = (x - mean) / sqrt(var + eps) * gamma + beta.
+
+    gamma and beta are (data.shape[axis],). The outputs `mean` and `std` (= sqrt(var + eps)) have
+    data's shape with axis reduced to 1; they are visible only with output_mean_var.
+    """
+
+    name = "LayerNorm"
+    Attrs = LayerNormAttrs
+    ARGUMENTS = ("data", "gamma", "beta")
+    OUTPUTS = ("output", "mean", "std")
+    backward_inputs = (0, 1)
+    backward_outputs = (1, 2)
+
+    def num_visible_outputs(self) -> int:
+        return 3 if self.attrs.output_mean_var else 1
+
+    def _axis(self, ndim: int) -> int:
+        axis = self.attrs.axis + ndim if self.attrs.axis < 0 else self.attrs.axis
+        if not 0 <= axis < ndim:
+            raise ShapeError("input 'data' has %d dims but LayerNorm has axis=%d"
+                             % (ndim, self.attrs.axis))
+        return axis
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        self.same_shape(in_shapes, out_shapes, in_idx=[0], out_idx=[0])
+        data = in_shapes[0]
+        if data is None:
+            return in_shapes, out_shapes
+        axis = self._axis(len(data))
+        why = "data %s with axis=%d" % (fmt_shape(data), self.attrs.axis)
+        self.set_in(in_shapes, 1, (data[axis],), why)
+        self.set_in(in_shapes, 2, (data[axis],), why)
+        reduced = tuple(1 if i == axis else d for i, d in enumerate(data))
+        self.set_out(out_shapes, 1, reduced, why)
+        self.set_out(out_shapes, 2, reduced, why)
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, gamma, beta = inputs
+        axis = self._axis(x.ndim)
+        out[1][...] = x.mean(axis=axis, keepdims=True)
+        out[2][...] = xp.sqrt(x.var(axis=axis, keepdims=True) + self.attrs.eps)
+        out[0][...] = (x - out[1]) / out[2] * _bias_view(gamma, x.ndim, axis) \
+            + _bias_view(beta, x.ndim, axis)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        x, gamma = inputs[0], inputs[1]
+        g = out_grads[0]
+        axis = self._axis(x.ndim)
+        xhat = (x - outputs[1]) / outputs[2]
+        others = _reduce_axes(x.ndim, axis)
+        _write(xp, in_grads[1], (g * xhat).sum(axis=others))
+        _write(xp, in_grads[2], g.sum(axis=others))
+        if in_grads[0] is not None:
+            in_grads[0][...] = _normalise_backward(
+                xp, g * _bias_view(gamma, x.ndim, axis), xhat, 1 / outputs[2], (axis,))
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceNormAttrs:
+    eps: float = 1e-3
+
+
+@register
+class InstanceNorm(Op):
+    """Normalise each (sample, channel) map over its spatial dims, then scale and shift per channel.
+
+    data (N, C, *spatial), gamma and beta (C,). The hidden outputs `mean` and `var` are
+    (N, C, 1, ...) and hold the mean and 1/sqrt(variance + eps).
+    """
+
+    name = "InstanceNorm"
+    Attrs = InstanceNormAttrs
+    ARGUMENTS = ("data", "gamma", "beta")
+    OUTPUTS = ("output", "mean", "var")
+    backward_inputs = (0, 1)
+    backward_outputs = (1, 2)
+
+    def num_visible_outputs(self) -> int:
+        return 1
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        self.same_shape(in_shapes, out_shapes, in_idx=[0], out_idx=[0])
+        data = in_shapes[0]
+        if data is None:
+            return in_shapes, out_shapes
+        if len(data) < 3:
+            raise ShapeError("input 'data' has shape %s but InstanceNorm needs (N, C, ...)"
+                             % fmt_shape(data))
+        why = "data %s" % fmt_shape(data)
+        self.set_in(in_shapes, 1, (data[1],), why)
+        self.set_in(in_shapes, 2, (data[1],), why)
+        stats = tuple(data[:2]) + (1,) * (len(data) - 2)
+        self.set_out(out_shapes, 1, stats, why)
+        self.set_out(out_shapes, 2, stats, why)
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, gamma, beta = inputs
+        axes = tuple(range(2, x.ndim))
+        out[1][...] = x.mean(axis=axes, keepdims=True)
+        out[2][...] = 1 / xp.sqrt(x.var(axis=axes, keepdims=True) + self.attrs.eps)
+        out[0][...] = (x - out[1]) * out[2] * _bias_view(gamma, x.ndim) + _bias_view(beta, x.ndim)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        x, gamma = inputs[0], inputs[1]
+        g = out_grads[0]
+        axes = tuple(range(2, x.ndim))
+        xhat = (x - outputs[1]) * outputs[2]
+        others = _reduce_axes(x.ndim, 1)
+        _write(xp, in_grads[1], (g * xhat).sum(axis=others))
+        _write(xp, in_grads[2], g.sum(axis=others))
+        if in_grads[0] is not None:
+            in_grads[0][...] = _normalise_backward(xp, g * _bias_view(gamma, x.ndim), xhat,
+                                                   outputs[2], axes)

@@ -184,9 +184,11 @@ def build_gradient(fwd: Graph, wrt: Sequence[str]) -> GradientGraph:
             continue
         n_args = len(op.arguments())
         in_eids = fwd.input_eids[nid]
-        wanted = [i for i in range(n_args) if depends[in_eids[i]]]
-        if not wanted:
+        needed = [i for i in range(n_args) if depends[in_eids[i]]]
+        if not needed:
             continue
+        # some ops (Concat) can only place a gradient if every slot gets an array
+        wanted = list(range(n_args)) if getattr(op, "grads_all_inputs", False) else needed
         first = fwd.row_ptr[nid]
         head_entries = []
         if op.needs_out_grad:
@@ -204,7 +206,8 @@ def build_gradient(fwd: Graph, wrt: Sequence[str]) -> GradientGraph:
         new_nodes.append(bnode)
         for k, i in enumerate(wanted):
             shape_source[("node", id(bnode), k)] = in_eids[i]
-            contributions[in_eids[i]].append(Entry(bnode, k))
+            if depends[in_eids[i]]:
+                contributions[in_eids[i]].append(Entry(bnode, k))
 
     grad_entries = []
     for name in wrt:

@@ -1,0 +1,727 @@
+"""`NDArray`: one backend array (NumPy on CPU contexts, CuPy on GPU contexts) and its Context.
+
+An NDArray is the API boundary of minimod: users, metrics, initializers and optimizers see
+NDArrays, the executor sees the backend arrays inside them. The wrapper is deliberately thin:
+
+* `NDArray(data, ctx)` wraps `data` without copying. The executor wraps views of its planned
+  memory this way, so every method that writes (`x[:] = v`, `+=`, `copyto`) writes into `_data`
+  in place and never rebinds it.
+* Arithmetic follows MXNet 1.9.1, not NumPy, where the two differ: results keep the dtype of the
+  array operand (a Python scalar is cast to it, so `int32_array * 1.5` multiplies by 1), integer
+  `/` truncates toward zero, comparisons return 0/1 in the input dtype, two arrays of different
+  dtypes or contexts are an error, and full reductions return shape (1,).
+* Indexing returns views for basic indices (ints and slices), like NumPy. This bends MXNet
+  slightly: MXNet copies a slice that is not contiguous (`x[:, 1:2]`), minimod returns a view of
+  it. An index that selects one element returns shape (1,), as MXNet does.
+
+Module-level creation helpers (`array`, `zeros`, `ones`, `empty`, `full`, `arange`) live here;
+the math routines live in `routines.py`.
+"""
+from __future__ import annotations
+
+import ctypes
+import numbers
+from collections.abc import Iterator, Sequence
+from typing import Any, Union
+
+import numpy as np
+
+from .. import backend
+from ..base import DTypeError, MXNetError, ShapeError
+from ..context import Context, current_context
+
+__all__ = [
+    "NDArray",
+    "arange",
+    "array",
+    "as_backend_operand",
+    "empty",
+    "full",
+    "normalize_dtype",
+    "ones",
+    "waitall",
+    "wrap",
+    "zeros",
+]
+
+DTypeLike = Any
+ShapeLike = Union[int, Sequence[int]]
+
+_MX_DTYPES = (np.float32, np.float64, np.float16, np.uint8, np.int32, np.int8, np.int64, np.bool_)
+
+
+def normalize_dtype(dtype: DTypeLike, default: type = np.float32) -> type:
+    """The NumPy scalar type (e.g. `np.float32`) for a dtype given as str, type or np.dtype.
+
+    None gives `default`. Types MXNet 1.9.1 cannot hold (complex, int16, strings ...) raise
+    DTypeError.
+    """
+    if dtype is None:
+        return default
+    try:
+        kind = np.dtype(dtype).type
+    except TypeError as err:
+        raise DTypeError(f"unknown dtype {dtype!r}") from err
+    if kind not in _MX_DTYPES:
+        held = ", ".join(np.dtype(t).name for t in _MX_DTYPES)
+        raise DTypeError(f"dtype {np.dtype(kind).name} is not supported; MXNet arrays hold {held}")
+    return kind
+
+
+def _ctx_of_data(data) -> Context:
+    if backend.is_gpu_array(data):
+        return Context("gpu", data.device.id)
+    return Context("cpu", 0)
+
+
+def _is_backend_array(obj) -> bool:
+    return isinstance(obj, np.ndarray) or backend.is_gpu_array(obj)
+
+
+class _NoScope:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_SCOPE = _NoScope()
+
+
+def device_scope(ctx: Context):
+    """A `with` block that allocates new backend arrays on `ctx` (no cost on CPU)."""
+    return backend.device_scope(ctx) if ctx.device_typeid == 2 else _NO_SCOPE
+
+
+def _normalize_shape(shape: ShapeLike) -> tuple:
+    if isinstance(shape, numbers.Integral):
+        return (int(shape),)
+    return tuple(int(d) for d in shape)
+
+
+def wrap(data, ctx: Context) -> NDArray:
+    """An NDArray around backend array `data` on `ctx` (no copy, no checks)."""
+    out = NDArray.__new__(NDArray)
+    out._data = data
+    out._ctx = ctx
+    out._writable = True
+    return out
+
+
+def as_backend_operand(value, ctx: Context, dtype: type | None = None):
+    """`value` (NDArray, NumPy/CuPy array, list or scalar) as a backend array of `ctx`.
+
+    NDArrays on another context are copied over; `dtype`, when given, casts without copying
+    when the dtype already matches.
+    """
+    if isinstance(value, NDArray):
+        data = value._data
+        if value._ctx != ctx:
+            data = backend.to_context(data, ctx)
+    elif _is_backend_array(value):
+        data = backend.to_context(value, ctx)
+    else:
+        with device_scope(ctx):
+            data = backend.xp_for(ctx).asarray(np.asarray(value))
+    if dtype is not None and data.dtype != dtype:
+        data = data.astype(dtype)
+    return data
+
+
+def _scalar_as(xp, value, dtype):
+    """A Python scalar cast to `dtype` the way MXNet casts scalar operands (C cast), as a NumPy
+    scalar: both backends take it without a device transfer and keep the array's dtype."""
+    with np.errstate(all="ignore"):
+        return np.array(value).astype(dtype)[()]
+
+
+def _true_divide(xp, a, b):
+    if np.issubdtype(a.dtype, np.integer):
+        quotient = xp.floor_divide(a, b)
+        inexact = xp.remainder(a, b) != 0
+        quotient += (inexact & ((a < 0) ^ (b < 0))).astype(quotient.dtype)
+        return quotient
+    return xp.true_divide(a, b)
+
+
+def _power(xp, a, b):
+    if np.issubdtype(a.dtype, np.integer) and np.issubdtype(b.dtype, np.integer):
+        return xp.power(a.astype(np.float64), b).astype(a.dtype)
+    return xp.power(a, b)
+
+
+_BINARY = {
+    "add": lambda xp, a, b: xp.add(a, b),
+    "subtract": lambda xp, a, b: xp.subtract(a, b),
+    "multiply": lambda xp, a, b: xp.multiply(a, b),
+    "divide": _true_divide,
+    "mod": lambda xp, a, b: xp.remainder(a, b),
+    "power": _power,
+    "equal": lambda xp, a, b: xp.equal(a, b),
+    "not_equal": lambda xp, a, b: xp.not_equal(a, b),
+    "greater": lambda xp, a, b: xp.greater(a, b),
+    "greater_equal": lambda xp, a, b: xp.greater_equal(a, b),
+    "lesser": lambda xp, a, b: xp.less(a, b),
+    "lesser_equal": lambda xp, a, b: xp.less_equal(a, b),
+    "maximum": lambda xp, a, b: xp.maximum(a, b),
+    "minimum": lambda xp, a, b: xp.minimum(a, b),
+}
+
+
+def binary_op(name: str, lhs, rhs, out: NDArray | None = None):
+    """MXNet's elementwise binary op `name` on NDArrays and/or scalars, with broadcasting.
+
+    The result has the dtype of the array operand(s). Two arrays must agree in dtype and
+    context (DTypeError / MXNetError otherwise). Two scalars give a Python scalar.
+    """
+    fn = _BINARY[name]
+    lhs_nd, rhs_nd = isinstance(lhs, NDArray), isinstance(rhs, NDArray)
+    if not lhs_nd and not rhs_nd:
+        return fn(np, np.asarray(lhs), np.asarray(rhs)).item()
+    if lhs_nd and rhs_nd:
+        if lhs.dtype != rhs.dtype:
+            raise DTypeError(f"{name}: operands have different dtypes {np.dtype(lhs.dtype).name} "
+                             f"and {np.dtype(rhs.dtype).name} (cast one with astype)")
+        if lhs._ctx != rhs._ctx:
+            raise MXNetError(f"{name}: operands live on different contexts {lhs._ctx} and "
+                             f"{rhs._ctx} (move one with as_in_context)")
+        ref = lhs
+    else:
+        ref = lhs if lhs_nd else rhs
+    for operand in (lhs, rhs):
+        if not isinstance(operand, (NDArray, numbers.Number, np.generic)):
+            raise TypeError(f"type {type(operand)} not supported")
+    xp, dtype = ref._xp, ref._data.dtype
+    a = lhs._data if lhs_nd else _scalar_as(xp, lhs, dtype)
+    b = rhs._data if rhs_nd else _scalar_as(xp, rhs, dtype)
+    with np.errstate(all="ignore"), device_scope(ref._ctx):
+        try:
+            result = fn(xp, a, b)
+        except ValueError as err:
+            raise ShapeError(f"{name}: shapes {tuple(a.shape)} and {tuple(b.shape)} "
+                             "do not broadcast") from err
+        if result.dtype != dtype:
+            result = result.astype(dtype)
+    if out is not None:
+        out[:] = wrap(result, ref._ctx)
+        return out
+    return wrap(result, ref._ctx)
+
+
+def _index_to_backend(key, xp):
+    """An index with NDArrays replaced by integer backend arrays (advanced indexing)."""
+    if isinstance(key, NDArray):
+        return key._data.astype(np.int64)
+    if isinstance(key, tuple):
+        return tuple(_index_to_backend(k, xp) for k in key)
+    if isinstance(key, list):
+        return xp.asarray(np.asarray(key, dtype=np.int64))
+    return key
+
+
+def _int_key_as_slices(key, shape):
+    """A key of one int per axis as one-element slices (so indexing stays a view), or None."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if len(keys) != len(shape) or not all(isinstance(k, numbers.Integral) for k in keys):
+        return None
+    slices = []
+    for k, dim in zip(keys, shape):
+        k = int(k)
+        if not -dim <= k < dim:
+            raise IndexError(f"index {k} is out of bounds for axis of size {dim}")
+        k = k + dim if k < 0 else k
+        slices.append(slice(k, k + 1))
+    return tuple(slices)
+
+
+def _infer_reshape(src: tuple, spec: Sequence[int], reverse: bool = False) -> tuple:
+    """The target shape of MXNet's reshape codes: 0 keep, -1 infer, -2 rest, -3 merge, -4 split."""
+    if reverse:
+        return tuple(reversed(_infer_reshape(tuple(reversed(src)), _reverse_spec(spec))))
+    out: list = []
+    src_i = 0
+    spec = list(spec)
+    i = 0
+    infer_at = None
+    while i < len(spec):
+        code = spec[i]
+        if code == 0:
+            out.append(src[src_i])
+            src_i += 1
+        elif code == -1:
+            if infer_at is not None:
+                raise ShapeError(f"reshape {tuple(spec)}: more than one -1")
+            infer_at = len(out)
+            out.append(-1)
+            src_i += 1
+        elif code == -2:
+            out.extend(src[src_i:])
+            src_i = len(src)
+        elif code == -3:
+            out.append(src[src_i] * src[src_i + 1])
+            src_i += 2
+        elif code == -4:
+            first, second = spec[i + 1], spec[i + 2]
+            dim = src[src_i]
+            if first == -1:
+                first = dim // second
+            if second == -1:
+                second = dim // first
+            out.extend([first, second])
+            src_i += 1
+            i += 2
+        elif code > 0:
+            out.append(code)
+            src_i += 1
+        else:
+            raise ShapeError(f"reshape {tuple(spec)}: invalid code {code}")
+        i += 1
+    total = int(np.prod(src, dtype=np.int64))
+    if infer_at is not None:
+        known = int(np.prod([d for d in out if d != -1], dtype=np.int64))
+        if known == 0 or total % known:
+            raise ShapeError(f"cannot reshape {src} into {tuple(spec)}")
+        out[infer_at] = total // known
+    if int(np.prod(out, dtype=np.int64)) != total:
+        size = int(np.prod(out, dtype=np.int64))
+        raise ShapeError(f"cannot reshape array of shape {src} into {tuple(out)} "
+                         f"(sizes {total} and {size} differ)")
+    return tuple(out)
+
+
+def _reverse_spec(spec):
+    # -4 takes two following values; reverse keeping each (-4, a, b) group as (-4, b, a).
+    groups, i = [], 0
+    while i < len(spec):
+        if spec[i] == -4:
+            groups.append([-4, spec[i + 2], spec[i + 1]])
+            i += 3
+        else:
+            groups.append([spec[i]])
+            i += 1
+    return [code for group in reversed(groups) for code in group]
+
+
+class NDArray:
+    """An n-dimensional array on one Context (MXNet's `mx.nd.NDArray`).
+
+    `NDArray(data, ctx)` wraps the backend array `data` (NumPy for CPU, CuPy for GPU) without
+    copying; `ctx` defaults to where `data` lives. Use `mx.nd.array` to build one from Python
+    data. `NDArray(None)` is the empty placeholder pickling fills in through `__setstate__`.
+    """
+
+    __slots__ = ("__weakref__", "_ctx", "_data", "_writable")
+    # Make NumPy defer to our reflected operators (np.float32(2) * nd -> NDArray).
+    __array_priority__ = 1000.0
+
+    def __init__(self, data=None, ctx: Context | None = None, writable: bool = True):
+        if data is None:
+            data = np.zeros((0,), dtype=np.float32)
+        elif not _is_backend_array(data):
+            raise TypeError("NDArray(data, ctx) wraps a NumPy or CuPy array, got "
+                            f"{type(data).__name__}; use "
+                            "mx.nd.array to convert other data")
+        self._data = data
+        self._ctx = _ctx_of_data(data) if ctx is None else ctx
+        self._writable = bool(writable)
+
+    # ------------------------------------------------------------------ attributes
+    @property
+    def _xp(self):
+        return backend.array_module_of(self._data)
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self) -> type:
+        """The element type as a NumPy scalar type (`np.float32`), as MXNet returns it."""
+        return self._data.dtype.type
+
+    @property
+    def context(self) -> Context:
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def stype(self) -> str:
+        return "default"
+
+    @property
+    def size(self) -> int:
+        return int(self._data.size)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def handle(self) -> ctypes.c_void_p:
+        """An opaque non-None handle, distinct per NDArray object."""
+        return ctypes.c_void_p(id(self))
+
+    @property
+    def writable(self) -> bool:
+        return self._writable
+
+    @property
+    def grad(self) -> None:
+        """Autograd gradient buffer: minimod has no autograd, so always None."""
+        return None
+
+    @property
+    def T(self) -> NDArray:
+        """A transposed copy (axes reversed)."""
+        return wrap(self._data.transpose().copy(), self._ctx)
+
+    # ------------------------------------------------------------------ conversion
+    def asnumpy(self) -> np.ndarray:
+        """A NumPy copy of the values (a new array even on CPU, as MXNet)."""
+        return np.array(backend.asnumpy(self._data), copy=True)
+
+    def asscalar(self):
+        """The single value as a NumPy scalar of this dtype; ValueError unless size is 1."""
+        if self.size != 1:
+            raise ValueError("The current array is not a scalar")
+        return backend.asnumpy(self._data.reshape(-1))[0]
+
+    def item(self):
+        """The single value as a Python scalar; ValueError unless size is 1."""
+        return self.asscalar().item()
+
+    def __array__(self, dtype=None, copy=None):
+        data = backend.asnumpy(self._data)
+        if dtype is not None:
+            data = data.astype(dtype, copy=False)
+        return np.array(data, copy=True) if copy else data
+
+    def copy(self) -> NDArray:
+        """A deep copy on the same context."""
+        with device_scope(self._ctx):
+            return wrap(self._data.copy(), self._ctx)
+
+    def copyto(self, other: NDArray | Context) -> NDArray:
+        """Copy into NDArray `other` (same shape; dtype is converted) or to a new array on a
+        Context. Returns the destination."""
+        if isinstance(other, Context):
+            return wrap(backend.to_context(self._data, other, copy=True), other)
+        if not isinstance(other, NDArray):
+            raise TypeError(f"copyto does not support type {type(other).__name__}")
+        if other is self:
+            return other
+        if other.shape != self.shape:
+            raise ShapeError(f"copyto: source shape {self.shape} does not match destination "
+                             f"shape {other.shape}")
+        other._check_writable()
+        other._data[...] = as_backend_operand(self, other._ctx)
+        return other
+
+    def as_in_context(self, context: Context) -> NDArray:
+        """This array on `context`: `self` when already there, else a copy."""
+        if self._ctx == context:
+            return self
+        return self.copyto(context)
+
+    def astype(self, dtype: DTypeLike, copy: bool = True) -> NDArray:
+        """A copy converted to `dtype`; with copy=False, `self` when the dtype already matches."""
+        kind = normalize_dtype(dtype)
+        if not copy and kind == self.dtype:
+            return self
+        with device_scope(self._ctx):
+            return wrap(self._data.astype(kind), self._ctx)
+
+    def tostype(self, stype: str) -> NDArray:
+        """Storage conversion: only 'default' (dense) exists in minimod; returns a copy."""
+        if stype != "default":
+            raise MXNetError(f"storage type {stype!r} is not supported: minimod arrays are dense")
+        return self.copy()
+
+    def reshape(self, *shape, **kwargs) -> NDArray:
+        """A view with a new shape: `reshape((2, 3))`, `reshape(2, 3)` or `reshape(shape=...)`.
+
+        MXNet's special codes work: 0 keeps a dim, -1 infers one, -2 keeps the rest, -3 merges
+        two dims, -4 splits one; `reverse=True` applies the codes right to left.
+        """
+        reverse = bool(kwargs.pop("reverse", False))
+        if "shape" in kwargs:
+            shape = kwargs.pop("shape")
+        elif len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
+            shape = shape[0]
+        if kwargs:
+            raise TypeError(f"reshape got unexpected arguments {sorted(kwargs)}")
+        target = _infer_reshape(self.shape, _normalize_shape(shape), reverse)
+        return wrap(self._data.reshape(target), self._ctx)
+
+    def wait_to_read(self) -> None:
+        """Block until pending writes finish (immediate with NumPy)."""
+        if self._ctx.device_typeid == 2:
+            backend.synchronize(self._ctx)
+
+    wait_to_write = wait_to_read
+
+    # ------------------------------------------------------------------ indexing
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d NDArray")
+        return self._data.shape[0]
+
+    def __iter__(self) -> Iterator[NDArray]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __getitem__(self, key) -> NDArray:
+        data = self._data
+        as_slices = _int_key_as_slices(key, data.shape)
+        if as_slices is not None:
+            return wrap(data[as_slices].reshape((1,)), self._ctx)
+        result = data[_index_to_backend(key, self._xp)]
+        if not _is_backend_array(result) or result.ndim == 0:
+            with device_scope(self._ctx):
+                result = self._xp.asarray(result).reshape((1,))
+        return wrap(result, self._ctx)
+
+    def __setitem__(self, key, value) -> None:
+        self._check_writable()
+        if isinstance(value, (numbers.Number, np.generic)):
+            operand = _scalar_as(self._xp, value, self._data.dtype)
+        else:
+            operand = as_backend_operand(value, self._ctx)
+        try:
+            self._data[_index_to_backend(key, self._xp)] = operand
+        except ValueError as err:
+            raise ShapeError(f"cannot assign a value of shape {tuple(operand.shape)} to index "
+                             f"{key!r} of an array of "
+                             f"shape {self.shape}") from err
+
+    def _check_writable(self):
+        if not self._writable:
+            raise MXNetError("this NDArray is read-only (writable=False)")
+
+    # ------------------------------------------------------------------ arithmetic
+    def __add__(self, other):
+        return binary_op("add", self, other)
+
+    def __radd__(self, other):
+        return binary_op("add", other, self)
+
+    def __sub__(self, other):
+        return binary_op("subtract", self, other)
+
+    def __rsub__(self, other):
+        return binary_op("subtract", other, self)
+
+    def __mul__(self, other):
+        return binary_op("multiply", self, other)
+
+    def __rmul__(self, other):
+        return binary_op("multiply", other, self)
+
+    def __truediv__(self, other):
+        return binary_op("divide", self, other)
+
+    def __rtruediv__(self, other):
+        return binary_op("divide", other, self)
+
+    def __mod__(self, other):
+        return binary_op("mod", self, other)
+
+    def __rmod__(self, other):
+        return binary_op("mod", other, self)
+
+    def __pow__(self, other):
+        return binary_op("power", self, other)
+
+    def __rpow__(self, other):
+        return binary_op("power", other, self)
+
+    def __neg__(self):
+        return wrap(-self._data, self._ctx)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return wrap(self._xp.abs(self._data), self._ctx)
+
+    def _inplace(self, name, other):
+        self._check_writable()
+        result = binary_op(name, self, other)
+        if result.shape != self.shape:
+            raise ShapeError(f"in-place {name} would change shape {self.shape} to {result.shape}")
+        self._data[...] = result._data
+        return self
+
+    def __iadd__(self, other):
+        return self._inplace("add", other)
+
+    def __isub__(self, other):
+        return self._inplace("subtract", other)
+
+    def __imul__(self, other):
+        return self._inplace("multiply", other)
+
+    def __itruediv__(self, other):
+        return self._inplace("divide", other)
+
+    def __imod__(self, other):
+        return self._inplace("mod", other)
+
+    # ------------------------------------------------------------------ comparisons
+    def __eq__(self, other):  # type: ignore[override]
+        return binary_op("equal", self, other)
+
+    def __ne__(self, other):  # type: ignore[override]
+        return binary_op("not_equal", self, other)
+
+    def __gt__(self, other):
+        return binary_op("greater", self, other)
+
+    def __ge__(self, other):
+        return binary_op("greater_equal", self, other)
+
+    def __lt__(self, other):
+        return binary_op("lesser", self, other)
+
+    def __le__(self, other):
+        return binary_op("lesser_equal", self, other)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        size = self.size
+        if size == 0:
+            return False
+        if size == 1:
+            return bool(self.asscalar())
+        raise ValueError("The truth value of an NDArray with multiple elements is ambiguous.")
+
+    # ------------------------------------------------------------------ display, pickling
+    def __repr__(self) -> str:
+        return "\n{}\n<{} {} @{}>".format(str(backend.asnumpy(self._data)), type(self).__name__,
+                                      "x".join(str(d) for d in self.shape), self._ctx)
+
+    def __copy__(self) -> NDArray:
+        return self.copy()
+
+    def __deepcopy__(self, memo) -> NDArray:
+        return self.copy()
+
+    def __reduce__(self):
+        return (NDArray, (None,), self.__getstate__())
+
+    def __getstate__(self) -> dict:
+        from .serialization import write_record
+        return {"handle": bytearray(write_record(self))}
+
+    def __setstate__(self, state: dict) -> None:
+        from .serialization import read_record
+        raw = state.get("handle")
+        if raw is None:
+            return
+        loaded, _ = read_record(bytes(raw), 0, source="pickled NDArray")
+        if loaded is None:
+            raise MXNetError("pickled NDArray holds a 'none' array record")
+        self._data, self._ctx, self._writable = loaded._data, loaded._ctx, True
+
+    # ------------------------------------------------------------------ method forms of routines
+    def __getattr__(self, name: str):
+        # Method forms (x.sum(), x.argmax(axis=1) ...) of the routines, as MXNet provides.
+        from . import routines
+        fn = routines.METHODS.get(name)
+        if fn is None:
+            raise AttributeError(f"'NDArray' object has no attribute {name!r}")
+        return lambda *args, **kwargs: fn(self, *args, **kwargs)
+
+
+NDArray.__module__ = "minimod.ndarray.ndarray"
+
+
+# ---------------------------------------------------------------------- creation
+
+def _resolve_ctx(ctx: Context | None) -> Context:
+    return current_context() if ctx is None else ctx
+
+
+def array(source_array, ctx: Context | None = None, dtype: DTypeLike = None) -> NDArray:
+    """A new NDArray with a copy of `source_array` (NDArray, NumPy/CuPy array, list, scalar).
+
+    dtype defaults to the source's dtype for an NDArray and to float32 for anything else
+    (NumPy float64/int64 become float32, as in MXNet). ctx defaults to the current context.
+    """
+    ctx = _resolve_ctx(ctx)
+    if isinstance(source_array, NDArray):
+        kind = normalize_dtype(dtype, default=source_array.dtype)
+        data = as_backend_operand(source_array, ctx)
+    else:
+        kind = normalize_dtype(dtype)
+        if _is_backend_array(source_array):
+            data = backend.to_context(source_array, ctx)
+        else:
+            try:
+                host = np.asarray(source_array)
+            except (TypeError, ValueError) as err:
+                raise TypeError("source_array must be array like object") from err
+            if host.dtype == object:
+                raise TypeError("source_array must be array like object, got "
+                                f"{type(source_array).__name__!r}")
+            data = backend.to_context(host, ctx)
+    with device_scope(ctx):
+        return wrap(data.astype(kind, copy=True), ctx)
+
+
+def _filled(shape: ShapeLike, ctx, dtype, fill, stype=None, out=None) -> NDArray:
+    if stype not in (None, "default"):
+        raise MXNetError(f"storage type {stype!r} is not supported: minimod arrays are dense")
+    shape = _normalize_shape(shape)
+    if out is not None:
+        out[:] = fill
+        return out
+    ctx = _resolve_ctx(ctx)
+    with device_scope(ctx):
+        data = backend.xp_for(ctx).full(shape, fill, dtype=normalize_dtype(dtype))
+    return wrap(data, ctx)
+
+
+def zeros(shape: ShapeLike, ctx: Context | None = None, dtype: DTypeLike = None,
+          stype: str | None = None, **kwargs) -> NDArray:
+    """A new array of zeros (dtype default float32, ctx default current context)."""
+    return _filled(shape, ctx, dtype, 0, stype, kwargs.get("out"))
+
+
+def ones(shape: ShapeLike, ctx: Context | None = None, dtype: DTypeLike = None,
+         stype: str | None = None, **kwargs) -> NDArray:
+    """A new array of ones (dtype default float32, ctx default current context)."""
+    return _filled(shape, ctx, dtype, 1, stype, kwargs.get("out"))
+
+
+def empty(shape: ShapeLike, ctx: Context | None = None, dtype: DTypeLike = None,
+          stype: str | None = None, **kwargs) -> NDArray:
+    """A new array whose values are unspecified (minimod zero-fills: deterministic runs)."""
+    return _filled(shape, ctx, dtype, 0, stype, kwargs.get("out"))
+
+
+def full(shape: ShapeLike, val: float, ctx: Context | None = None, dtype: DTypeLike = None,
+         stype: str | None = None, **kwargs) -> NDArray:
+    """A new array filled with `val` (cast to dtype, default float32)."""
+    return _filled(shape, ctx, dtype, val, stype, kwargs.get("out"))
+
+
+def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: int = 1,
+           infer_range: bool | None = None, ctx: Context | None = None,
+           dtype: DTypeLike = np.float32) -> NDArray:
+    """Evenly spaced values in [start, stop) (or [0, start) without stop), each repeated
+    `repeat` times; dtype default float32."""
+    if stop is None:
+        start, stop = 0, start
+    values = np.arange(start, stop, step, dtype=np.float64)
+    if repeat != 1:
+        values = np.repeat(values, int(repeat))
+    return array(values, ctx=ctx, dtype=normalize_dtype(dtype))
+
+
+def waitall() -> None:
+    """Block until all pending device work finishes."""
+    backend.synchronize()

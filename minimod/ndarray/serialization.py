@@ -1,0 +1,327 @@
+"""MXNet's binary NDArray list format (`.params`, `mx.nd.save` / `mx.nd.load`), byte for byte.
+
+Layout (all little-endian)::
+
+    file    := u64 0x112 | u64 0 | u64 N | record * N | u64 M | (u64 len | utf-8 name) * M
+    record  := u32 magic | ...                           (M is 0 for a list, N for a dict)
+
+Record versions read here:
+
+* V2 (magic 0xF993FAC9), the one MXNet 1.9.1 writes and the only one minimod writes:
+  i32 stype, [sparse: storage shape], shape (i32 ndim, i64 dims), i32 dev_type, i32 dev_id,
+  i32 type_flag, [sparse: per aux array i32 type + shape], raw C-order data, [sparse: raw aux].
+  ndim 0 is a "none" array and the record ends after the shape.
+* V3 (0xF993FACA): like V2, written under NumPy shape semantics: ndim -1 is "none", ndim 0 is a
+  scalar of shape ().
+* V1 (0xF993FAC8): shape (i32 ndim, i64 dims), dev_type, dev_id, type_flag, raw data.
+* pre-V1: the magic itself is ndim, followed by u32 dims, dev_type, dev_id, type_flag, data.
+
+Sparse records (row_sparse, csr) are read and densified: the result is an ordinary dense array
+holding the same values. "none" records load as None. Records always load into CPU memory and
+then move to the saved GPU when one exists, else stay on cpu(0) (MXNet does the same).
+
+Writing: dense V2 records with dev_type 1 / dev_id 0 (MXNet's `.params` convention). 0-d arrays
+cannot be written: MXNet's V2 format has no scalar shape (MXNet writes a record it cannot read
+back), so minimod refuses them with a clear error. Files are written to a temporary file in the
+target directory and renamed over the target, so a crash never leaves a half-written file.
+Malformed input raises MXNetError naming the source and the problem.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Mapping, Sequence
+from typing import Optional, Union
+
+import numpy as np
+
+from .. import backend
+from ..base import MXNetError
+from ..context import Context
+from .ndarray import NDArray, wrap
+
+__all__ = [
+    "LIST_MAGIC",
+    "V1_MAGIC",
+    "V2_MAGIC",
+    "V3_MAGIC",
+    "load",
+    "load_from_bytes",
+    "read_record",
+    "save",
+    "save_to_bytes",
+    "write_record",
+]
+
+LIST_MAGIC = 0x112
+V1_MAGIC = 0xF993FAC8
+V2_MAGIC = 0xF993FAC9
+V3_MAGIC = 0xF993FACA
+
+_FLAG_TO_DTYPE = {
+    0: np.dtype("<f4"), 1: np.dtype("<f8"), 2: np.dtype("<f2"), 3: np.dtype("u1"),
+    4: np.dtype("<i4"), 5: np.dtype("i1"), 6: np.dtype("<i8"), 7: np.dtype("?"),
+}
+_BF16_FLAG = 12
+_DTYPE_TO_FLAG = {dt.type: flag for flag, dt in _FLAG_TO_DTYPE.items()}
+_AUX_COUNT = {0: 0, 1: 1, 2: 2}  # default, row_sparse (idx), csr (indptr, idx)
+_STYPE_NAMES = {0: "default", 1: "row_sparse", 2: "csr"}
+
+SaveData = Union[NDArray, Sequence[NDArray], Mapping[str, NDArray]]
+Loaded = Union[list[Optional[NDArray]], dict[str, Optional[NDArray]]]
+
+
+class _FormatError(Exception):
+    """Malformed bytes; the public functions turn it into MXNetError with the source named."""
+
+
+class _Reader:
+    def __init__(self, buf: bytes, offset: int = 0):
+        self.buf = memoryview(buf)
+        self.pos = offset
+
+    def take(self, nbytes: int, what: str) -> memoryview:
+        end = self.pos + nbytes
+        if nbytes < 0 or end > len(self.buf):
+            raise _FormatError(f"truncated at byte {self.pos} while reading {what} "
+                               f"({nbytes} bytes needed, {len(self.buf) - self.pos} left)")
+        chunk = self.buf[self.pos:end]
+        self.pos = end
+        return chunk
+
+    def unpack(self, fmt: str, what: str) -> tuple:
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
+
+    def u32(self, what: str) -> int:
+        return self.unpack("<I", what)[0]
+
+    def i32(self, what: str) -> int:
+        return self.unpack("<i", what)[0]
+
+    def u64(self, what: str) -> int:
+        return self.unpack("<Q", what)[0]
+
+
+# ----------------------------------------------------------------------------- records
+
+def _check_dims(dims: Sequence[int], what: str) -> tuple[int, ...]:
+    if any(d < 0 for d in dims):
+        raise _FormatError(f"{what} has a negative dimension: {tuple(dims)}")
+    return tuple(int(d) for d in dims)
+
+
+def _read_shape(reader: _Reader, what: str, max_ndim: int = 64) -> tuple[int, ...] | None:
+    """A TShape (i32 ndim, i64 dims); None when ndim is negative (unknown)."""
+    ndim = reader.i32(what + " ndim")
+    if ndim < 0:
+        return None
+    if ndim > max_ndim:
+        raise _FormatError(f"{what} has implausible ndim {ndim}")
+    return _check_dims(reader.unpack(f"<{ndim}q", what + " dims"), what)
+
+
+def _dtype_of_flag(flag: int) -> np.dtype:
+    if flag in _FLAG_TO_DTYPE:
+        return _FLAG_TO_DTYPE[flag]
+    if flag == _BF16_FLAG:
+        return np.dtype("<u2")
+    raise _FormatError(f"unknown type flag {flag}")
+
+
+def _read_values(reader: _Reader, flag: int, shape: tuple[int, ...], what: str) -> np.ndarray:
+    dtype = _dtype_of_flag(flag)
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = reader.take(count * dtype.itemsize, what)
+    values = np.frombuffer(raw, dtype=dtype).reshape(shape)
+    if flag == _BF16_FLAG:  # bfloat16 is the top half of a float32
+        return (values.astype(np.uint32) << 16).view(np.float32)
+    return values.astype(dtype.newbyteorder("="), copy=True)
+
+
+def _densify(stype: int, shape, values: np.ndarray, aux: list[np.ndarray]) -> np.ndarray:
+    dense = np.zeros(shape, dtype=values.dtype)
+    if stype == 1:
+        rows = aux[0].astype(np.int64)
+        if rows.size and (rows.min() < 0 or rows.max() >= shape[0]):
+            raise _FormatError(f"row_sparse record has row indices outside [0, {shape[0]})")
+        dense[rows] = values.reshape((len(rows),) + tuple(shape[1:]))
+        return dense
+    indptr, cols = aux[0].astype(np.int64), aux[1].astype(np.int64)
+    if len(shape) != 2 or len(indptr) != shape[0] + 1:
+        raise _FormatError(f"csr record has shape {tuple(shape)} with {len(indptr)} "
+                           "row pointers")
+    for row in range(shape[0]):
+        lo, hi = int(indptr[row]), int(indptr[row + 1])
+        if not 0 <= lo <= hi <= len(cols):
+            raise _FormatError("csr record has invalid row pointers")
+        dense[row, cols[lo:hi]] = values[lo:hi]
+    return dense
+
+
+def _place(values: np.ndarray, dev_type: int, dev_id: int) -> NDArray:
+    on_gpu = dev_type == 2 and 0 <= dev_id < backend.gpu_count()
+    ctx = Context("gpu", dev_id) if on_gpu else Context("cpu", 0)
+    return wrap(backend.to_context(values, ctx), ctx)
+
+
+def _read_legacy(reader: _Reader, magic: int) -> NDArray | None:
+    if magic == V1_MAGIC:
+        shape = _read_shape(reader, "V1 shape")
+    else:
+        if magic > 64:
+            raise _FormatError(f"bad record magic 0x{magic:08X}")
+        shape = _check_dims(reader.unpack(f"<{magic}I", "legacy shape dims"), "legacy shape")
+    if not shape:
+        return None
+    dev_type, dev_id, flag = reader.unpack("<iii", "context and type flag")
+    return _place(_read_values(reader, flag, shape, "array data"), dev_type, dev_id)
+
+
+def _read(reader: _Reader) -> NDArray | None:
+    magic = reader.u32("record magic")
+    if magic not in (V2_MAGIC, V3_MAGIC):
+        return _read_legacy(reader, magic)
+    np_shape = magic == V3_MAGIC
+    stype = reader.i32("storage type")
+    if stype not in _AUX_COUNT:
+        raise _FormatError(f"unknown storage type {stype}")
+    n_aux = _AUX_COUNT[stype]
+    storage_shape = _read_shape(reader, "storage shape") if n_aux else None
+    shape = _read_shape(reader, "shape")
+    if shape is None or (not np_shape and len(shape) == 0):
+        return None
+    dev_type, dev_id, flag = reader.unpack("<iii", "context and type flag")
+    if not n_aux:
+        return _place(_read_values(reader, flag, shape, "array data"), dev_type, dev_id)
+    aux_meta = []
+    for k in range(n_aux):
+        aux_flag = reader.i32(f"aux {k} type flag")
+        aux_meta.append((aux_flag, _read_shape(reader, f"aux {k} shape") or ()))
+    values = _read_values(reader, flag, storage_shape or (), f"{_STYPE_NAMES[stype]} data")
+    aux = [_read_values(reader, f, s, f"aux {k} data") for k, (f, s) in enumerate(aux_meta)]
+    return _place(_densify(stype, shape, values, aux), dev_type, dev_id)
+
+
+def read_record(buf: bytes, offset: int = 0,
+                source: str = "<bytes>") -> tuple[NDArray | None, int]:
+    """Decode one NDArray record of `buf` starting at `offset`.
+
+    Returns (array or None for a "none" record, offset just past the record). Raises
+    MXNetError naming `source` when the bytes are truncated or malformed.
+    """
+    reader = _Reader(buf, offset)
+    try:
+        array = _read(reader)
+    except _FormatError as err:
+        raise MXNetError(f"{source}: malformed NDArray record: {err}") from None
+    return array, reader.pos
+
+
+def write_record(array: NDArray) -> bytes:
+    """One dense V2 record for `array` (dev_type 1, dev_id 0), as MXNet writes it."""
+    data = backend.asnumpy(array._data if isinstance(array, NDArray) else array)
+    flag = _DTYPE_TO_FLAG.get(data.dtype.type)
+    if flag is None:
+        raise MXNetError("cannot save dtype {}: MXNet files hold {}".format(
+            data.dtype.name, ", ".join(dt.name for dt in _FLAG_TO_DTYPE.values())))
+    if data.ndim == 0:
+        raise MXNetError("cannot save a 0-d array: MXNet's format has no scalar shape "
+                         "(reshape it to (1,) first)")
+    header = struct.pack(f"<Iii{data.ndim}qiii", V2_MAGIC, 0, data.ndim, *data.shape,
+                         1, 0, flag)
+    body = np.ascontiguousarray(data, dtype=_FLAG_TO_DTYPE[flag]).tobytes()
+    return header + body
+
+
+# ----------------------------------------------------------------------------- lists
+
+def _normalize_save_data(data: SaveData) -> tuple[list[NDArray], list[str]]:
+    if isinstance(data, NDArray):
+        return [data], []
+    if isinstance(data, Mapping):
+        if not all(isinstance(k, str) and isinstance(v, NDArray) for k, v in data.items()):
+            raise TypeError("save only accepts a dict str->NDArray or a list of NDArray")
+        return list(data.values()), list(data.keys())
+    if isinstance(data, (list, tuple)) and all(isinstance(v, NDArray) for v in data):
+        return list(data), []
+    raise TypeError("save only accepts a dict str->NDArray or a list of NDArray, got "
+                    f"{type(data).__name__}")
+
+
+def save_to_bytes(data: SaveData) -> bytes:
+    """The bytes `save` writes for `data` (an NDArray, a list of them, or a dict str->NDArray)."""
+    arrays, names = _normalize_save_data(data)
+    parts = [struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays))]
+    parts.extend(write_record(a) for a in arrays)
+    parts.append(struct.pack("<Q", len(names)))
+    for name in names:
+        encoded = name.encode("utf-8")
+        parts.append(struct.pack("<Q", len(encoded)) + encoded)
+    return b"".join(parts)
+
+
+def load_from_bytes(buf: bytes, source: str = "<bytes>") -> Loaded:
+    """Decode an NDArray list file: a dict when names are stored, else a list.
+
+    Raises MXNetError naming `source` for a wrong header, truncation, trailing garbage or a
+    name count that does not match the array count.
+    """
+    reader = _Reader(buf)
+    try:
+        magic, _reserved = reader.unpack("<QQ", "file header")
+        if magic != LIST_MAGIC:
+            raise _FormatError(f"not an NDArray list file (header 0x{magic:X}, "
+                               f"expected 0x{LIST_MAGIC:X})")
+        count = reader.u64("array count")
+        if count > len(buf):
+            raise _FormatError(f"implausible array count {count}")
+        arrays = [_read(reader) for _ in range(count)]
+        n_names = reader.u64("name count")
+        if n_names not in (0, count):
+            raise _FormatError(f"{n_names} names for {count} arrays")
+        names = []
+        for k in range(n_names):
+            length = reader.u64(f"length of name {k}")
+            try:
+                names.append(bytes(reader.take(length, f"name {k}")).decode("utf-8"))
+            except UnicodeDecodeError as err:
+                raise _FormatError(f"name {k} is not UTF-8") from err
+        if reader.pos != len(buf):
+            raise _FormatError(f"{len(buf) - reader.pos} unexpected bytes after the last name")
+    except _FormatError as err:
+        raise MXNetError(f"{source}: corrupt NDArray file: {err}") from None
+    return dict(zip(names, arrays)) if names else arrays
+
+
+def _atomic_write(fname: str, payload: bytes) -> None:
+    directory = os.path.dirname(os.path.abspath(fname))
+    base = os.path.basename(fname)
+    tmp = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, fname)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save(fname: str | os.PathLike, data: SaveData) -> None:
+    """Write `data` to `fname` in MXNet's format (atomically: temp file, then rename)."""
+    _atomic_write(os.fspath(fname), save_to_bytes(data))
+
+
+def load(fname: str | os.PathLike) -> Loaded:
+    """Read an NDArray list file written by MXNet or minimod: a dict if names are stored, else
+    a list. Missing or corrupt files raise MXNetError naming the file."""
+    path = os.fspath(fname)
+    try:
+        with open(path, "rb") as handle:
+            buf = handle.read()
+    except OSError as err:
+        raise MXNetError(f"cannot read NDArray file {path!r}: {err.strerror}") from err
+    return load_from_bytes(buf, source=repr(path))

@@ -1,0 +1,26 @@
+"""`mx.random`: seeding of every backend generator, plus the common samplers.
+
+`seed(n)` resets the process-wide NumPy and CuPy generators that `mx.nd.random.*`, the
+initializers and the data iterators draw from, so a run becomes reproducible.
+"""
+from __future__ import annotations
+
+import numbers
+
+from . import backend
+from .context import Context
+from .ndarray.random import normal, randint, shuffle, uniform
+
+__all__ = ["normal", "randint", "seed", "shuffle", "uniform"]
+
+
+def seed(seed_state: int, ctx: str | Context = "all") -> None:
+    """Reseed the random generators with integer `seed_state`.
+
+    `ctx` is accepted for MXNet compatibility: minimod keeps one generator per array module,
+    so seeding one context reseeds all of them (a superset of what MXNet does).
+    """
+    if not isinstance(seed_state, numbers.Integral) or isinstance(seed_state, bool):
+        # ValueError, not TypeError: the exception MXNet raises here.
+        raise ValueError(f"seed_state must be an int, got {seed_state!r}")  # noqa: TRY004
+    backend.seed(int(seed_state))

@@ -1,0 +1,128 @@
+"""Write nn_golden.npz: outputs and input gradients of MXNet 1.9.1's nn operators.
+
+Run with an MXNet 1.9.1 environment (not needed by the tests):
+    OMP_NUM_THREADS=1 python tests/data/ops/gen_nn_golden.py
+Each case stores its inputs, the op's attrs (JSON), its visible outputs, a head gradient, the
+gradients of the inputs, and for BatchNorm the aux states after forward+backward.
+"""
+import json
+import os
+
+os.environ.setdefault("MXNET_MKLDNN_ENABLED", "0")  # the reference kernels, not oneDNN's
+
+import mxnet as mx  # noqa: E402
+import numpy as np  # noqa: E402
+
+rs = np.random.RandomState(42)
+
+
+def r(*shape):
+    return rs.randn(*shape).astype("float32")
+
+
+# name: (op, attrs, [inputs], [aux], train, differentiate inputs)
+CASES = {
+    "conv2d_group_dilate": ("Convolution", dict(kernel=(3, 2), num_filter=4, num_group=2,
+                                                stride=(2, 1), dilate=(1, 2), pad=(1, 1)),
+                            [r(2, 4, 7, 6), r(4, 2, 3, 2), r(4)], [], True, [0, 1, 2]),
+    "conv1d": ("Convolution", dict(kernel=(3,), num_filter=3, stride=(2,), pad=(1,)),
+               [r(2, 2, 9), r(3, 2, 3), r(3)], [], True, [0, 1, 2]),
+    "deconv_target": ("Deconvolution", dict(kernel=(3,), num_filter=3, stride=(2,),
+                                            target_shape=(8,)),
+                      [r(1, 2, 4), r(2, 3, 3)], [], True, [0, 1]),
+    "deconv2d_adj": ("Deconvolution", dict(kernel=(3, 2), num_filter=4, num_group=2,
+                                           stride=(2, 2), pad=(1, 0), adj=(1, 1), no_bias=False),
+                     [r(2, 2, 3, 4), r(2, 2, 3, 2), r(4)], [], True, [0, 1, 2]),
+    "pool_full_avg_incl": ("Pooling", dict(kernel=(3, 2), stride=(2, 2), pad=(1, 0),
+                                           pool_type="avg", pooling_convention="full"),
+                           [r(1, 2, 8, 5)], [], True, [0]),
+    "pool_full_avg_excl": ("Pooling", dict(kernel=(3, 2), stride=(2, 2), pad=(1, 0),
+                                           pool_type="avg", pooling_convention="full",
+                                           count_include_pad=False),
+                           [r(1, 2, 8, 5)], [], True, [0]),
+    "pool_max_pad": ("Pooling", dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1)),
+                     [r(2, 2, 5, 6)], [], True, [0]),
+    "pool_lp3": ("Pooling", dict(kernel=(2,), stride=(2,), pool_type="lp", p_value=3),
+                 [r(1, 2, 6)], [], True, [0]),
+    "pool_global_sum": ("Pooling", dict(global_pool=True, pool_type="sum", kernel=(1, 1)),
+                        [r(2, 3, 4, 5)], [], True, [0]),
+    "bn_train": ("BatchNorm", dict(fix_gamma=False, output_mean_var=True, momentum=0.8),
+                 [r(4, 3, 2, 5), r(3), r(3)], [r(3), np.abs(r(3)) + 0.5], True, [0, 1, 2]),
+    "bn_fix_gamma_axis": ("BatchNorm", dict(axis=-1), [r(5, 2, 3), r(3), r(3)],
+                          [r(3), np.abs(r(3)) + 0.5], True, [0, 1, 2]),
+    "bn_global": ("BatchNorm", dict(fix_gamma=False, use_global_stats=True,
+                                    output_mean_var=True),
+                  [r(4, 3, 5), r(3), r(3)], [r(3), np.abs(r(3)) + 0.5], True, [0, 1, 2]),
+    "bn_inference": ("BatchNorm", dict(fix_gamma=False), [r(4, 3, 5), r(3), r(3)],
+                     [r(3), np.abs(r(3)) + 0.5], False, []),
+    "elu": ("LeakyReLU", dict(act_type="elu", slope=0.3), [r(2, 3, 4)], [], True, [0]),
+    "selu": ("LeakyReLU", dict(act_type="selu"), [r(2, 3, 4)], [], True, [0]),
+    "gelu": ("LeakyReLU", dict(act_type="gelu"), [r(2, 3, 4)], [], True, [0]),
+    "prelu": ("LeakyReLU", dict(act_type="prelu"), [r(2, 3, 4), r(3)], [], True, [0, 1]),
+    "rrelu_inference": ("LeakyReLU", dict(act_type="rrelu"), [r(2, 3, 4)], [], False, []),
+    "softrelu": ("Activation", dict(act_type="softrelu"), [r(2, 3, 4)], [], True, [0]),
+    "softsign": ("Activation", dict(act_type="softsign"), [r(2, 3, 4)], [], True, [0]),
+    "softmax_length": ("softmax", dict(use_length=True, axis=1, temperature=2.0),
+                       [r(2, 4, 3), np.array([[1, 4, 2], [3, 0, 4]], dtype="int32")], [], True,
+                       [0]),
+    "log_softmax": ("log_softmax", dict(axis=0), [r(3, 4)], [], True, [0]),
+    "softmax_activation": ("SoftmaxActivation", dict(mode="instance"), [r(2, 3, 4)], [], True,
+                           [0]),
+    "softmax_activation_channel": ("SoftmaxActivation", dict(mode="channel"), [r(2, 3, 4)], [],
+                                   True, [0]),
+    "lrn": ("LRN", dict(nsize=3, alpha=0.1, beta=0.75, knorm=2.0), [r(2, 5, 3, 2)], [], True,
+            [0]),
+    "layer_norm": ("LayerNorm", dict(axis=1, output_mean_var=True), [r(2, 4, 3), r(4), r(4)], [],
+                   True, [0, 1, 2]),
+    "instance_norm": ("InstanceNorm", dict(eps=0.01), [r(2, 3, 4, 2), r(3), r(3)], [], True,
+                      [0, 1, 2]),
+    "embedding": ("Embedding", dict(input_dim=4, output_dim=3),
+                  [np.array([[0, 3.7, -1], [2, 2, 9]], dtype="float32"), r(4, 3)], [], True,
+                  [1]),
+    "fc_no_flatten": ("FullyConnected", dict(num_hidden=4, flatten=False),
+                      [r(2, 3, 5), r(4, 5), r(4)], [], True, [0, 1, 2]),
+}
+
+
+def run(op, attrs, inputs, aux, train, wrt):
+    args = [mx.nd.array(a, dtype=a.dtype) for a in inputs]
+    aux_nd = [mx.nd.array(a) for a in aux]
+    for i in wrt:
+        args[i].attach_grad()
+    with mx.autograd.record(train_mode=train):
+        outs = getattr(mx.nd, op)(*(args + aux_nd), **attrs)
+    outs = outs if isinstance(outs, list) else [outs]
+    head = rs.uniform(-1, 1, outs[0].shape).astype("float32")
+    if wrt:
+        outs[0].backward(mx.nd.array(head))
+    return ([o.asnumpy() for o in outs], head, [args[i].grad.asnumpy() for i in wrt],
+            [a.asnumpy() for a in aux_nd])
+
+
+def main():
+    store = {}
+    for name, (op, attrs, inputs, aux, train, wrt) in CASES.items():
+        outs, head, grads, aux_after = run(op, attrs, inputs, aux, train, wrt)
+        n_out = len(outs)
+        if attrs.get("act_type") == "rrelu" and not train:
+            outs = outs[:1]  # MXNet leaves the inference mask uninitialised
+        store[name + "/meta"] = np.array(json.dumps(dict(op=op, attrs=attrs, train=train,
+                                                         wrt=wrt, n_in=len(inputs),
+                                                         n_aux=len(aux), n_out=n_out,
+                                                         n_compare=len(outs))))
+        for i, a in enumerate(inputs + aux):
+            store["%s/in%d" % (name, i)] = a
+        for i, o in enumerate(outs):
+            store["%s/out%d" % (name, i)] = o
+        for i, g in zip(wrt, grads):
+            store["%s/grad%d" % (name, i)] = g
+        for i, a in enumerate(aux_after):
+            store["%s/aux%d" % (name, i)] = a
+        store[name + "/head"] = head
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nn_golden.npz")
+    np.savez_compressed(path, **store)
+    print("wrote", path, len(CASES), "cases")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Graphs shared by the pass and executor tests: an MLP, a LeNet-style convnet, an unrolled LSTM."""
+import minimod as mx
+
+
+def mlp():
+    net = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(net, num_hidden=16, name="fc1")
+    net = mx.sym.Activation(net, act_type="relu", name="relu1")
+    net = mx.sym.FullyConnected(net, num_hidden=12, name="fc2")
+    net = mx.sym.Activation(net, act_type="tanh", name="tanh2")
+    net = mx.sym.FullyConnected(net, num_hidden=5, name="fc3")
+    return mx.sym.SoftmaxOutput(net, name="softmax"), {"data": (6, 10), "softmax_label": (6,)}
+
+
+def lenet():
+    data = mx.sym.Variable("data")
+    c1 = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name="conv1")
+    a1 = mx.sym.Activation(c1, act_type="tanh", name="tanh1")
+    p1 = mx.sym.Pooling(a1, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool1")
+    c2 = mx.sym.Convolution(p1, kernel=(3, 3), num_filter=6, pad=(1, 1), name="conv2")
+    b2 = mx.sym.BatchNorm(c2, fix_gamma=False, name="bn2")
+    a2 = mx.sym.Activation(b2, act_type="relu", name="relu2")
+    p2 = mx.sym.Pooling(a2, pool_type="avg", kernel=(2, 2), stride=(2, 2), name="pool2")
+    f = mx.sym.Flatten(p2, name="flat")
+    fc = mx.sym.FullyConnected(f, num_hidden=7, name="fc")
+    return mx.sym.SoftmaxOutput(fc, name="softmax"), {"data": (3, 2, 10, 10),
+                                                      "softmax_label": (3,)}
+
+
+def lstm(seq_len=5, hidden=6, vocab=9, embed=4):
+    """An LSTM language model unrolled by hand from primitive ops (no mx.rnn)."""
+    data = mx.sym.Variable("data")
+    label = mx.sym.Variable("softmax_label")
+    emb = mx.sym.Embedding(data, input_dim=vocab, output_dim=embed, name="embed")
+    steps = mx.sym.SliceChannel(emb, num_outputs=seq_len, axis=1, squeeze_axis=True)
+    i2h_w, i2h_b = mx.sym.Variable("i2h_weight"), mx.sym.Variable("i2h_bias")
+    h2h_w, h2h_b = mx.sym.Variable("h2h_weight"), mx.sym.Variable("h2h_bias")
+    h = mx.sym.zeros(shape=(0, hidden))
+    c = mx.sym.zeros(shape=(0, hidden))
+    outputs = []
+    for t in range(seq_len):
+        gates = (mx.sym.FullyConnected(steps[t], weight=i2h_w, bias=i2h_b, num_hidden=4 * hidden)
+                 + mx.sym.FullyConnected(h, weight=h2h_w, bias=h2h_b, num_hidden=4 * hidden))
+        i, f, g, o = mx.sym.SliceChannel(gates, num_outputs=4)
+        i = mx.sym.Activation(i, act_type="sigmoid")
+        f = mx.sym.Activation(f, act_type="sigmoid")
+        g = mx.sym.Activation(g, act_type="tanh")
+        o = mx.sym.Activation(o, act_type="sigmoid")
+        c = f * c + i * g
+        h = o * mx.sym.Activation(c, act_type="tanh")
+        outputs.append(mx.sym.expand_dims(h, axis=1))
+    seq = mx.sym.Concat(*outputs, dim=1)
+    pred = mx.sym.FullyConnected(mx.sym.Reshape(seq, shape=(-1, hidden)), num_hidden=vocab,
+                                 name="pred")
+    out = mx.sym.SoftmaxOutput(pred, mx.sym.Reshape(label, shape=(-1,)), name="softmax")
+    return out, {"data": (3, seq_len), "softmax_label": (3, seq_len)}
+
+
+GRAPHS = {"mlp": mlp, "lenet": lenet, "lstm": lstm}
