@@ -106,6 +106,8 @@ class SoftmaxOutput(Op):
         return shapes
 
     def infer_shape(self, in_shapes, out_shapes):
+        if in_shapes[0] is None:  # as MXNet: nothing is deduced before the data's rank is known
+            return in_shapes, out_shapes
         self.same_shape(in_shapes, out_shapes, in_idx=(0,))
         data = in_shapes[0]
         if data is not None:
@@ -218,6 +220,8 @@ class _RegressionOutput(Op):
         grad_scale: float = 1.0
 
     def infer_shape(self, in_shapes, out_shapes):
+        if in_shapes[0] is None:  # as MXNet: nothing is deduced before the data's rank is known
+            return in_shapes, out_shapes
         self.same_shape(in_shapes, out_shapes, in_idx=(0,))
         data, label = in_shapes[0], in_shapes[1]
         if data is not None and len(data) == 0:

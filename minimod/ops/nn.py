@@ -214,6 +214,8 @@ class FullyConnected(Op):
     def infer_shape(self, in_shapes: list, out_shapes: list):
         a = self.attrs
         data = in_shapes[0]
+        if data is None:  # as MXNet: weights are deduced from the data, never the other way
+            return in_shapes, out_shapes
         if a.flatten:
             if data is not None and len(data) < 1:
                 raise ShapeError("input 'data' has shape () but FullyConnected needs a batch axis")
@@ -972,10 +974,10 @@ class BatchNorm(Op):
         return axis
 
     def infer_shape(self, in_shapes: list, out_shapes: list):
+        if in_shapes[0] is None:  # as MXNet: nothing is deduced before the data's rank is known
+            return in_shapes, out_shapes
         self.same_shape(in_shapes, out_shapes, in_idx=[0], out_idx=[0])
         data = in_shapes[0]
-        if data is None:
-            return in_shapes, out_shapes
         channels = data[self._axis(len(data))]
         why = "data %s with axis=%d" % (fmt_shape(data), self.attrs.axis)
         for i in range(1, 5):

@@ -566,8 +566,8 @@ def test_fully_connected_weight_inferred_and_partial_shapes():
     assert ins == [(32, 3, 10), (10, 30), (10,)] and outs == [(32, 10)]
     ins, outs = infer(op, [(None, 30), None, None])
     assert ins[1] == (10, 30) and outs == [(None, 10)]
-    ins, outs = infer(op, [None, None, None])
-    assert ins[1] == (10, None) and outs == [(None, 10)]
+    ins, outs = infer(op, [None, None, None])  # as MXNet: nothing without the data
+    assert ins == [None, None, None] and outs == [None]
     ins, _ = infer(op, [(None, None), (10, 30), None])
     assert ins[0] == (None, 30)
 

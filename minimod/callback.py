@@ -1,0 +1,129 @@
+"""`mx.callback`: the batch-end and epoch-end callbacks of MXNet 1.9.1's `fit`.
+
+Batch-end callbacks take one argument, a `BatchEndParam(epoch, nbatch, eval_metric, locals)`;
+epoch-end callbacks take `(epoch, symbol, arg_params, aux_params)`. Every message goes to the root
+`logging` logger at INFO in MXNet's exact format, because users and benchmarks grep for it.
+The sync a metric needs happens when these callbacks call `get_name_value()`, i.e. once every
+`frequent` batches, never per batch.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any, Callable
+
+__all__ = ["module_checkpoint", "do_checkpoint", "log_train_metric", "Speedometer", "ProgressBar",
+           "LogValidationMetricsCallback"]
+
+
+def _period(period: int) -> int:
+    return int(max(1, period))
+
+
+def module_checkpoint(mod: Any, prefix: str, period: int = 1,
+                      save_optimizer_states: bool = False) -> Callable:
+    """Epoch-end callback: `mod.save_checkpoint(prefix, epoch + 1, ...)` every `period` epochs."""
+    period = _period(period)
+
+    def _callback(iter_no, sym=None, arg=None, aux=None):
+        if (iter_no + 1) % period == 0:
+            mod.save_checkpoint(prefix, iter_no + 1, save_optimizer_states)
+    return _callback
+
+
+def do_checkpoint(prefix: str, period: int = 1) -> Callable:
+    """Epoch-end callback saving symbol and parameters as epoch `epoch + 1` every `period`."""
+    period = _period(period)
+
+    def _callback(iter_no, sym, arg, aux):
+        if (iter_no + 1) % period == 0:
+            from .model import save_checkpoint  # model imports module code; load it late
+            save_checkpoint(prefix, iter_no + 1, sym, arg, aux)
+    return _callback
+
+
+def log_train_metric(period: int, auto_reset: bool = False) -> Callable:
+    """Batch-end callback logging `Iter[e] Batch[b] Train-name=value` every `period` batches."""
+    def _callback(param):
+        if param.nbatch % period == 0 and param.eval_metric is not None:
+            for name, value in param.eval_metric.get_name_value():
+                logging.info("Iter[%d] Batch[%d] Train-%s=%f", param.epoch, param.nbatch, name,
+                             value)
+            if auto_reset:
+                param.eval_metric.reset_local()
+    return _callback
+
+
+class Speedometer:
+    """Logs samples/sec (and the metric) every `frequent` batches.
+
+    The first call of an epoch only starts the clock. With `auto_reset` the metric is reset
+    (locally) after each log, so each line covers `Batch [n-frequent-n]`; without it the
+    values run from the start of the epoch, `Batch [0-n]`.
+    """
+
+    def __init__(self, batch_size: int, frequent: int = 50, auto_reset: bool = True):
+        self.batch_size = batch_size
+        self.frequent = frequent
+        self.init = False
+        self.tic = 0.0
+        self.last_count = 0
+        self.auto_reset = auto_reset
+
+    def __call__(self, param: Any) -> None:
+        count = param.nbatch
+        if self.last_count > count:  # a new epoch started
+            self.init = False
+        self.last_count = count
+        if not self.init:
+            self.init = True
+            self.tic = time.time()
+            return
+        if count % self.frequent != 0:
+            return
+        try:
+            speed = self.frequent * self.batch_size / (time.time() - self.tic)
+        except ZeroDivisionError:
+            speed = float("inf")
+        metric = param.eval_metric
+        if metric is None:
+            logging.info("Iter[%d] Batch [%d]\tSpeed: %.2f samples/sec", param.epoch, count,
+                         speed)
+        else:
+            name_value = metric.get_name_value()
+            values = [item for pair in name_value for item in pair]
+            fields = "\t%s=%f" * len(name_value)
+            if self.auto_reset:
+                metric.reset_local()
+                logging.info("Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec" + fields,
+                             param.epoch, count - self.frequent, count, speed, *values)
+            else:
+                logging.info("Epoch[%d] Batch [0-%d]\tSpeed: %.2f samples/sec" + fields,
+                             param.epoch, count, speed, *values)
+        self.tic = time.time()
+
+
+class ProgressBar:
+    """Logs a text progress bar `[====----] NN%` of `length` characters for `total` batches."""
+
+    def __init__(self, total: int, length: int = 80):
+        self.bar_len = length
+        self.total = total
+
+    def __call__(self, param: Any) -> None:
+        count = param.nbatch
+        filled_len = int(round(self.bar_len * count / float(self.total)))
+        percents = math.ceil(100.0 * count / float(self.total))
+        prog_bar = "=" * filled_len + "-" * (self.bar_len - filled_len)
+        logging.info("[%s] %s%s\r", prog_bar, percents, "%")
+
+
+class LogValidationMetricsCallback:
+    """Eval-end callback logging `Epoch[e] Validation-name=value` for each metric value."""
+
+    def __call__(self, param: Any) -> None:
+        if not param.eval_metric:
+            return
+        for name, value in param.eval_metric.get_name_value():
+            logging.info("Epoch[%d] Validation-%s=%f", param.epoch, name, value)

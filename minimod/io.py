@@ -1,0 +1,625 @@
+"""`mx.io`: data descriptions, batches and the pure-Python data iterators of MXNet 1.9.1.
+
+`DataDesc` names one input (name, shape, dtype, layout); `DataBatch` carries one batch;
+`DataIter` is the protocol every iterator follows (`next()` returns a DataBatch or raises
+StopIteration, `reset()` starts a new epoch). The iterators:
+
+* `NDArrayIter` walks in-memory arrays batch by batch, with MXNet's three ways to end an epoch
+  whose size is not a multiple of the batch ('pad', 'discard', 'roll_over'), reproduced batch
+  for batch, cursor for cursor (tests compare against batches MXNet 1.9.1 produced).
+* `ResizeIter` gives a fixed number of batches per epoch, restarting its inner iterator.
+* `PrefetchingIter` reads the next batch of several iterators in background threads.
+
+MXNet's C++ iterators (`MXDataIter`, `ImageRecordIter`, `CSVIter` ...) are not provided.
+
+Where minimod bends MXNet:
+
+* An NDArrayIter over zero samples, or with no data, raises DataIterError (MXNet yields empty
+  epochs or fails on an assert); an input with fewer samples than the first one is an error
+  naming it (MXNet returns short batches that fail later).
+* `ResizeIter.next()` and `PrefetchingIter.next()` keep the inner batch's `bucket_key`
+  (MXNet drops it, which breaks BucketingModule behind them).
+* `PrefetchingIter` renames plain (name, shape) tuples too and keeps each DataDesc's layout
+  (MXNet resets it to 'NCHW'); an exception inside a prefetch thread is re-raised by `next()`
+  instead of hanging; its threads stop when the iterator is garbage collected.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict, namedtuple
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+import numpy as np
+
+from .base import MXNetError
+from .ndarray import NDArray
+from .ndarray import array as nd_array
+from .ndarray.ndarray import device_scope, wrap
+
+__all__ = [
+    "DataBatch", "DataDesc", "DataIter", "DataIterError", "DataTypeError", "NDArrayIter",
+    "PrefetchingIter", "ResizeIter",
+]
+
+_LAST_BATCH_HANDLES = ("pad", "discard", "roll_over")
+
+
+class DataIterError(MXNetError, ValueError):
+    """A data iterator given inputs or arguments it cannot work with."""
+
+
+class DataTypeError(MXNetError, TypeError):
+    """A data iterator or batch given an object of the wrong type."""
+
+
+# ---------------------------------------------------------------------------------- records
+
+class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
+    """The name and shape of one input, plus its `dtype` and `layout`.
+
+    A `(name, shape)` namedtuple, so it unpacks, indexes and compares like the tuple: dtype and
+    layout take no part in equality or hashing. `layout` says what each axis of `shape` means
+    ('NCHW', 'NTC' ...); its 'N' marks the batch axis.
+    """
+
+    def __new__(cls, name: str, shape: Sequence[int], dtype: Any = np.float32,
+                layout: str = "NCHW") -> DataDesc:
+        desc = super().__new__(cls, name, shape)
+        desc.dtype = dtype
+        desc.layout = layout
+        return desc
+
+    def __repr__(self) -> str:
+        return "DataDesc[%s,%s,%s,%s]" % (self.name, self.shape, self.dtype, self.layout)
+
+    def __getnewargs__(self) -> tuple:
+        return (self.name, self.shape, self.dtype, self.layout)
+
+    @staticmethod
+    def get_batch_axis(layout: Optional[str]) -> int:
+        """The batch axis of `layout`: 0 for None, else the position of 'N' (-1 if absent,
+        meaning the input is not split across devices)."""
+        if layout is None:
+            return 0
+        return layout.find("N")
+
+    @staticmethod
+    def get_list(shapes: Sequence[tuple], types: Optional[Sequence[tuple]]) -> list[DataDesc]:
+        """DataDescs from `[(name, shape), ...]` and optional `[(name, dtype), ...]`."""
+        if types is None:
+            return [DataDesc(name, shape) for name, shape in shapes]
+        dtype_of = dict(types)
+        return [DataDesc(name, shape, dtype_of[name]) for name, shape in shapes]
+
+
+class DataBatch:
+    """One batch: lists of data and label NDArrays plus bookkeeping.
+
+    `pad` counts the samples at the end of the batch that only fill it up (ignore them in
+    predictions); `index` holds the sample indices when the iterator knows them; `bucket_key`,
+    `provide_data` and `provide_label` are set by iterators feeding a BucketingModule.
+    """
+
+    def __init__(self, data: Optional[Sequence[NDArray]], label: Optional[Sequence[NDArray]] = None,
+                 pad: Optional[int] = None, index: Any = None, bucket_key: Any = None,
+                 provide_data: Optional[list] = None, provide_label: Optional[list] = None):
+        for what, value in (("data", data), ("label", label)):
+            if value is not None and not isinstance(value, (list, tuple)):
+                raise DataTypeError(f"DataBatch {what} must be a list (or tuple) of NDArrays, "
+                                    f"got {type(value).__name__}; wrap a single array "
+                                    f"as [{what}]")
+        self.data = data
+        self.label = label
+        self.pad = pad
+        self.index = index
+        self.bucket_key = bucket_key
+        self.provide_data = provide_data
+        self.provide_label = provide_label
+
+    def __str__(self) -> str:
+        data_shapes = [d.shape for d in self.data]
+        label_shapes = [lbl.shape for lbl in self.label] if self.label else None
+        return "%s: data shapes: %s label shapes: %s" % (type(self).__name__, data_shapes,
+                                                         label_shapes)
+
+
+# ---------------------------------------------------------------------------------- protocol
+
+class DataIter:
+    """Base class of data iterators.
+
+    Subclasses either override `next()`, or implement `iter_next()` (advance; False at the end
+    of the epoch) with `getdata()`, `getlabel()`, `getpad()` and `getindex()` describing the
+    current batch, from which the default `next()` builds a DataBatch. `reset()` starts a new
+    epoch. Iterating with `for batch in it` runs one epoch.
+    """
+
+    def __init__(self, batch_size: int = 0):
+        self.batch_size = batch_size
+
+    def __iter__(self) -> DataIter:
+        return self
+
+    def reset(self) -> None:
+        """Go back to the start of the data."""
+
+    def next(self) -> DataBatch:
+        """The next batch; StopIteration at the end of the epoch."""
+        if self.iter_next():
+            return DataBatch(data=self.getdata(), label=self.getlabel(), pad=self.getpad(),
+                             index=self.getindex())
+        raise StopIteration
+
+    def __next__(self) -> DataBatch:
+        return self.next()
+
+    def iter_next(self) -> Optional[bool]:
+        """Advance to the next batch; whether there was one."""
+        return None
+
+    def getdata(self) -> Optional[list]:
+        """The data arrays of the current batch."""
+        return None
+
+    def getlabel(self) -> Optional[list]:
+        """The label arrays of the current batch."""
+        return None
+
+    def getindex(self) -> Any:
+        """The sample indices of the current batch, or None when unknown."""
+        return None
+
+    def getpad(self) -> Optional[int]:
+        """How many samples at the end of the current batch are filler."""
+        return None
+
+
+# ---------------------------------------------------------------------------------- NDArrayIter
+
+def _init_data(data: Any, allow_empty: bool, default_name: str,
+               what: str) -> list[tuple[str, NDArray]]:
+    """Normalise iterator input to `[(name, NDArray), ...]` sorted by name.
+
+    An array becomes `[(default_name, array)]`; a list of one array likewise; a longer list is
+    named `_0_<default_name>`, `_1_<default_name>` ...; a dict keeps its keys. Anything but an
+    NDArray is converted with `mx.nd.array` (so NumPy float64/int64 become float32).
+    """
+    if data is None:
+        data = []
+    if isinstance(data, (np.ndarray, NDArray)):
+        data = [data]
+    if isinstance(data, list):
+        if len(data) == 1:
+            data = OrderedDict([(default_name, data[0])])
+        else:
+            data = OrderedDict(("_%d_%s" % (i, default_name), d) for i, d in enumerate(data))
+    if not isinstance(data, Mapping):
+        raise DataTypeError(f"NDArrayIter {what} must be an NDArray, a numpy.ndarray, a list of "
+                            f"them or a dict with them as values, got {type(data).__name__}")
+    if not data and not allow_empty:
+        raise DataIterError(f"NDArrayIter needs at least one {what} array, got none")
+    named = []
+    for name, value in data.items():
+        if not isinstance(value, NDArray):
+            try:
+                value = nd_array(value)
+            except (TypeError, ValueError, MXNetError) as err:
+                raise DataTypeError(f"NDArrayIter {what} {name!r}: cannot convert "
+                                    f"{type(value).__name__} to an NDArray ({err})") from err
+        if value.ndim == 0:
+            raise DataIterError(f"NDArrayIter {what} {name!r} is a scalar; it needs a sample "
+                                "axis")
+        named.append((name, value))
+    return sorted(named, key=lambda item: item[0])
+
+
+def _take(arr: NDArray, axis: int, positions: Any) -> NDArray:
+    """A copy of `arr` at sample `positions` along `axis` (a slice or an index array)."""
+    data = arr._data
+    with device_scope(arr.context):
+        if isinstance(positions, slice):
+            index = (slice(None),) * (axis % data.ndim) + (positions,)
+            return wrap(data[index].copy(), arr.context)
+        xp = arr._xp
+        return wrap(xp.take(data, xp.asarray(positions), axis=axis), arr.context)
+
+
+def _join(first: list[NDArray], second: list[NDArray], axis: int) -> list[NDArray]:
+    """Concatenate two lists of arrays pairwise along `axis`."""
+    if not first or not second:
+        return first if first else second
+    joined = []
+    for head, tail in zip(first, second):
+        with device_scope(head.context):
+            joined.append(wrap(head._xp.concatenate([head._data, tail._data], axis=axis),
+                               head.context))
+    return joined
+
+
+class NDArrayIter(DataIter):
+    """Batches over in-memory arrays (NDArray or NumPy), MXNet 1.9.1's `mx.io.NDArrayIter`.
+
+    `data` and `label` are an array, a list of arrays (named `_0_data`, `_1_data` ... after
+    `data_name`/`label_name`; a one-element list takes the plain name) or a dict name -> array.
+    Inputs are ordered by name. The number of samples is the first axis of the first input.
+
+    At the end of an epoch whose sample count is not a multiple of `batch_size`:
+
+    * 'pad': the last batch is filled up with samples from the start (`batch.pad` says how
+      many); the next epoch starts from the beginning again.
+    * 'discard': the incomplete last batch is dropped.
+    * 'roll_over': the incomplete last batch is kept back and, after `reset()`, completed with
+      the first samples of the next epoch (that batch reports `pad` = the number of samples
+      carried over, as MXNet does); the epoch then continues from there. `hard_reset()` drops
+      the carried samples and starts from the beginning.
+
+    With `shuffle=True` the samples are permuted with NumPy's global `np.random` at
+    construction and at every `reset()`; like MXNet, the permuted copy is made with
+    `mx.nd.array`, so shuffled inputs become float32.
+    """
+
+    def __init__(self, data: Any, label: Any = None, batch_size: int = 1, shuffle: bool = False,
+                 last_batch_handle: str = "pad", data_name: str = "data",
+                 label_name: str = "softmax_label", layout: str = "NCHW"):
+        super().__init__(batch_size)
+        if last_batch_handle not in _LAST_BATCH_HANDLES:
+            raise DataIterError(f"NDArrayIter: last_batch_handle must be one of "
+                                f"{_LAST_BATCH_HANDLES}, got {last_batch_handle!r}")
+        if int(batch_size) < 1:
+            raise DataIterError(f"NDArrayIter: batch_size must be positive, got {batch_size}")
+        self.data = _init_data(data, allow_empty=False, default_name=data_name, what="data")
+        self.label = _init_data(label, allow_empty=True, default_name=label_name, what="label")
+        self.num_data = int(self.data[0][1].shape[0])
+        if self.num_data == 0:
+            raise DataIterError(f"NDArrayIter: data {self.data[0][0]!r} has no samples "
+                                f"(shape {self.data[0][1].shape})")
+        for name, arr in self.data + self.label:
+            if arr.shape[0] < self.num_data:
+                raise DataIterError(
+                    f"NDArrayIter: {name!r} has {arr.shape[0]} samples but "
+                    f"{self.data[0][0]!r} has {self.num_data}; every input needs as many")
+        self.idx = np.arange(self.num_data)
+        self.shuffle = shuffle
+        self.last_batch_handle = last_batch_handle
+        self.batch_size = int(batch_size)
+        self.layout = layout
+        self.cursor = -self.batch_size
+        self._cache_data: Optional[list] = None
+        self._cache_label: Optional[list] = None
+        self.reset()
+        self.data_list = [arr for _, arr in self.data] + [arr for _, arr in self.label]
+        self.num_source = len(self.data_list)
+
+    # ------------------------------------------------------------------ descriptions
+    def _describe(self, sources: list[tuple[str, NDArray]]) -> list[DataDesc]:
+        axis = self.layout.find("N")
+        return [DataDesc(name, tuple(list(arr.shape[:axis]) + [self.batch_size]
+                                     + list(arr.shape[axis + 1:])), arr.dtype, layout=self.layout)
+                for name, arr in sources]
+
+    @property
+    def provide_data(self) -> list[DataDesc]:
+        """One DataDesc per data input, with the batch size on the layout's batch axis."""
+        return self._describe(self.data)
+
+    @property
+    def provide_label(self) -> list[DataDesc]:
+        """One DataDesc per label input, with the batch size on the layout's batch axis."""
+        return self._describe(self.label)
+
+    # ------------------------------------------------------------------ epochs
+    def hard_reset(self) -> None:
+        """Start from the first sample, dropping any samples kept back by 'roll_over'."""
+        if self.shuffle:
+            self._shuffle_data()
+        self.cursor = -self.batch_size
+        self._cache_data = None
+        self._cache_label = None
+
+    def reset(self) -> None:
+        """Start a new epoch (after the samples kept back by 'roll_over', if any)."""
+        if self.shuffle:
+            self._shuffle_data()
+        if (self.last_batch_handle == "roll_over"
+                and self.num_data - self.batch_size < self.cursor < self.num_data):
+            # Step back by the number of kept-back samples so the first batch makes room for
+            # them: the cursor lands on -(kept back) after the next iter_next.
+            self.cursor = self.cursor - self.num_data - self.batch_size
+        else:
+            self.cursor = -self.batch_size
+
+    def _shuffle_data(self) -> None:
+        # MXNet shuffles `idx` in place and permutes the already permuted arrays with it.
+        np.random.shuffle(self.idx)
+        self.data = [(name, self._permuted(arr)) for name, arr in self.data]
+        self.label = [(name, self._permuted(arr)) for name, arr in self.label]
+
+    def _permuted(self, arr: NDArray) -> NDArray:
+        with device_scope(arr.context):
+            rows = arr._xp.take(arr._data, arr._xp.asarray(self.idx), axis=0)
+        return wrap(rows.astype(np.float32, copy=False), arr.context)
+
+    def iter_next(self) -> bool:
+        self.cursor += self.batch_size
+        return self.cursor < self.num_data
+
+    def next(self) -> DataBatch:
+        if not self.iter_next():
+            raise StopIteration
+        data = self.getdata()
+        label = self.getlabel()
+        if data[0].shape[self.layout.find("N")] != self.batch_size:
+            # An incomplete last batch ('discard', 'roll_over'): keep it for roll_over's reset.
+            self._cache_data = data
+            self._cache_label = label
+            raise StopIteration
+        return DataBatch(data=data, label=label, pad=self.getpad(), index=None)
+
+    # ------------------------------------------------------------------ batches
+    def _batchify(self, sources: list[tuple[str, NDArray]], cache_attr: str) -> list[NDArray]:
+        if self.cursor >= self.num_data:
+            raise DataIterError("NDArrayIter: the epoch is over; call reset() first")
+        axis = self.layout.find("N")
+        arrays = [arr for _, arr in sources]
+        if self.last_batch_handle == "roll_over" and -self.batch_size < self.cursor < 0:
+            cached = getattr(self, cache_attr)
+            if cached is None:
+                raise DataIterError("NDArrayIter: no kept-back samples to roll over; the "
+                                    "previous epoch was not iterated to its end")
+            setattr(self, cache_attr, None)
+            head = [_take(arr, axis, slice(0, self.cursor + self.batch_size)) for arr in arrays]
+            return _join(cached, head, axis)
+        if self.last_batch_handle == "pad" and self.cursor + self.batch_size > self.num_data:
+            positions = np.arange(self.cursor, self.cursor + self.batch_size) % self.num_data
+            return [_take(arr, axis, positions) for arr in arrays]
+        end = min(self.cursor + self.batch_size, self.num_data)
+        return [_take(arr, axis, slice(self.cursor, end)) for arr in arrays]
+
+    def getdata(self) -> list[NDArray]:
+        """The data arrays of the current batch (copies)."""
+        return self._batchify(self.data, "_cache_data")
+
+    def getlabel(self) -> list[NDArray]:
+        """The label arrays of the current batch (copies)."""
+        return self._batchify(self.label, "_cache_label")
+
+    def getpad(self) -> int:
+        if self.last_batch_handle == "pad" and self.cursor + self.batch_size > self.num_data:
+            return self.cursor + self.batch_size - self.num_data
+        if self.last_batch_handle == "roll_over" and -self.batch_size < self.cursor < 0:
+            return -self.cursor
+        return 0
+
+
+# ---------------------------------------------------------------------------------- ResizeIter
+
+class ResizeIter(DataIter):
+    """`size` batches per epoch from `data_iter`, restarting it whenever it runs out.
+
+    `reset()` resets the inner iterator too unless `reset_internal` is False (then the next
+    epoch continues where the inner iterator stopped).
+    """
+
+    def __init__(self, data_iter: DataIter, size: int, reset_internal: bool = True):
+        super().__init__()
+        self.data_iter = data_iter
+        self.size = size
+        self.reset_internal = reset_internal
+        self.cur = 0
+        self.current_batch: Optional[DataBatch] = None
+        self.provide_data = data_iter.provide_data
+        self.provide_label = data_iter.provide_label
+        self.batch_size = data_iter.batch_size
+        if hasattr(data_iter, "default_bucket_key"):
+            self.default_bucket_key = data_iter.default_bucket_key
+
+    def reset(self) -> None:
+        self.cur = 0
+        if self.reset_internal:
+            self.data_iter.reset()
+
+    def iter_next(self) -> bool:
+        if self.cur == self.size:
+            return False
+        try:
+            self.current_batch = self.data_iter.next()
+        except StopIteration:
+            self.data_iter.reset()
+            self.current_batch = self.data_iter.next()
+        self.cur += 1
+        return True
+
+    def next(self) -> DataBatch:
+        if not self.iter_next():
+            raise StopIteration
+        inner = self.current_batch
+        return DataBatch(data=inner.data, label=inner.label, pad=inner.pad, index=inner.index,
+                         bucket_key=getattr(inner, "bucket_key", None),
+                         provide_data=getattr(inner, "provide_data", None),
+                         provide_label=getattr(inner, "provide_label", None))
+
+    def getdata(self) -> list:
+        return self.current_batch.data
+
+    def getlabel(self) -> list:
+        return self.current_batch.label
+
+    def getindex(self) -> Any:
+        return self.current_batch.index
+
+    def getpad(self) -> Optional[int]:
+        return self.current_batch.pad
+
+
+# ---------------------------------------------------------------------------------- prefetching
+
+class _Prefetcher:
+    """A daemon thread that keeps the next batch of one iterator ready.
+
+    `taken` is set when the consumer wants a new batch; the thread then fetches it (None at the
+    end of the epoch, `error` when the iterator raised) and sets `ready`. The thread holds no
+    reference to the PrefetchingIter, so dropping that iterator lets its finalizer stop us.
+    """
+
+    def __init__(self, data_iter: DataIter, number: int):
+        self.data_iter = data_iter
+        self.ready = threading.Event()
+        self.taken = threading.Event()
+        self.taken.set()
+        self.running = True
+        self.batch: Optional[DataBatch] = None
+        self.error: Optional[BaseException] = None
+        self.thread = threading.Thread(target=self._loop, daemon=True,
+                                       name="minimod-prefetch-%d" % number)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            self.taken.wait()
+            if not self.running:
+                return
+            try:
+                self.batch, self.error = self.data_iter.next(), None
+            except StopIteration:
+                self.batch, self.error = None, None
+            except BaseException as err:  # handed to the consumer thread, raised there
+                self.batch, self.error = None, err
+            self.taken.clear()
+            if not self.running:
+                return
+            self.ready.set()
+
+    def wait(self) -> None:
+        self.ready.wait()
+
+    def request(self) -> None:
+        self.ready.clear()
+        self.taken.set()
+
+    def stop(self) -> None:
+        self.running = False
+        self.taken.set()
+        if threading.current_thread() is not self.thread:
+            self.thread.join(timeout=10)
+
+
+def _stop_prefetchers(prefetchers: list[_Prefetcher]) -> None:
+    for prefetcher in prefetchers:
+        prefetcher.stop()
+
+
+def _renamed(descs: list, renames: Optional[Mapping[str, str]], what: str) -> list:
+    if renames is None:
+        return list(descs)
+    out = []
+    for desc in descs:
+        if not isinstance(desc, DataDesc):
+            desc = DataDesc(*desc)
+        if desc.name not in renames:
+            raise DataIterError(f"PrefetchingIter: {what} {desc.name!r} has no entry in its "
+                                f"rename dict {dict(renames)}")
+        out.append(DataDesc(renames[desc.name], desc.shape, desc.dtype, desc.layout))
+    return out
+
+
+class PrefetchingIter(DataIter):
+    """Reads ahead from one or more iterators, one background thread each.
+
+    Each batch concatenates the data lists (and label lists) of the inner iterators' batches,
+    in order. `rename_data` / `rename_label` are lists with one dict per iterator mapping its
+    input names to new names (every name of that iterator must appear). The inner iterators
+    must yield the same number of batches with the same pad.
+    """
+
+    def __init__(self, iters: DataIter | list[DataIter],
+                 rename_data: Optional[list[Mapping[str, str]]] = None,
+                 rename_label: Optional[list[Mapping[str, str]]] = None):
+        super().__init__()
+        if not isinstance(iters, list):
+            iters = [iters]
+        if not iters:
+            raise DataIterError("PrefetchingIter needs at least one iterator")
+        for what, renames in (("rename_data", rename_data), ("rename_label", rename_label)):
+            if renames is not None and len(renames) != len(iters):
+                raise DataIterError(f"PrefetchingIter: {what} needs one dict per iterator "
+                                    f"({len(iters)}), got {len(renames)}")
+        self.n_iter = len(iters)
+        self.iters = iters
+        self.rename_data = rename_data
+        self.rename_label = rename_label
+        self.batch_size = self.provide_data[0][1][0]
+        self.current_batch: Optional[DataBatch] = None
+        self._prefetchers = [_Prefetcher(it, i) for i, it in enumerate(iters)]
+        self._finalizer = weakref.finalize(self, _stop_prefetchers, self._prefetchers)
+
+    @property
+    def prefetch_threads(self) -> list[threading.Thread]:
+        return [p.thread for p in self._prefetchers]
+
+    def _combined(self, attr: str, renames: Optional[list], what: str) -> list:
+        descs = []
+        for i, it in enumerate(self.iters):
+            descs += _renamed(getattr(it, attr), None if renames is None else renames[i], what)
+        return descs
+
+    @property
+    def provide_data(self) -> list[DataDesc]:
+        return self._combined("provide_data", self.rename_data, "data")
+
+    @property
+    def provide_label(self) -> list[DataDesc]:
+        return self._combined("provide_label", self.rename_label, "label")
+
+    def reset(self) -> None:
+        for prefetcher in self._prefetchers:
+            prefetcher.wait()
+        for it in self.iters:
+            it.reset()
+        for prefetcher in self._prefetchers:
+            prefetcher.request()
+
+    def iter_next(self) -> bool:
+        for prefetcher in self._prefetchers:
+            prefetcher.wait()
+        for i, prefetcher in enumerate(self._prefetchers):
+            if prefetcher.error is not None:
+                error, prefetcher.error = prefetcher.error, None
+                raise DataIterError(f"PrefetchingIter: iterator {i} failed while prefetching: "
+                                    f"{error!r}") from error
+        batches = [p.batch for p in self._prefetchers]
+        if batches[0] is None:
+            if any(batch is not None for batch in batches):
+                raise DataIterError("PrefetchingIter: the inner iterators have different "
+                                    "numbers of batches")
+            return False
+        if any(batch is None or batch.pad != batches[0].pad for batch in batches):
+            raise DataIterError("PrefetchingIter: the inner iterators are out of step "
+                                "(different numbers of samples or pads)")
+        first = batches[0]
+        self.current_batch = DataBatch(
+            sum((list(b.data) for b in batches), []),
+            sum((list(b.label or []) for b in batches), []),
+            first.pad, first.index, bucket_key=getattr(first, "bucket_key", None),
+            provide_data=self.provide_data, provide_label=self.provide_label)
+        for prefetcher in self._prefetchers:
+            prefetcher.request()
+        return True
+
+    def next(self) -> DataBatch:
+        if self.iter_next():
+            return self.current_batch
+        raise StopIteration
+
+    def getdata(self) -> list:
+        return self.current_batch.data
+
+    def getlabel(self) -> list:
+        return self.current_batch.label
+
+    def getindex(self) -> Any:
+        return self.current_batch.index
+
+    def getpad(self) -> Optional[int]:
+        return self.current_batch.pad

@@ -1,0 +1,190 @@
+"""The single-process KVStore: 'local' (reduce on the CPU) and 'device' (on the first device).
+
+MXNet's per-key API: `init`, `push` (a list of values per key is summed; without an updater the
+stored value is replaced by the sum, with one it is `updater(key, sum, stored)`), `pull`
+(broadcast into one or many arrays), `pushpull`, `broadcast`, `set_optimizer` (updates happen
+on the store), `set_gradient_compression` ('device' only, like MXNet), optimizer state I/O.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+
+
+from .. import backend
+from ..base import MXNetError
+from ..context import cpu
+from ..ndarray.ndarray import NDArray
+from .compression import create_compression
+
+__all__ = ["KVStore", "create"]
+
+
+def _key_list(key, value):
+    """Normalise (key, value) to parallel lists; a single key may take a list of values."""
+    if isinstance(key, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(value) != len(key):
+            raise MXNetError("a list of %d keys needs a list of %d values" % (len(key), len(key)))
+        keys, values = list(key), list(value)
+    else:
+        keys, values = [key], [value]
+    kinds = {type(k) for k in keys}
+    if len(kinds) > 1:
+        raise MXNetError("inconsistent types of keys detected.")
+    if not kinds <= {int, str} and not all(isinstance(k, (int, str)) for k in keys):
+        raise MXNetError("kvstore keys must be int or str, got %r" % (keys,))
+    return keys, [v if isinstance(v, (list, tuple)) else [v] for v in values]
+
+
+class KVStore:
+    """A key-value store that sums what is pushed and broadcasts what is pulled."""
+
+    OPTIMIZER = "optimizer"
+
+    def __init__(self, kv_type: str = "local"):
+        self._type = kv_type
+        self._store: dict = {}
+        self._updater = None
+        self._compression = None
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def type(self) -> str:
+        return self._type
+
+    @property
+    def rank(self) -> int:
+        return 0
+
+    @property
+    def num_workers(self) -> int:
+        return 1
+
+    def is_capable(self, capability: str) -> bool:
+        if capability.lower() == KVStore.OPTIMIZER:
+            return True
+        raise ValueError("Unknown capability: %s" % capability)
+
+    # ------------------------------------------------------------------ data
+    def _home(self, value: NDArray):
+        return cpu() if self._type == "local" else value.context
+
+    def init(self, key, value) -> None:
+        keys, values = _key_list(key, value)
+        for k, vals in zip(keys, values):
+            if k in self._store:
+                raise MXNetError("duplicate init of key %r" % (k,))
+            src = vals[0]
+            home = self._home(src)
+            self._store[k] = NDArray(backend.to_context(src._data, home, copy=True), home)
+
+    def _stored(self, key) -> NDArray:
+        try:
+            return self._store[key]
+        except KeyError:
+            raise MXNetError("key %r has not been initialized in the kvstore" % (key,)) from None
+
+    def _reduce(self, key, values: list) -> NDArray:
+        stored = self._stored(key)
+        home = stored.context
+        xp = backend.xp_for(home)
+        parts = [backend.to_context(v._data, home) for v in values]
+        if self._compression is not None and len(parts) > 1:
+            parts = [self._compression.compress(xp, key, i, p) for i, p in enumerate(parts)]
+        total = xp.array(parts[0], copy=True)
+        for part in parts[1:]:
+            total += part
+        return NDArray(total, home)
+
+    def push(self, key, value, priority: int = 0) -> None:
+        keys, values = _key_list(key, value)
+        for k, vals in zip(keys, values):
+            merged = self._reduce(k, vals)
+            stored = self._store[k]
+            if self._updater is not None:
+                self._updater(k, merged, stored)
+            else:
+                stored._data[...] = merged._data
+
+    def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
+        if out is None:
+            raise MXNetError("pull needs `out` arrays to write into")
+        keys, outs = _key_list(key, out)
+        for k, targets in zip(keys, outs):
+            stored = self._stored(k)
+            for target in targets:
+                if target.shape != stored.shape:
+                    raise MXNetError("pull of key %r: out has shape %s, stored value %s"
+                                     % (k, target.shape, stored.shape))
+                target._data[...] = backend.to_context(stored._data, target.context)
+
+    def pushpull(self, key, value, out=None, priority: int = 0) -> None:
+        self.push(key, value, priority)
+        self.pull(key, value if out is None else out, priority)
+
+    def broadcast(self, key, value, out, priority: int = 0) -> None:
+        self.init(key, value)
+        self.pull(key, out, priority)
+
+    def row_sparse_pull(self, key, out=None, priority: int = 0, row_ids=None) -> None:
+        self.pull(key, out, priority)
+
+    # ------------------------------------------------------------------ updates
+    def set_optimizer(self, optimizer) -> None:
+        from ..optimizer import get_updater
+        self._updater = get_updater(optimizer)
+
+    def _set_updater(self, updater) -> None:
+        self._updater = updater
+
+    def set_gradient_compression(self, compression_params) -> None:
+        if self._type == "local":
+            raise MXNetError("Gradient compression is not supported for this type of kvstore")
+        self._compression = create_compression(compression_params)
+
+    def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        if self._updater is None:
+            raise MXNetError("Cannot save states for distributed training" if "dist" in
+                             self._type else "the kvstore has no optimizer to save states of")
+        _write_atomic(fname, self._updater.get_states(dump_optimizer))
+
+    def load_optimizer_states(self, fname: str) -> None:
+        if self._updater is None:
+            raise MXNetError("the kvstore has no optimizer to load states into")
+        with open(fname, "rb") as f:
+            self._updater.set_states(f.read())
+
+    def _barrier(self) -> None:
+        """All workers wait here (a no-op with one process)."""
+
+
+def _write_atomic(fname: str, data: bytes) -> None:
+    directory = os.path.dirname(os.path.abspath(fname))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, fname)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def create(name: str = "local") -> KVStore:
+    """A KVStore of type `name`: 'local' or 'device' (dist_* need the `dist` extra)."""
+    if not isinstance(name, str):
+        raise TypeError("name must be a string")
+    kind = name.lower()
+    if kind in ("local", "local_update_cpu", "local_allreduce_cpu"):
+        return KVStore("local")
+    if kind in ("device", "local_allreduce_device", "nccl"):
+        return KVStore("device")
+    if kind.startswith("dist"):
+        from .dist import create_dist
+        return create_dist(kind)
+    raise MXNetError("unknown kvstore type %r (use 'local', 'device' or 'dist_sync')" % name)
+
+
+

@@ -1,0 +1,1337 @@
+"""Optimizers and the Updater (`mx.optimizer`, also reachable as `mx.optimizer.optimizer`).
+
+What MXNet 1.9.1 does, number for number:
+
+* `Optimizer` keeps MXNet's fields and rules: the learning rate comes from the scheduler (called
+  with `num_update`) or `lr`; per-parameter multipliers are looked up in `param_dict`, then
+  `lr_mult[index]`, then `lr_mult[idx2name[index]]` (the same for wd); parameters whose name ends
+  neither in `_weight` nor in `_gamma` get wd_mult 0, decided once at construction; update counts
+  are kept per device (`_set_current_context`) so `num_update` grows once per batch.
+* The built-in optimizers reproduce the arithmetic of MXNet's kernels in the same order and in
+  the same precision (products of two hyperparameters are float32, as in the C++ kernels), so
+  float32 results agree with MXNet to the last bit in the golden tests. Notable orders: SGD clips
+  the rescaled gradient and adds weight decay after the clip; Adam, RMSProp, Adamax and Nadam add
+  weight decay before the clip; AdaDelta ignores the learning rate and, like MXNet, scales the
+  caller's gradient array in place.
+* Updates happen in place on `weight._data` with ufuncs writing into `out=` arrays; the few
+  temporaries an update needs come from a per-optimizer scratch pool, so the steady state
+  allocates nothing. Every built-in optimizer accepts lists of indices, weights, gradients and
+  states in one call, and the Updater hands it a whole batch at once.
+
+States (`Updater.get_states` / `set_states`):
+
+* minimod's own format contains no pickle. It is a `.params`-format NDArray file: each state
+  array is stored under `"<key>:<slot>"` (slots number the arrays of a state in flattening order),
+  plus one uint8 array under `"__minimod_states__"` holding a UTF-8 JSON header: format version,
+  each key with its type (int or str) and the shape of its state (None, an array slot, or a
+  tuple/list of those), and the optimizer's update counters. `mx.nd.load` reads it as well.
+* MXNet's `.states` files are pickles. `set_states` reads them through `SafeStatesUnpickler`,
+  which admits only the NDArray class (`mxnet.ndarray.ndarray.NDArray`, decoded from its binary
+  record) and a few inert builtins; anything else raises `UnsafeStatesError` naming the global,
+  before any of it runs. `dump_states_mxnet(states)` writes a pickle MXNet 1.9.1 accepts, without
+  importing MXNet.
+* Keys: without a kvstore, Module keys parameter i on device k as `i * num_device + k`; with
+  update on kvstore the key is the parameter name. `Updater.states_by_name(idx2name)` and
+  `Updater.load_states_by_name(by_name, idx2name)` translate between the two, so a checkpoint
+  survives a change of device count or kvstore mode; `dump_states_by_name` /
+  `set_states_by_name` do the same through bytes.
+
+Bends from MXNet, each deliberate: `set_states` never runs pickled code (a `dump_optimizer=True`
+MXNet file is refused since it pickles an Optimizer object); in the native format the update
+counters are saved, and `set_states(data, restore_counters=True)` restores them (off by default,
+so a resumed run matches MXNet, which restarts the counts); a user subclass that overrides
+`update` of a built-in optimizer always gets its `update` called, one parameter at a time.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import pickle
+import struct
+import sys
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import backend
+from .base import MXNetError
+from .lr_scheduler import LRScheduler
+from .ndarray import serialization
+from .ndarray.ndarray import NDArray, wrap, zeros
+
+__all__ = [
+    "AdaDelta", "AdaGrad", "Adam", "Adamax", "Ftrl", "NAG", "Nadam", "Optimizer", "RMSProp",
+    "SGD", "Signum", "Test", "Updater", "ccSGD", "create", "get_updater", "register",
+    "SafeStatesUnpickler", "UnsafeStatesError", "dump_states_mxnet", "load_states",
+]
+
+State = Any
+
+
+def _f32(value: float) -> np.float32:
+    return np.float32(value)
+
+
+def _clip_on(clip_gradient: float | None) -> bool:
+    """Kernel-style clipping: MXNet passes clip_gradient only when truthy, and the kernel
+    clips only when it is >= 0."""
+    return bool(clip_gradient) and clip_gradient >= 0
+
+
+def _as_lists(index, weight, grad, state) -> tuple[list, list, list, list]:
+    if isinstance(index, (list, tuple)):
+        return list(index), list(weight), list(grad), list(state)
+    return [index], [weight], [grad], [state]
+
+
+def _empty_like(arr, dtype=None):
+    xp = backend.array_module_of(arr)
+    if xp is np:
+        return np.empty(arr.shape, dtype=dtype or arr.dtype)
+    with arr.device:
+        return xp.empty(arr.shape, dtype=dtype or arr.dtype)
+
+
+class Optimizer:
+    """Base class of the optimizers: hyperparameters, learning-rate and weight-decay lookup,
+    update counting and the registry (`Optimizer.register`, `create`)."""
+
+    opt_registry: dict[str, type] = {}
+
+    def __init__(self, rescale_grad: float = 1., param_idx2name: dict | None = None,
+                 wd: float = 0., clip_gradient: float | None = None,
+                 learning_rate: float | None = None, lr_scheduler: LRScheduler | None = None,
+                 sym: Any = None, begin_num_update: int = 0, multi_precision: bool = False,
+                 param_dict: dict | None = None, **kwargs: Any) -> None:
+        if kwargs:
+            raise TypeError(f"{type(self).__name__} got unexpected arguments {sorted(kwargs)}")
+        self.rescale_grad = rescale_grad
+        self.lr_scheduler = lr_scheduler
+        if lr_scheduler is None and learning_rate is None:
+            learning_rate = 0.01
+        self.lr = learning_rate
+        if lr_scheduler is not None and learning_rate is not None:
+            if lr_scheduler.base_lr != learning_rate:
+                # MXNet prints (not warns) this message.
+                print(UserWarning("learning rate from ``lr_scheduler`` has been overwritten by "
+                                  "``learning_rate`` in optimizer."))
+                lr_scheduler.base_lr = learning_rate
+        self.wd = wd
+        self.lr_mult: dict = {}
+        self.wd_mult: dict = {}
+        self.begin_num_update = begin_num_update
+        self.num_update = begin_num_update
+        self._all_index_update_counts: dict = {0: {}}
+        self._index_update_count = self._all_index_update_counts[0]
+        self.clip_gradient = clip_gradient
+        self.multi_precision = multi_precision
+        self.aggregate_num = 0
+        if param_idx2name is None:
+            param_idx2name = {}
+        if not isinstance(param_idx2name, dict):
+            raise TypeError("param_idx2name must be a dict from parameter index to name, got "
+                            f"{type(param_idx2name).__name__}")
+        self.idx2name = param_idx2name.copy()
+        self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
+        self.param_dict = param_dict if param_dict else {}
+        self.allow_np_array = False
+        self._scratch: dict = {}
+        self.set_lr_mult({})
+        self.set_wd_mult({})
+
+    # ------------------------------------------------------------------ registry
+    @staticmethod
+    def register(klass: type) -> type:
+        """Class decorator: make `klass` creatable by its lower-cased name."""
+        if not isinstance(klass, type):
+            raise TypeError(f"register expects a class, got {type(klass).__name__}")
+        name = klass.__name__.lower()
+        previous = Optimizer.opt_registry.get(name)
+        if previous is not None and previous is not klass:
+            warnings.warn(f"WARNING: New optimizer {klass.__module__}.{klass.__name__} is "
+                          f"overriding existing optimizer {previous.__module__}."
+                          f"{previous.__name__}")
+        Optimizer.opt_registry[name] = klass
+        return klass
+
+    @staticmethod
+    def create_optimizer(name: str, **kwargs: Any) -> Optimizer:
+        """An instance of the optimizer registered as `name` (case-insensitive)."""
+        klass = Optimizer.opt_registry.get(name.lower())
+        if klass is None:
+            raise ValueError(f"Cannot find optimizer {name}; registered: "
+                             f"{', '.join(sorted(Optimizer.opt_registry))}")
+        return klass(**kwargs)
+
+    # ------------------------------------------------------------------ learning rate
+    @property
+    def learning_rate(self) -> float:
+        if self.lr_scheduler is not None:
+            return self.lr_scheduler(self.num_update)
+        return self.lr
+
+    def set_learning_rate(self, lr: float) -> None:
+        """Set the base rate; refused (UserWarning raised, as MXNet) when a scheduler is set."""
+        if self.lr_scheduler is not None:
+            raise UserWarning("LRScheduler of the optimizer has already been defined. Note that "
+                              "set_learning_rate can mutate the value of the learning rate of "
+                              "the optimizer only when the LRScheduler of the optimizer is "
+                              "undefined.")
+        self.lr = lr
+
+    def set_lr_scale(self, args_lrscale: dict) -> None:
+        raise DeprecationWarning("set_lr_scale is gone; use set_lr_mult")
+
+    def set_lr_mult(self, args_lr_mult: dict) -> None:
+        """Learning-rate multipliers: the symbol's `__lr_mult__` attributes, then this dict
+        (keys are parameter names or update indices)."""
+        self.lr_mult = self._symbol_mults("__lr_mult__")
+        self.lr_mult.update(args_lr_mult)
+
+    def set_wd_mult(self, args_wd_mult: dict) -> None:
+        """Weight-decay multipliers: 0 for every idx2name name not ending in `_weight` or
+        `_gamma` (biases and betas are not decayed), then the symbol's `__wd_mult__` attributes,
+        then this dict."""
+        self.wd_mult = {name: 0.0 for name in self.idx2name.values()
+                        if not (name.endswith("_weight") or name.endswith("_gamma"))}
+        self.wd_mult.update(self._symbol_mults("__wd_mult__"))
+        self.wd_mult.update(args_wd_mult)
+
+    def _symbol_mults(self, attr_key: str) -> dict:
+        if not self.sym_info:
+            return {}
+        attrs, arg_names = self.sym_info
+        return {name: float(attrs[name][attr_key]) for name in arg_names
+                if name in attrs and attr_key in attrs[name]}
+
+    # ------------------------------------------------------------------ counting
+    def _set_current_context(self, device_id: int) -> None:
+        """Count updates of the following calls under device `device_id`."""
+        counts = self._all_index_update_counts.get(device_id)
+        if counts is None:
+            counts = self._all_index_update_counts[device_id] = {}
+        self._index_update_count = counts
+
+    def _update_count(self, index: Any) -> None:
+        """Count one update of `index` (or of each index of a list) on the current device;
+        `num_update` is the largest count seen."""
+        counts = self._index_update_count
+        for idx in index if isinstance(index, (list, tuple)) else (index,):
+            count = counts.get(idx, self.begin_num_update) + 1
+            counts[idx] = count
+            if count > self.num_update:
+                self.num_update = count
+
+    def _get_lrs(self, indices: Sequence) -> list[float]:
+        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        return [lr * self._mult(index, self.lr_mult, "lr_mult") for index in indices]
+
+    def _get_lr(self, index: Any) -> float:
+        return self._get_lrs([index])[0]
+
+    def _get_wds(self, indices: Sequence) -> list[float]:
+        return [self.wd * self._mult(index, self.wd_mult, "wd_mult") for index in indices]
+
+    def _get_wd(self, index: Any) -> float:
+        return self._get_wds([index])[0]
+
+    def _mult(self, index: Any, table: dict, attr: str) -> float:
+        if index in self.param_dict:
+            return getattr(self.param_dict[index], attr)
+        if index in table:
+            return table[index]
+        if index in self.idx2name:
+            return table.get(self.idx2name[index], 1.0)
+        return 1.0
+
+    # ------------------------------------------------------------------ states and updates
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        """The auxiliary state of one parameter (None when the optimizer keeps none)."""
+        return None
+
+    def create_state_multi_precision(self, index: Any, weight: NDArray) -> State:
+        """`create_state`, plus a float32 master copy of a float16 weight when multi_precision
+        is on: the state is then `(master, inner_state)`."""
+        if self.multi_precision and weight.dtype == np.float16:
+            master = weight.astype(np.float32)
+            return (master, self.create_state(index, master))
+        self._warn_float16(weight)
+        return self.create_state(index, weight)
+
+    def _warn_float16(self, weight: NDArray) -> None:
+        if weight.dtype == np.float16 and not self.multi_precision:
+            warnings.warn("Accumulating with float16 in optimizer can lead to poor accuracy or "
+                          "slow convergence. Consider using multi_precision=True option of the "
+                          f"{type(self).__name__} optimizer")
+
+    def update(self, index: Any, weight: NDArray, grad: NDArray, state: State) -> None:
+        """Update `weight` in place from `grad` (and `state`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define update()")
+
+    def update_multi_precision(self, index: Any, weight: NDArray, grad: NDArray,
+                               state: State) -> None:
+        """`update`, through the float32 master copy for float16 weights with
+        multi_precision on."""
+        if isinstance(index, (list, tuple)):
+            for args in zip(index, weight, grad, state):
+                self.update_multi_precision(*args)
+            return
+        if self.multi_precision and weight.dtype == np.float16:
+            master, inner = state
+            self.update(index, master, grad.astype(np.float32), inner)
+            weight._data[...] = master._data
+            return
+        self.update(index, weight, grad, state)
+
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("param_dict", None)
+        state.pop("_scratch", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__ = state
+        self.param_dict = {}
+        self._scratch = {}
+
+    # ------------------------------------------------------------------ scratch memory
+    def _tmp(self, like, count: int, dtype=None) -> list:
+        """`count` scratch arrays shaped like `like`, reused across calls."""
+        dtype = np.dtype(dtype or like.dtype)
+        device = getattr(getattr(like, "device", None), "id", -1)
+        key = (like.shape, dtype.str, device)
+        pool = self._scratch.get(key)
+        if pool is None:
+            pool = self._scratch[key] = []
+        while len(pool) < count:
+            pool.append(_empty_like(like, dtype))
+        return pool[:count]
+
+
+register = Optimizer.register
+create = Optimizer.create_optimizer
+
+
+def _xp(arr):
+    return backend.array_module_of(arr)
+
+
+class _Builtin(Optimizer):
+    """Shared driver of the built-in optimizers: lists of parameters in one call, counting,
+    lr/wd lookup, and the float32 master copy; subclasses define `_step` on backend arrays."""
+
+    # Where a float16 weight's float32 master copy sits in a multi-precision state.
+    _master_slot = 0
+
+    def update(self, index: Any, weight: NDArray, grad: NDArray, state: State) -> None:
+        indices, weights, grads, states = _as_lists(index, weight, grad, state)
+        self._update_count(indices)
+        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+        for idx, w, g, s, lr, wd in zip(indices, weights, grads, states, lrs, wds):
+            self._step(idx, w._data, g._data, s, lr, wd)
+
+    def update_multi_precision(self, index: Any, weight: NDArray, grad: NDArray,
+                               state: State) -> None:
+        if type(self).update is not _Builtin.update:
+            Optimizer.update_multi_precision(self, index, weight, grad, state)
+            return
+        indices, weights, grads, states = _as_lists(index, weight, grad, state)
+        self._update_count(indices)
+        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+        for idx, w, g, s, lr, wd in zip(indices, weights, grads, states, lrs, wds):
+            if self.multi_precision and w.dtype == np.float16 and isinstance(s, (tuple, list)):
+                master = s[self._master_slot]
+                inner = s[1 - self._master_slot]
+                g32 = self._tmp(g._data, 1, np.float32)[0]
+                g32[...] = g._data
+                self._step(idx, master._data, g32, inner, lr, wd)
+                w._data[...] = master._data
+            else:
+                self._step(idx, w._data, g._data, s, lr, wd)
+
+    def _step(self, index, w, g, state, lr: float, wd: float) -> None:
+        raise NotImplementedError
+
+    def _zeros(self, weight: NDArray, dtype=None) -> NDArray:
+        return zeros(weight.shape, weight.context, dtype=dtype or weight.dtype)
+
+    def _grad_clipped(self, g, out, wd: float = 0.0, w=None, python_clip: bool = False):
+        """out = rescale * g (+ wd * w), clipped as MXNet clips at that point."""
+        dt = out.dtype.type
+        np_ = _xp(out)
+        np_.multiply(g, dt(self.rescale_grad), out=out)
+        if w is not None:
+            tmp = self._tmp(out, 4)[3]
+            np_.multiply(w, dt(wd), out=tmp)
+            np_.add(out, tmp, out=out)
+        clip = self.clip_gradient
+        if (clip is not None) if python_clip else _clip_on(clip):
+            np_.clip(out, dt(-clip), dt(clip), out=out)
+        return out
+
+
+# ============================================================================ SGD family
+
+@register
+class SGD(_Builtin):
+    """SGD with optional momentum: `g = clip(rescale * grad)`; `m = mu * m - lr * (g + wd * w)`,
+    `w += m` (without momentum `w -= lr * (g + wd * w)`). Multi-precision states are
+    `(momentum or None, float32 master)`."""
+
+    _master_slot = 1
+
+    def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.lazy_update = lazy_update
+        self.aggregate_num = int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "4"))
+
+    def create_state_multi_precision(self, index: Any, weight: NDArray) -> State:
+        if self.multi_precision and weight.dtype == np.float16:
+            master = weight.astype(np.float32)
+            return (self.create_state(index, master), master)
+        self._warn_float16(weight)
+        return self.create_state(index, weight)
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return self._zeros(weight) if self.momentum != 0.0 else None
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        # MXNet's multi_sgd kernel: hyperparameters are float32, converted to the weight's
+        # type, and every product (hyperparameter products included) is rounded to that type.
+        ct = w.dtype.type
+        lr_c = ct(_f32(lr))
+        mom = state._data if isinstance(state, NDArray) else None
+        tmp = self._tmp(w, 1)[0]
+        if _clip_on(self.clip_gradient):
+            clip = ct(_f32(self.clip_gradient))
+            xp.multiply(g, ct(_f32(self.rescale_grad)), out=tmp)
+            xp.clip(tmp, -clip, clip, out=tmp)
+            tmp *= lr_c
+        else:
+            xp.multiply(g, lr_c * ct(_f32(self.rescale_grad)), out=tmp)
+        decayed = None
+        if wd:
+            decayed = self._tmp(w, 2)[1]
+            xp.multiply(w, lr_c * ct(_f32(wd)), out=decayed)
+        if mom is not None:
+            mom *= ct(_f32(self.momentum)) if self.momentum > 0 else ct(0)
+            if decayed is not None:
+                mom -= decayed
+            mom -= tmp
+            w += mom
+        else:
+            if decayed is not None:
+                tmp += decayed
+            w -= tmp
+
+
+@register
+class ccSGD(SGD):
+    """Alias of SGD kept for old scripts."""
+
+
+@register
+class NAG(_Builtin):
+    """Nesterov momentum: `g = clip(rescale * grad) + wd * w`; `m = mu * m - lr * g`;
+    `w += mu * m - lr * g`. Without momentum it is plain SGD."""
+
+    _master_slot = 1
+
+    def __init__(self, momentum: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.momentum = momentum
+
+    def create_state_multi_precision(self, index: Any, weight: NDArray) -> State:
+        return SGD.create_state_multi_precision(self, index, weight)  # type: ignore[arg-type]
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return self._zeros(weight) if self.momentum != 0.0 else None
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        if not isinstance(state, NDArray):
+            _sgd_plain(self, xp, w, g, lr, wd)
+            return
+        mom = state._data
+        rescaled, grad, step = self._tmp(w, 3)
+        xp.multiply(g, ct(_f32(self.rescale_grad)), out=rescaled)
+        if _clip_on(self.clip_gradient):
+            clip = ct(_f32(self.clip_gradient))
+            xp.clip(rescaled, -clip, clip, out=rescaled)
+        lr_c, wd_c = ct(_f32(lr)), ct(_f32(wd))
+        mu = ct(_f32(self.momentum)) if self.momentum > 0 else ct(0)
+        mom *= mu
+        # MXNet's kernel: w_new = (w - mu m) + (mu + 1) (mu m - lr (g + wd w)). It writes the
+        # weight in place first, so the new momentum decays with the *new* weight:
+        # m_new = mu m - lr (g + wd w_new).
+        xp.multiply(w, wd_c, out=grad)
+        grad += rescaled
+        grad *= lr_c
+        xp.subtract(mom, grad, out=step)
+        step *= mu + ct(1)
+        w -= mom
+        w += step
+        xp.multiply(w, wd_c, out=grad)
+        grad += rescaled
+        grad *= lr_c
+        mom -= grad
+
+
+def _sgd_plain(opt: Optimizer, xp, w, g, lr, wd) -> None:
+    """MXNet's single-array sgd_update kernel: `(1 - lr*wd) * w - lr * clip(rescale * g)`."""
+    ct = w.dtype.type
+    lr32 = _f32(lr)
+    tmp = opt._tmp(w, 1)[0]
+    if _clip_on(opt.clip_gradient):
+        clip = ct(_f32(opt.clip_gradient))
+        xp.multiply(g, ct(_f32(opt.rescale_grad)), out=tmp)
+        xp.clip(tmp, -clip, clip, out=tmp)
+        tmp *= ct(lr32)
+    else:
+        xp.multiply(g, ct(lr32 * _f32(opt.rescale_grad)), out=tmp)
+    w *= ct(_f32(1.0) - lr32 * _f32(wd))
+    w -= tmp
+
+
+# ============================================================================ adaptive
+
+@register
+class Adam(_Builtin):
+    """Adam: `g = clip(rescale * grad + wd * w)`, `m = b1 m + (1-b1) g`,
+    `v = b2 v + (1-b2) g^2`, `w -= lr_t m / (sqrt(v) + eps)` with
+    `lr_t = lr sqrt(1 - b2^t) / (1 - b1^t)` and t the parameter's update count."""
+
+    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, lazy_update: bool = True, **kwargs: Any) -> None:
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.lazy_update = lazy_update
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return (self._zeros(weight), self._zeros(weight))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        t = self._index_update_count[index]
+        lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        mean, var = state[0]._data, state[1]._data
+        grad, tmp = self._tmp(w, 2)
+        xp.multiply(g, ct(_f32(self.rescale_grad)), out=grad)
+        xp.multiply(w, ct(_f32(wd)), out=tmp)
+        grad += tmp
+        if _clip_on(self.clip_gradient):
+            clip = ct(_f32(self.clip_gradient))
+            xp.clip(grad, -clip, clip, out=grad)
+        b1, b2 = _f32(self.beta1), _f32(self.beta2)
+        mean *= ct(b1)
+        xp.multiply(grad, ct(_f32(1.0) - b1), out=tmp)
+        mean += tmp
+        var *= ct(b2)
+        xp.multiply(grad, ct(_f32(1.0) - b2), out=tmp)
+        tmp *= grad
+        var += tmp
+        xp.sqrt(var, out=tmp)
+        tmp += ct(_f32(self.epsilon))
+        xp.multiply(mean, ct(_f32(lr)), out=grad)
+        grad /= tmp
+        w -= grad
+
+
+@register
+class AdaGrad(_Builtin):
+    """AdaGrad: `h += g^2`, `w -= lr * (g / sqrt(h + eps) + wd * w)`, g = clip(rescale*grad)."""
+
+    def __init__(self, eps: float = 1e-7, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.float_stable_eps = eps
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return self._zeros(weight, np.float32)
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        history = state._data
+        grad, tmp = self._tmp(w, 2)
+        xp.multiply(g, ct(self.rescale_grad), out=grad)
+        if self.clip_gradient is not None:
+            xp.clip(grad, ct(-self.clip_gradient), ct(self.clip_gradient), out=grad)
+        xp.multiply(grad, grad, out=tmp)
+        history += tmp
+        xp.add(history, ct(self.float_stable_eps), out=tmp)
+        xp.sqrt(tmp, out=tmp)
+        xp.divide(grad, tmp, out=grad)
+        xp.multiply(w, ct(wd), out=tmp)
+        grad += tmp
+        grad *= ct(-lr)
+        w += grad
+
+
+@register
+class RMSProp(_Builtin):
+    """RMSProp (Tieleman & Hinton) or, with centered=True, Graves' centered variant.
+    `g = clip(rescale * grad + wd * w)`; plain: `n = (1-g1) g^2 + g1 n`,
+    `w -= lr * g / sqrt(n + eps)`; centered: also `m = (1-g1) g + g1 m`,
+    `d = g2 d - lr * g / sqrt(n - m^2 + eps)`, `w += d`. clip_weights bounds the weights."""
+
+    def __init__(self, learning_rate: float = 0.001, gamma1: float = 0.9, gamma2: float = 0.9,
+                 epsilon: float = 1e-8, centered: bool = False,
+                 clip_weights: float | None = None, **kwargs: Any) -> None:
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.gamma1 = gamma1
+        self.gamma2 = gamma2
+        self.centered = centered
+        self.epsilon = epsilon
+        self.clip_weights = clip_weights
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        count = 3 if self.centered else 1
+        return tuple(self._zeros(weight, np.float32) for _ in range(count))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        grad, tmp = self._tmp(w, 2)
+        xp.multiply(g, ct(_f32(self.rescale_grad)), out=grad)
+        xp.multiply(w, ct(_f32(wd)), out=tmp)
+        grad += tmp
+        if _clip_on(self.clip_gradient):
+            clip = ct(_f32(self.clip_gradient))
+            xp.clip(grad, -clip, clip, out=grad)
+        g1 = _f32(self.gamma1)
+        keep = ct(_f32(1.0) - g1)
+        n = state[0]._data
+        xp.multiply(grad, grad, out=tmp)
+        if self.centered:  # the two MXNet kernels round (1-g1) g g differently
+            xp.multiply(grad, keep, out=tmp)
+            tmp *= grad
+        else:
+            tmp *= keep
+        n *= ct(g1)
+        n += tmp
+        eps = ct(_f32(self.epsilon))
+        if self.centered:
+            mean, delta = state[1]._data, state[2]._data
+            xp.multiply(grad, keep, out=tmp)
+            mean *= ct(g1)
+            mean += tmp
+            xp.multiply(mean, mean, out=tmp)
+            xp.subtract(n, tmp, out=tmp)
+        else:
+            tmp[...] = n
+        tmp += eps
+        xp.sqrt(tmp, out=tmp)
+        if self.centered:
+            grad *= ct(_f32(lr))
+            grad /= tmp
+        else:
+            grad /= tmp
+            grad *= ct(_f32(lr))
+        if self.centered:
+            delta *= ct(_f32(self.gamma2))
+            delta -= grad
+            w += delta
+        else:
+            w -= grad
+        if _clip_on(self.clip_weights):
+            bound = ct(_f32(self.clip_weights))
+            xp.clip(w, -bound, bound, out=w)
+
+
+@register
+class AdaDelta(_Builtin):
+    """AdaDelta (no learning rate): `E[g^2] = rho E[g^2] + (1-rho) g^2`,
+    `d = sqrt(E[dx^2] + eps) / sqrt(E[g^2] + eps) * g`, `E[dx^2] = rho E[dx^2] + (1-rho) d^2`,
+    `w -= d + wd * w`. Like MXNet, it multiplies the caller's gradient by rescale_grad in
+    place."""
+
+    def __init__(self, rho: float = 0.90, epsilon: float = 1e-5, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rho = rho
+        self.epsilon = epsilon
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return (self._zeros(weight, np.float32), self._zeros(weight, np.float32))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        g *= ct(self.rescale_grad)
+        grad, tmp, delta = self._tmp(w, 3)
+        if self.clip_gradient is not None:
+            xp.clip(g, ct(-self.clip_gradient), ct(self.clip_gradient), out=grad)
+        else:
+            grad[...] = g
+        acc_g, acc_delta = state[0]._data, state[1]._data
+        rho, keep, eps = ct(self.rho), ct(1.0 - self.rho), ct(self.epsilon)
+        acc_g *= rho
+        xp.multiply(grad, keep, out=tmp)
+        tmp *= grad
+        acc_g += tmp
+        xp.add(acc_delta, eps, out=delta)
+        xp.sqrt(delta, out=delta)
+        xp.add(acc_g, eps, out=tmp)
+        xp.sqrt(tmp, out=tmp)
+        delta /= tmp
+        delta *= grad
+        acc_delta *= rho
+        xp.multiply(delta, keep, out=tmp)
+        tmp *= delta
+        acc_delta += tmp
+        xp.multiply(w, ct(wd), out=tmp)
+        delta += tmp
+        w -= delta
+
+
+@register
+class Adamax(_Builtin):
+    """Adamax: `g = clip(rescale * grad + wd * w)`, `m = b1 m + (1-b1) g`,
+    `u = max(b2 u, |g|)`, `w -= lr / (1 - b1^t) * m / u`."""
+
+    def __init__(self, learning_rate: float = 0.002, beta1: float = 0.9, beta2: float = 0.999,
+                 **kwargs: Any) -> None:
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return (self._zeros(weight), self._zeros(weight))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        t = self._index_update_count[index]
+        lr /= 1.0 - self.beta1 ** t
+        grad = self._grad_clipped(g, self._tmp(w, 1)[0], wd, w, python_clip=True)
+        tmp = self._tmp(w, 2)[1]
+        m, u = state[0]._data, state[1]._data
+        m *= ct(self.beta1)
+        xp.multiply(grad, ct(1.0 - self.beta1), out=tmp)
+        m += tmp
+        u *= ct(self.beta2)
+        xp.abs(grad, out=tmp)
+        xp.maximum(u, tmp, out=u)
+        xp.multiply(m, ct(lr), out=tmp)
+        tmp /= u
+        w -= tmp
+
+
+@register
+class Nadam(_Builtin):
+    """Nesterov Adam with the momentum schedule of Dozat (2016); `m_schedule` is one running
+    product shared by all parameters, as in MXNet."""
+
+    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, schedule_decay: float = 0.004, **kwargs: Any) -> None:
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.schedule_decay = schedule_decay
+        self.m_schedule = 1.0
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return (self._zeros(weight), self._zeros(weight))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        t = self._index_update_count[index]
+        grad = self._grad_clipped(g, self._tmp(w, 1)[0], wd, w, python_clip=True)
+        tmp, mix = self._tmp(w, 3)[1:]
+        mom_t = self.beta1 * (1.0 - 0.5 * pow(0.96, t * self.schedule_decay))
+        mom_next = self.beta1 * (1.0 - 0.5 * pow(0.96, (t + 1) * self.schedule_decay))
+        self.m_schedule = self.m_schedule * mom_t
+        schedule_next = self.m_schedule * mom_next
+        m, v = state[0]._data, state[1]._data
+        m *= ct(self.beta1)
+        xp.multiply(grad, ct(1.0 - self.beta1), out=tmp)
+        m += tmp
+        v *= ct(self.beta2)
+        xp.multiply(grad, ct(1.0 - self.beta2), out=tmp)
+        tmp *= grad
+        v += tmp
+        grad /= ct(1.0 - self.m_schedule)
+        grad *= ct(1.0 - mom_t)
+        xp.divide(m, ct(1.0 - schedule_next), out=mix)
+        mix *= ct(mom_next)
+        mix += grad
+        xp.divide(v, ct(1.0 - pow(self.beta2, t)), out=tmp)
+        xp.sqrt(tmp, out=tmp)
+        tmp += ct(self.epsilon)
+        mix *= ct(lr)
+        mix /= tmp
+        w -= mix
+
+
+@register
+class Signum(_Builtin):
+    """Signum (momentum > 0): `m = mu m - (1-mu) (wd w + clip(rescale grad))`,
+    `w = (1 - lr wd_lh) w + lr sign(m)`; signSGD (momentum 0):
+    `w = (1 - lr wd) w - lr sign(clip(rescale grad))`."""
+
+    def __init__(self, learning_rate: float = 0.01, momentum: float = 0.9, wd_lh: float = 0.0,
+                 **kwargs: Any) -> None:
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.momentum = momentum
+        self.wd_lh = wd_lh
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return self._zeros(weight) if self.momentum != 0.0 else None
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        lr32 = _f32(lr)
+        grad, tmp = self._tmp(w, 2)
+        clip = _clip_on(self.clip_gradient)
+        if not isinstance(state, NDArray):
+            xp.multiply(g, ct(_f32(self.rescale_grad)), out=grad)
+            if clip:
+                xp.clip(grad, ct(-_f32(self.clip_gradient)), ct(_f32(self.clip_gradient)),
+                        out=grad)
+            xp.sign(grad, out=grad)
+            grad *= ct(lr32)
+            w *= ct(_f32(1.0) - lr32 * _f32(wd))
+            w -= grad
+            return
+        mom = state._data
+        mu = _f32(self.momentum) if self.momentum > 0 else _f32(0.0)
+        keep = _f32(1.0) - mu
+        if clip:
+            bound = ct(_f32(self.clip_gradient))
+            xp.multiply(g, ct(_f32(self.rescale_grad)), out=grad)
+            xp.clip(grad, -bound, bound, out=grad)
+            grad *= ct(keep)
+        else:
+            xp.multiply(g, ct(keep * _f32(self.rescale_grad)), out=grad)
+        mom *= ct(mu)
+        xp.multiply(w, ct(keep * _f32(wd)), out=tmp)
+        mom -= tmp
+        mom -= grad
+        xp.sign(mom, out=tmp)
+        tmp *= ct(lr32)
+        if self.wd_lh:
+            w *= ct(_f32(1.0) - lr32 * _f32(self.wd_lh))
+        w += tmp
+
+
+@register
+class Ftrl(_Builtin):
+    """FTRL-proximal (McMahan et al.): with g = clip(rescale * grad),
+    `z += g - (sqrt(n + g^2) - sqrt(n)) * w / lr`, `n += g^2`,
+    `w = (sign(z) lamda1 - z) / ((beta + sqrt(n)) / lr + wd)` where `|z| > lamda1`, else 0."""
+
+    def __init__(self, lamda1: float = 0.01, learning_rate: float = 0.1, beta: float = 1,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lamda1 = lamda1
+        self.beta = beta
+        self.lr = learning_rate
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return (self._zeros(weight, np.float32), self._zeros(weight, np.float32))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        z, n = state[0]._data, state[1]._data
+        grad, tmp, sq = self._tmp(w, 3)
+        xp.multiply(g, ct(_f32(self.rescale_grad)), out=grad)
+        if _clip_on(self.clip_gradient):
+            bound = ct(_f32(self.clip_gradient))
+            xp.clip(grad, -bound, bound, out=grad)
+        lr_ = ct(_f32(lr))
+        xp.multiply(grad, grad, out=sq)
+        xp.add(n, sq, out=tmp)
+        xp.sqrt(tmp, out=tmp)
+        root_n = self._tmp(w, 4)[3]
+        xp.sqrt(n, out=root_n)
+        tmp -= root_n
+        tmp *= w
+        tmp /= lr_
+        xp.subtract(grad, tmp, out=tmp)
+        z += tmp
+        n += sq
+        lam = ct(_f32(self.lamda1))
+        xp.sign(z, out=tmp)
+        tmp *= lam
+        tmp -= z
+        xp.sqrt(n, out=sq)
+        sq += ct(_f32(self.beta))
+        sq /= lr_
+        sq += ct(_f32(wd))
+        tmp /= sq
+        xp.abs(z, out=sq)
+        xp.greater(sq, lam, out=grad, casting="unsafe")
+        xp.multiply(tmp, grad, out=w)
+
+
+@register
+class Test(_Builtin):
+    """The trivial optimizer MXNet uses in its tests: `w += rescale * grad`; the state is a copy
+    of the new weight."""
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return zeros(weight.shape, weight.context)
+
+    def update(self, index: Any, weight: NDArray, grad: NDArray, state: State) -> None:
+        indices, weights, grads, states = _as_lists(index, weight, grad, state)
+        for w, g, s in zip(weights, grads, states):
+            xp = _xp(w._data)
+            ct = w._data.dtype.type
+            tmp = self._tmp(w._data, 1)[0]
+            xp.multiply(g._data, ct(self.rescale_grad), out=tmp)
+            w._data += tmp
+            s._data[...] = w._data
+
+    update_multi_precision = update  # type: ignore[assignment]
+
+
+# ============================================================================ Updater
+
+class UnsafeStatesError(MXNetError, pickle.UnpicklingError):
+    """A pickled `.states` payload referenced something other than NDArray records."""
+
+
+def _safe_bytearray(*args):
+    if args and not isinstance(args[0], (bytes, bytearray, str)):
+        raise UnsafeStatesError("refused global builtins.bytearray called with a "
+                                f"{type(args[0]).__name__} (only bytes are accepted)")
+    return bytearray(*args)
+
+
+def _safe_codecs_encode(text, encoding="utf-8"):
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise UnsafeStatesError("refused global _codecs.encode with arguments other than "
+                                "(str, 'latin1')")
+    return text.encode("latin1")
+
+
+_ALLOWED_GLOBALS: dict[tuple[str, str], Any] = {
+    ("mxnet.ndarray.ndarray", "NDArray"): NDArray,
+    ("minimod.ndarray.ndarray", "NDArray"): NDArray,
+    ("builtins", "bytearray"): _safe_bytearray,
+    ("__builtin__", "bytearray"): _safe_bytearray,
+    ("builtins", "bytes"): bytes,
+    ("builtins", "tuple"): tuple,
+    ("builtins", "list"): list,
+    ("builtins", "dict"): dict,
+    ("builtins", "set"): set,
+    ("_codecs", "encode"): _safe_codecs_encode,
+}
+
+
+class SafeStatesUnpickler(pickle.Unpickler):
+    """An unpickler for MXNet `.states` payloads that only admits NDArray records and inert
+    builtins; any other global raises UnsafeStatesError before it can be called."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        target = _ALLOWED_GLOBALS.get((module, name))
+        if target is None:
+            hint = (" (an Optimizer object: MXNet wrote this file with dump_optimizer=True, "
+                    "which minimod does not load)" if "optimizer" in module else "")
+            raise UnsafeStatesError(f"refused global {module}.{name} in a pickled optimizer "
+                                    f"states payload: only NDArray records are accepted{hint}")
+        return target
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise UnsafeStatesError("refused persistent id in a pickled optimizer states payload")
+
+
+def load_states(data: bytes) -> dict:
+    """Decode a states payload: minimod's native format or MXNet's pickle (read safely).
+
+    Returns {key: None | NDArray | tuple of NDArrays}. Raises UnsafeStatesError for a pickle
+    that references anything but NDArray records, MXNetError for malformed input.
+    """
+    states, _header = _decode_states(data)
+    return states
+
+
+_NATIVE_HEADER_KEY = "__minimod_states__"
+_NATIVE_FORMAT = "minimod-optimizer-states"
+_LIST_PREFIX = struct.pack("<Q", serialization.LIST_MAGIC)
+
+
+def _decode_states(data: bytes) -> tuple[dict, dict | None]:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"optimizer states must be bytes, got {type(data).__name__}")
+    data = bytes(data)
+    if data[:8] == _LIST_PREFIX:
+        return _decode_native(data)
+    try:
+        loaded = SafeStatesUnpickler(io.BytesIO(data)).load()
+    except UnsafeStatesError:
+        raise
+    except MXNetError:
+        raise
+    except Exception as err:
+        raise MXNetError(f"cannot read optimizer states: not minimod's format and not a "
+                         f"readable MXNet pickle ({type(err).__name__}: {err})") from None
+    if isinstance(loaded, tuple) and len(loaded) == 2:
+        loaded = loaded[0]
+    if not isinstance(loaded, dict):
+        raise MXNetError(f"MXNet optimizer states must pickle a dict, got "
+                         f"{type(loaded).__name__}")
+    for key, state in loaded.items():
+        _check_state(key, state)
+    return loaded, None
+
+
+def _check_state(key, state) -> None:
+    if state is None or isinstance(state, NDArray):
+        return
+    if isinstance(state, (tuple, list)):
+        for item in state:
+            _check_state(key, item)
+        return
+    raise MXNetError(f"optimizer state of key {key!r} holds a {type(state).__name__}; "
+                     "only NDArrays, None and tuples of them are accepted")
+
+
+def _flatten(state, arrays: list) -> Any:
+    """The structure descriptor of `state`, appending its arrays to `arrays`."""
+    if state is None:
+        return None
+    if isinstance(state, NDArray):
+        arrays.append(state)
+        return len(arrays) - 1
+    if isinstance(state, (tuple, list)):
+        return {"tuple" if isinstance(state, tuple) else "list":
+                [_flatten(item, arrays) for item in state]}
+    raise MXNetError(f"cannot save an optimizer state of type {type(state).__name__}")
+
+
+def _unflatten(desc, arrays: list, key) -> Any:
+    if desc is None:
+        return None
+    if isinstance(desc, int):
+        if not 0 <= desc < len(arrays) or arrays[desc] is None:
+            raise MXNetError(f"optimizer states: key {key!r} refers to a missing array "
+                             f"slot {desc}")
+        return arrays[desc]
+    if isinstance(desc, dict) and len(desc) == 1:
+        kind, items = next(iter(desc.items()))
+        if kind in ("tuple", "list") and isinstance(items, list):
+            built = [_unflatten(item, arrays, key) for item in items]
+            return tuple(built) if kind == "tuple" else built
+    raise MXNetError(f"optimizer states: malformed structure for key {key!r}: {desc!r}")
+
+
+def _encode_native(states: Mapping, optimizer: Optimizer | None,
+                   dump_optimizer: bool = False) -> bytes:
+    named: dict[str, NDArray] = {}
+    entries = []
+    seen: dict[str, Any] = {}
+    for key, state in states.items():
+        if not isinstance(key, (int, str)) or isinstance(key, bool):
+            raise MXNetError(f"optimizer state key {key!r} must be an int or a str")
+        label = str(key)
+        if label in seen:
+            raise MXNetError(f"optimizer state keys {seen[label]!r} and {key!r} collide")
+        seen[label] = key
+        arrays: list = []
+        desc = _flatten(state, arrays)
+        for slot, arr in enumerate(arrays):
+            named[f"{label}:{slot}"] = arr
+        entries.append({"key": key, "type": "int" if isinstance(key, int) else "str",
+                        "state": desc})
+    header: dict[str, Any] = {"format": _NATIVE_FORMAT, "version": 1, "keys": entries}
+    if optimizer is not None:
+        header["counters"] = {
+            "num_update": optimizer.num_update,
+            "begin_num_update": optimizer.begin_num_update,
+            "index_update_counts": [
+                [device, [[k, c] for k, c in counts.items()]]
+                for device, counts in optimizer._all_index_update_counts.items()],
+        }
+        if dump_optimizer:
+            header["optimizer"] = {"class": type(optimizer).__name__.lower(),
+                                   "attrs": _simple_attrs(optimizer)}
+    blob = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8).copy()
+    named[_NATIVE_HEADER_KEY] = wrap(blob, _cpu())
+    return serialization.save_to_bytes(named)
+
+
+def _cpu():
+    from .context import cpu
+    return cpu(0)
+
+
+def _simple_attrs(optimizer: Optimizer) -> dict:
+    out = {}
+    for name, value in optimizer.__dict__.items():
+        if name.startswith("_") or name in ("param_dict", "sym_info", "lr_scheduler"):
+            continue
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(value, dict) and any(not isinstance(k, str) for k in value):
+            continue
+        out[name] = value
+    return out
+
+
+def _decode_native(data: bytes) -> tuple[dict, dict]:
+    loaded = serialization.load_from_bytes(data, source="optimizer states")
+    if not isinstance(loaded, dict) or _NATIVE_HEADER_KEY not in loaded:
+        raise MXNetError("optimizer states: an NDArray file without the minimod states header "
+                         f"{_NATIVE_HEADER_KEY!r} (a .params file?)")
+    raw = loaded.pop(_NATIVE_HEADER_KEY)
+    try:
+        header = json.loads(backend.asnumpy(raw._data).astype(np.uint8).tobytes().decode())
+    except (UnicodeDecodeError, ValueError) as err:
+        raise MXNetError(f"optimizer states: unreadable header ({err})") from None
+    if header.get("format") != _NATIVE_FORMAT or header.get("version") != 1:
+        raise MXNetError(f"optimizer states: unknown format {header.get('format')!r} version "
+                         f"{header.get('version')!r}")
+    states = {}
+    for entry in header["keys"]:
+        key = entry["key"]
+        key = int(key) if entry["type"] == "int" else str(key)
+        label = str(key)
+        count = sum(1 for name in loaded if name.rpartition(":")[0] == label)
+        arrays = [loaded.get(f"{label}:{slot}") for slot in range(count)]
+        states[key] = _unflatten(entry["state"], arrays, key)
+    return states, header
+
+
+def _restore_counters(optimizer: Optimizer, counters: dict) -> None:
+    optimizer.num_update = max(optimizer.num_update, int(counters["num_update"]))
+    for device, counts in counters["index_update_counts"]:
+        table = optimizer._all_index_update_counts.setdefault(device, {})
+        for key, count in counts:
+            table[key] = count
+    optimizer._index_update_count = optimizer._all_index_update_counts.setdefault(0, {})
+
+
+# ---------------------------------------------------------------------------- MXNet pickle
+
+def _pickle_key(key) -> bytes:
+    if isinstance(key, bool) or not isinstance(key, (int, str)):
+        raise MXNetError(f"optimizer state key {key!r} must be an int or a str")
+    if isinstance(key, str):
+        raw = key.encode("utf-8")
+        return b"X" + struct.pack("<I", len(raw)) + raw          # BINUNICODE
+    if -2 ** 31 <= key < 2 ** 31:
+        return b"J" + struct.pack("<i", key)                      # BININT
+    raw = key.to_bytes((key.bit_length() + 8) // 8, "little", signed=True)
+    return b"\x8a" + bytes([len(raw)]) + raw                      # LONG1
+
+
+def _pickle_state(state) -> bytes:
+    if state is None:
+        return b"N"
+    if isinstance(state, NDArray):
+        record = serialization.write_record(state)
+        return (b"cmxnet.ndarray.ndarray\nNDArray\n" + b"N\x85R"           # NDArray(None)
+                + b"}X\x06\x00\x00\x00handle"                              # {'handle':
+                + b"cbuiltins\nbytearray\n" + b"B" + struct.pack("<I", len(record)) + record
+                + b"\x85Rs" + b"b")                                        # bytearray(..)}
+    if isinstance(state, (tuple, list)):
+        body = b"".join(_pickle_state(item) for item in state)
+        if isinstance(state, list):
+            return b"](" + body + b"e"
+        return b"(" + body + b"t"
+    raise MXNetError(f"cannot write an optimizer state of type {type(state).__name__} "
+                     "for MXNet")
+
+
+def dump_states_mxnet(states: Mapping) -> bytes:
+    """`states` ({key: None | NDArray | tuple}) as the pickle MXNet 1.9.1's
+    `Updater.set_states` / `Module.load_optimizer_states` read.
+
+    Written opcode by opcode (protocol 3: no memo, GLOBAL references to
+    `mxnet.ndarray.ndarray.NDArray` and `builtins.bytearray`), so MXNet is not imported.
+    """
+    parts = [b"\x80\x03}("]                                   # PROTO 3, EMPTY_DICT, MARK
+    for key, state in states.items():
+        parts.append(_pickle_key(key))
+        parts.append(_pickle_state(state))
+    parts.append(b"u.")                                        # SETITEMS, STOP
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------------------- Updater
+
+def _decode_key(key):
+    return key.decode("utf-8") if isinstance(key, bytes) else key
+
+
+def _rehome(state, context):
+    if isinstance(state, NDArray):
+        return state.as_in_context(context)
+    if isinstance(state, tuple):
+        return tuple(_rehome(item, context) for item in state)
+    if isinstance(state, list):
+        return [_rehome(item, context) for item in state]
+    return state
+
+
+def _copy_state(state):
+    if isinstance(state, NDArray):
+        return state.copy()
+    if isinstance(state, tuple):
+        return tuple(_copy_state(item) for item in state)
+    if isinstance(state, list):
+        return [_copy_state(item) for item in state]
+    return state
+
+
+class Updater:
+    """Applies an optimizer to keyed parameters and owns their states (`mx.optimizer.Updater`).
+
+    `updater(index, grad, weight)` (note: gradient before weight) takes one key or lists of
+    keys, gradients and weights; states are created on first sight of a key.
+    """
+
+    def __init__(self, optimizer: Optimizer) -> None:
+        self.optimizer = optimizer
+        self.states: dict = {}
+        self.states_synced: dict = {}
+        self.aggregate_updates = optimizer.aggregate_num > 0
+
+    def __call__(self, index: Any, grad: Any, weight: Any) -> None:
+        if isinstance(index, (list, tuple)):
+            indices, grads, weights = [_decode_key(i) for i in index], list(grad), list(weight)
+        else:
+            indices, grads, weights = [_decode_key(index)], [grad], [weight]
+        if not indices:
+            return
+        opt = self.optimizer
+        opt._set_current_context(weights[0].context.device_id)
+        states = self.states
+        for idx, w in zip(indices, weights):
+            if idx not in states:
+                states[idx] = opt.create_state_multi_precision(idx, w)
+                self.states_synced[idx] = True
+            elif not self.states_synced[idx]:
+                states[idx] = _rehome(states[idx], w.context)
+                self.states_synced[idx] = True
+        kind = type(opt)
+        if (isinstance(opt, _Builtin) and kind.update is _Builtin.update
+                and kind.update_multi_precision is _Builtin.update_multi_precision
+                and not (opt.aggregate_num > 0 and len({w.dtype for w in weights}) > 1)):
+            opt.update_multi_precision(indices, weights, grads, [states[i] for i in indices])
+        elif self.aggregate_updates:
+            self._aggregated(indices, grads, weights)
+        else:
+            for idx, g, w in zip(indices, grads, weights):
+                opt.update_multi_precision(idx, w, g, states[idx])
+
+    def _aggregated(self, indices, grads, weights) -> None:
+        # MXNet's grouping: by dtype (first-seen order), chunks of aggregate_num.
+        groups: dict = {}
+        for idx, g, w in zip(indices, grads, weights):
+            groups.setdefault(w.dtype, []).append((idx, g, w))
+        size = self.optimizer.aggregate_num
+        for members in groups.values():
+            for start in range(0, len(members), size):
+                chunk = members[start:start + size]
+                keys = [m[0] for m in chunk]
+                self.optimizer.update_multi_precision(
+                    keys, [m[2] for m in chunk], [m[1] for m in chunk],
+                    [self.states[k] for k in keys])
+
+    def sync_state_context(self, state: State, context) -> State:
+        """`state` with every array moved to `context`."""
+        return _rehome(state, context)
+
+    # ------------------------------------------------------------------ states as bytes
+    def get_states(self, dump_optimizer: bool = False) -> bytes:
+        """The states in minimod's format (no pickle; see the module docstring). With
+        dump_optimizer, the optimizer's plain hyperparameters are recorded too."""
+        return _encode_native(self.states, self.optimizer, dump_optimizer)
+
+    def get_states_mxnet(self) -> bytes:
+        """The states as the pickle MXNet 1.9.1 reads (`dump_states_mxnet`)."""
+        return dump_states_mxnet(self.states)
+
+    def set_states(self, states: bytes, restore_counters: bool = False) -> None:
+        """Load states written by `get_states` or an MXNet `.states` pickle (read through
+        SafeStatesUnpickler). Arrays move to each weight's context on first use. With
+        restore_counters, the saved update counts of a native payload are restored."""
+        loaded, header = _decode_states(states)
+        if header is not None:
+            if restore_counters and "counters" in header:
+                _restore_counters(self.optimizer, header["counters"])
+            if "optimizer" in header:
+                self._apply_optimizer_attrs(header["optimizer"])
+        self.states = loaded
+        self.states_synced = dict.fromkeys(loaded, False)
+
+    def _apply_optimizer_attrs(self, record: dict) -> None:
+        name = record.get("class", "")
+        if type(self.optimizer).__name__.lower() != name:
+            self.optimizer = create(name)
+            self.aggregate_updates = self.optimizer.aggregate_num > 0
+        for attr, value in record.get("attrs", {}).items():
+            setattr(self.optimizer, attr, value)
+
+    # ------------------------------------------------------------------ keyed by name
+    def states_by_name(self, idx2name: Mapping) -> dict:
+        """The states keyed by parameter name: int keys are named through `idx2name`
+        (Module's `{i * num_device + k: name}`; the lowest key of a name wins, i.e. device 0,
+        whose copy equals the others), str keys are names already."""
+        by_name: dict = {}
+        for key in sorted(self.states, key=lambda k: (isinstance(k, str), k)):
+            name = key if isinstance(key, str) else idx2name.get(key)
+            if name is None:
+                raise MXNetError(f"optimizer state key {key} has no name in idx2name")
+            by_name.setdefault(name, self.states[key])
+        return by_name
+
+    def load_states_by_name(self, by_name: Mapping, idx2name: Mapping) -> None:
+        """Install name-keyed states under this run's keys: each key of `idx2name` (an int
+        `i * num_device + k`, or a name for update-on-kvstore) gets its own copy of its name's
+        state. Names without a state are left to be created on first use."""
+        states, synced = {}, {}
+        for key, name in idx2name.items():
+            if name in by_name:
+                states[key] = _copy_state(by_name[name])
+                synced[key] = False
+        self.states = states
+        self.states_synced = synced
+
+    def dump_states_by_name(self, idx2name: Mapping) -> bytes:
+        """`get_states`, keyed by parameter name (portable across device counts)."""
+        return _encode_native(self.states_by_name(idx2name), self.optimizer)
+
+    def set_states_by_name(self, data: bytes, idx2name: Mapping,
+                           saved_idx2name: Mapping | None = None) -> None:
+        """Load a payload keyed by names (or by int keys named through `saved_idx2name`, the
+        idx2name of the run that saved it) into this run's keys `idx2name`."""
+        loaded, _header = _decode_states(data)
+        by_name: dict = {}
+        for key in sorted(loaded, key=lambda k: (isinstance(k, str), k)):
+            if isinstance(key, str):
+                name = key
+            elif saved_idx2name is not None and key in saved_idx2name:
+                name = saved_idx2name[key]
+            else:
+                raise MXNetError(f"optimizer states use int key {key}; pass saved_idx2name to "
+                                 "name it")
+            by_name.setdefault(name, loaded[key])
+        self.load_states_by_name(by_name, idx2name)
+
+
+def get_updater(optimizer: Optimizer) -> Updater:
+    """An Updater applying `optimizer` (what Module uses without update on kvstore)."""
+    return Updater(optimizer)
+
+
+# MXNet code imports `mx.optimizer.optimizer`; one module serves both names.
+optimizer = sys.modules[__name__]

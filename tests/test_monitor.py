@@ -1,0 +1,66 @@
+"""Monitor reports what MXNet 1.9.1's does (tests/data/viz/monitor_golden.json)."""
+import json
+import logging
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import minimod as mx
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "viz")
+sys.path.insert(0, HERE)
+import monitor_cases  # noqa: E402
+
+with open(os.path.join(HERE, "monitor_golden.json")) as _f:
+    GOLDEN = json.load(_f)
+
+# MXNet's executor also reports BatchNorm's hidden outputs (mean, var); minimod's reports the
+# visible outputs only. That is the executor's business, not the Monitor's.
+HIDDEN_OUTPUTS = {"bn_mean", "bn_var"}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_matches_mxnet(name):
+    got = monitor_cases.scenarios(mx)[name]
+    want = GOLDEN[name]
+    assert len(got) == len(want)
+    for batch_got, batch_want in zip(got, want):
+        batch_want = [item for item in batch_want if item[1] not in HIDDEN_OUTPUTS]
+        assert [item[:2] for item in batch_got] == [item[:2] for item in batch_want]
+        for (_, _, text_got), (_, key, text_want) in zip(batch_got, batch_want):
+            assert text_got.endswith("\t")
+            assert float(text_got) == pytest.approx(float(text_want), rel=1e-6), key
+
+
+def test_monitor_all_reports_inputs_sorted():
+    batch = monitor_cases.run(mx, monitor_all=True, sort=True, batches=1)[0]
+    names = [item[1] for item in batch]
+    assert names == sorted(names)
+    assert {"fc_data", "fc_weight", "head_output", "bn_moving_mean"} <= set(names)
+
+
+def test_custom_stat_and_toc_print(caplog):
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(data, num_hidden=2, name="fc")
+    exe = net.simple_bind(mx.cpu(), data=(2, 3))
+    for arr in exe.arg_arrays:
+        arr[:] = np.arange(arr.size, dtype=np.float32).reshape(arr.shape)
+    mon = mx.mon.Monitor(1, stat_func=lambda x: [mx.nd.max(x), x], pattern="fc_bias")
+    mon.install(exe)
+    mon.tic()
+    exe.forward()
+    with caplog.at_level(logging.INFO, logger=""):
+        mon.toc_print()
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["Batch: {:7d} {:30s} {:s}".format(1, "fc_bias", "1.0\t[0. 1.]\t")]
+    assert mon.toc() == []  # inactive until the next tic
+
+
+def test_statistic_is_the_root_mean_square():
+    x = mx.nd.array(np.array([[3.0, 4.0]], dtype=np.float32))
+    mon = mx.mon.Monitor(1)
+    value = mon.stat_func(x)
+    assert value.shape == (1,)
+    assert value.asscalar() == pytest.approx(5.0 / np.sqrt(2.0))
