@@ -439,8 +439,9 @@ class ccSGD(SGD):
 
 @register
 class NAG(_Builtin):
-    """Nesterov momentum: `g = clip(rescale * grad) + wd * w`; `m = mu * m - lr * g`;
-    `w += mu * m - lr * g`. Without momentum it is plain SGD."""
+    """Nesterov momentum: `g = clip(rescale * grad) + wd * w`; `w += mu * m_new - lr * g` with
+    `m_new = mu * m - lr * g`. MXNet's kernel writes the weight before the momentum, so the
+    stored momentum decays with the new weight (reproduced). Without momentum it is plain SGD."""
 
     _master_slot = 1
 
@@ -1031,7 +1032,7 @@ def _unflatten(desc, arrays: list, key) -> Any:
 
 
 def _encode_native(states: Mapping, optimizer: Optimizer | None,
-                   dump_optimizer: bool = False) -> bytes:
+                   dump_optimizer: bool = False, name_counts: Mapping | None = None) -> bytes:
     named: dict[str, NDArray] = {}
     entries = []
     seen: dict[str, Any] = {}
@@ -1060,6 +1061,8 @@ def _encode_native(states: Mapping, optimizer: Optimizer | None,
         if dump_optimizer:
             header["optimizer"] = {"class": type(optimizer).__name__.lower(),
                                    "attrs": _simple_attrs(optimizer)}
+    if name_counts is not None:
+        header["name_counts"] = dict(name_counts)
     blob = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8).copy()
     named[_NATIVE_HEADER_KEY] = wrap(blob, _cpu())
     return serialization.save_to_bytes(named)
@@ -1306,15 +1309,43 @@ class Updater:
         self.states = states
         self.states_synced = synced
 
+    def name_counts(self, idx2name: Mapping) -> dict:
+        """Update count per parameter name (the highest over its keys and devices)."""
+        counts: dict = {}
+        for table in self.optimizer._all_index_update_counts.values():
+            for key, count in table.items():
+                name = key if isinstance(key, str) else idx2name.get(key)
+                if name is not None:
+                    counts[name] = max(counts.get(name, 0), int(count))
+        return counts
+
     def dump_states_by_name(self, idx2name: Mapping) -> bytes:
-        """`get_states`, keyed by parameter name (portable across device counts)."""
-        return _encode_native(self.states_by_name(idx2name), self.optimizer)
+        """`get_states`, keyed by parameter name (portable across device counts), with the
+        update count of every name so that a resumed run continues its schedule exactly."""
+        return _encode_native(self.states_by_name(idx2name), self.optimizer,
+                              name_counts=self.name_counts(idx2name))
 
     def set_states_by_name(self, data: bytes, idx2name: Mapping,
-                           saved_idx2name: Mapping | None = None) -> None:
+                           saved_idx2name: Mapping | None = None,
+                           key_devices: Mapping | None = None) -> None:
         """Load a payload keyed by names (or by int keys named through `saved_idx2name`, the
-        idx2name of the run that saved it) into this run's keys `idx2name`."""
-        loaded, _header = _decode_states(data)
+        idx2name of the run that saved it) into this run's keys `idx2name`.
+
+        With `key_devices` (this run's key -> device id) the saved per-name update counts are
+        restored too, so bias corrections (Adam) and lr schedules continue where they were.
+        """
+        loaded, header = _decode_states(data)
+        if key_devices is not None and header is not None and "name_counts" in header:
+            opt = self.optimizer
+            counts = header["name_counts"]
+            for key, name in idx2name.items():
+                if name in counts and key in key_devices:
+                    table = opt._all_index_update_counts.setdefault(key_devices[key], {})
+                    table[key] = int(counts[name])
+            saved = header.get("counters", {})
+            opt.num_update = max(opt.num_update, int(saved.get("num_update", 0)),
+                                 max(counts.values(), default=0))
+            opt._index_update_count = opt._all_index_update_counts.setdefault(0, {})
         by_name: dict = {}
         for key in sorted(loaded, key=lambda k: (isinstance(k, str), k)):
             if isinstance(key, str):

@@ -163,7 +163,10 @@ class Executor:
         graph = self._plan.graph
         node = graph.nodes[nid]
         first = graph.row_ptr[nid]
-        names = node.op.output_names(node.name)
+        outputs = node.op.outputs()
+        # like MXNet, hidden outputs are reported too (BatchNorm's bn_mean, bn_var)
+        names = (["%s_output" % node.name] if len(outputs) == 1
+                 else ["%s_%s" % (node.name, o) for o in outputs])
         for k, name in enumerate(names):
             self._monitor(name, NDArray(self._arrays[first + k], self._ctx))
         if self._monitor_all:

@@ -92,7 +92,8 @@ def _load_general(data, targets, major_axis) -> None:
         if isinstance(d_targets, NDArray):
             _copy_slice(_as_nd(d_src), d_targets, None, -1)
         elif isinstance(d_src, (list, tuple)):  # pre-sliced: one source per device
-            for src, (_, dst) in zip(d_src, d_targets):
+            for src, dst in zip(d_src, d_targets):
+                dst = dst[1] if isinstance(dst, tuple) else dst
                 _copy_slice(_as_nd(src), dst, None, -1)
         else:
             src = _as_nd(d_src)

@@ -416,14 +416,21 @@ class Module(BaseModule):
 
     # ------------------------------------------------------------------ optimizer states
     def _state_updater_and_keys(self):
+        """(updater, its key -> parameter name, its key -> device id of the updated copy)."""
         if self._update_on_kvstore:
-            return self._kvstore._updater, {name: name for name in self._param_names}
-        return self._updater, self._idx2name(False)
+            keys = {name: name for name in self._param_names}
+            devices = {name: self._kvstore._store[name].context.device_id
+                       for name in self._param_names if name in self._kvstore._store}
+            return self._kvstore._updater, keys, devices
+        keys = self._idx2name(False)
+        n = len(self._context)
+        devices = {key: self._context[key % n].device_id for key in keys}
+        return self._updater, keys, devices
 
     def save_optimizer_states(self, fname):
         """Save optimizer states keyed by parameter name (pickle-free; see module docstring)."""
         _require(self.optimizer_initialized, "save_optimizer_states: call init_optimizer first")
-        updater, idx2name = self._state_updater_and_keys()
+        updater, idx2name, _ = self._state_updater_and_keys()
         data = updater.dump_states_by_name(idx2name)
         directory = os.path.dirname(os.path.abspath(fname))
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
@@ -439,10 +446,11 @@ class Module(BaseModule):
     def load_optimizer_states(self, fname):
         """Load states saved by minimod or MXNet (whose pickles are read safely)."""
         _require(self.optimizer_initialized, "load_optimizer_states: call init_optimizer first")
-        updater, idx2name = self._state_updater_and_keys()
+        updater, idx2name, devices = self._state_updater_and_keys()
         with open(fname, "rb") as f:
             data = f.read()
-        updater.set_states_by_name(data, idx2name, saved_idx2name=self._idx2name(False))
+        updater.set_states_by_name(data, idx2name, saved_idx2name=self._idx2name(False),
+                                   key_devices=devices)
 
     def install_monitor(self, mon):
         _require(self.binded, "install_monitor: call bind first")

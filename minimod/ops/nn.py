@@ -992,6 +992,8 @@ class BatchNorm(Op):
         a = self.attrs
         axis = self._axis(x.ndim)
         axes = _reduce_axes(x.ndim, axis)
+        if is_train and a.fix_gamma:
+            gamma[...] = 1  # as MXNet: a training pass writes the fixed gamma back as ones
         if is_train and not a.use_global_stats:
             mean = x.mean(axis=axes)
             var = x.var(axis=axes)

@@ -1,0 +1,1 @@
+"""Runnable examples: `python -m minimod.examples.train_digits`, `... .train_lm`."""

@@ -1,0 +1,67 @@
+"""Helpers for the scenarios in this folder (numpy-seeded inputs only, no engine RNG)."""
+import numpy as np
+
+
+def det_params(sym, seed=0, scale=0.1, **shapes):
+    arg_shapes, _, aux_shapes = sym.infer_shape(**shapes)
+    rng = np.random.RandomState(seed)
+    args = {}
+    for name, shape in zip(sym.list_arguments(), arg_shapes):
+        if name in shapes:
+            continue
+        args[name] = rng.uniform(-scale, scale, size=shape).astype(np.float32)
+        if name.endswith("_gamma"):
+            args[name] = (1.0 + args[name]).astype(np.float32)
+    auxs = {}
+    for name, shape in zip(sym.list_auxiliary_states(), aux_shapes):
+        base = np.ones(shape) if name.endswith("var") else np.zeros(shape)
+        auxs[name] = (base + rng.uniform(0, scale, size=shape)).astype(np.float32)
+    return args, auxs
+
+
+def to_nd(mx, d):
+    return {k: mx.nd.array(v) for k, v in d.items()}
+
+
+def data(n, shape, classes, seed=1):
+    rng = np.random.RandomState(seed)
+    x = rng.uniform(-1, 1, size=(n,) + tuple(shape)).astype(np.float32)
+    y = rng.randint(0, classes, size=(n,)).astype(np.float32)
+    return x, y
+
+
+def mlp(mx, hidden=(12,), classes=4):
+    net = mx.sym.Variable("data")
+    for i, h in enumerate(hidden):
+        net = mx.sym.FullyConnected(net, num_hidden=h, name="fc%d" % i)
+        net = mx.sym.Activation(net, act_type="tanh", name="act%d" % i)
+    net = mx.sym.FullyConnected(net, num_hidden=classes, name="out")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def conv_bn(mx, classes=5):
+    data = mx.sym.Variable("data")
+    c1 = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv1")
+    b1 = mx.sym.BatchNorm(c1, fix_gamma=False, name="bn1")
+    a1 = mx.sym.Activation(b1, act_type="relu", name="relu1")
+    p1 = mx.sym.Pooling(a1, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool1")
+    c2 = mx.sym.Convolution(p1, kernel=(2, 2), num_filter=6, name="conv2")
+    b2 = mx.sym.BatchNorm(c2, name="bn2")
+    a2 = mx.sym.Activation(b2, act_type="tanh", name="tanh2")
+    fc = mx.sym.FullyConnected(mx.sym.Flatten(a2), num_hidden=classes, name="fc")
+    return mx.sym.SoftmaxOutput(fc, name="softmax")
+
+
+def params_out(mod, prefix):
+    arg, aux = mod.get_params()
+    out = {}
+    for k, v in arg.items():
+        out["%s_arg_%s" % (prefix, k)] = v.asnumpy()
+    for k, v in aux.items():
+        out["%s_aux_%s" % (prefix, k)] = v.asnumpy()
+    return out
+
+
+def batch(mx, x, y, i, size):
+    return mx.io.DataBatch([mx.nd.array(x[i * size:(i + 1) * size])],
+                           [mx.nd.array(y[i * size:(i + 1) * size])])
