@@ -266,8 +266,9 @@ class Module(BaseModule):
 
     def reshape(self, data_shapes, label_shapes=None):
         _require(self.binded, "reshape: call bind first")
+        label_names = self.label_names if label_shapes is not None else []
         self._data_shapes, self._label_shapes = _parse_data_desc(
-            self.data_names, self.label_names, data_shapes, label_shapes)
+            self.data_names, label_names, data_shapes, label_shapes)
         self._exec_group.reshape(self._data_shapes, self._label_shapes)
 
     # ------------------------------------------------------------------ optimizer

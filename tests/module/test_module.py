@@ -1,0 +1,219 @@
+"""Module: resume, devices, MXNet checkpoints, unsafe states, and the errors users hit."""
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+import minimod as mx
+from minimod.base import MXNetError, ShapeError
+
+
+def _mlp(batchnorm=True):
+    with mx.name.NameManager():
+        net = mx.sym.Variable("data")
+        net = mx.sym.FullyConnected(net, num_hidden=12, name="fc1")
+        if batchnorm:
+            net = mx.sym.BatchNorm(net, fix_gamma=False, name="bn1")
+        net = mx.sym.Activation(net, act_type="relu")
+        net = mx.sym.FullyConnected(net, num_hidden=4, name="fc2")
+        return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def _data(n=96, seed=0):
+    rng = np.random.RandomState(seed)
+    return (rng.uniform(-1, 1, (n, 6)).astype(np.float32),
+            rng.randint(0, 4, n).astype(np.float32))
+
+
+def _batch(x, y, i, size=12):
+    return mx.io.DataBatch([mx.nd.array(x[i * size:(i + 1) * size])],
+                           [mx.nd.array(y[i * size:(i + 1) * size])])
+
+
+def _module(ctx, seed=3, batchnorm=True):
+    mod = mx.mod.Module(_mlp(batchnorm), context=ctx)
+    mod.bind(data_shapes=[("data", (12, 6))], label_shapes=[("softmax_label", (12,))])
+    mx.random.seed(seed)
+    mod.init_params(mx.init.Xavier())
+    return mod
+
+
+def _steps(mod, x, y, first, count):
+    for i in range(first, first + count):
+        mod.forward_backward(_batch(x, y, i))
+        mod.update()
+
+
+def _params(mod):
+    arg, aux = mod.get_params()
+    return {k: v.asnumpy().copy() for k, v in list(arg.items()) + list(aux.items())}
+
+
+OPTIMIZERS = [("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3}),
+              ("adam", {"learning_rate": 0.01})]
+
+
+# (kvstore=None on several devices is left out: there each device trains its own copy and a
+# checkpoint holds their average, so a resumed run starts from a different point, as in MXNet)
+@pytest.mark.parametrize("ndev,kvstore", [(1, "local"), (2, "local"), (2, "device")])
+@pytest.mark.parametrize("optimizer,params", OPTIMIZERS)
+def test_resume_continues_bit_identically(tmp_path, optimizer, params, ndev, kvstore):
+    ctx = [mx.cpu(i) for i in range(ndev)]
+    x, y = _data()
+    straight = _module(ctx)
+    straight.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=params)
+    _steps(straight, x, y, 0, 3)
+    prefix = str(tmp_path / "ck")
+    straight.save_checkpoint(prefix, 3, save_optimizer_states=True)
+    _steps(straight, x, y, 3, 3)
+    resumed = mx.mod.Module.load(prefix, 3, load_optimizer_states=True, context=ctx)
+    resumed.bind(data_shapes=[("data", (12, 6))], label_shapes=[("softmax_label", (12,))])
+    resumed.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=params)
+    _steps(resumed, x, y, 3, 3)
+    want, got = _params(straight), _params(resumed)
+    for name in want:
+        if ndev > 1 and "moving" in name:
+            # each device keeps its own BatchNorm statistics; a checkpoint holds their mean
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-6, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def test_states_survive_a_change_of_device_count(tmp_path):
+    x, y = _data()
+    # no BatchNorm here: its batch statistics depend on how the batch is split
+    two = _module([mx.cpu(0), mx.cpu(1)], batchnorm=False)
+    two.init_optimizer(kvstore="local", optimizer="adam", optimizer_params={"learning_rate": 0.01})
+    _steps(two, x, y, 0, 3)
+    prefix = str(tmp_path / "ck")
+    two.save_checkpoint(prefix, 3, save_optimizer_states=True)
+    _steps(two, x, y, 3, 2)
+    one = mx.mod.Module.load(prefix, 3, load_optimizer_states=True)
+    one.bind(data_shapes=[("data", (12, 6))], label_shapes=[("softmax_label", (12,))])
+    one.init_optimizer(optimizer="adam", optimizer_params={"learning_rate": 0.01})
+    assert len(one._updater.states) == len(one._param_names) == 4  # every Adam state arrived
+    _steps(one, x, y, 3, 2)
+    want, got = _params(two), _params(one)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("ctx_count,workload", [(2, None), (3, None), (4, None), (3, [1, 2, 1]),
+                                                (2, [3, 1])])
+def test_many_cpu_contexts_match_one(ctx_count, workload):
+    x, y = _data(seed=5)
+
+    def train(ctx, wl):
+        with mx.name.NameManager():
+            net = mx.sym.Variable("data")
+            net = mx.sym.FullyConnected(net, num_hidden=10, name="fc1")
+            net = mx.sym.Activation(net, act_type="tanh")
+            net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, num_hidden=4, name="fc2"),
+                                       name="softmax")
+        mod = mx.mod.Module(net, context=ctx, work_load_list=wl)
+        mod.bind(data_shapes=[("data", (12, 6))], label_shapes=[("softmax_label", (12,))])
+        mx.random.seed(1)
+        mod.init_params(mx.init.Xavier())
+        mod.init_optimizer(optimizer="sgd",
+                           optimizer_params={"learning_rate": 0.5, "momentum": 0.5})
+        _steps(mod, x, y, 0, 6)
+        return _params(mod)
+    want = train([mx.cpu(0)], None)
+    got = train([mx.cpu(i) for i in range(ctx_count)], workload)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+class _Boom:
+    def __reduce__(self):
+        return (os.system, ("touch %s" % _Boom.marker,))
+
+
+def test_states_pickle_that_runs_code_is_refused(tmp_path):
+    x, y = _data()
+    mod = _module(mx.cpu())
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    _steps(mod, x, y, 0, 1)
+    prefix = str(tmp_path / "evil")
+    mod.save_checkpoint(prefix, 1)
+    marker = tmp_path / "pwned"
+    _Boom.marker = str(marker)
+    with open(prefix + "-0001.states", "wb") as f:
+        pickle.dump({0: _Boom()}, f)
+    loaded = mx.mod.Module.load(prefix, 1, load_optimizer_states=True)
+    loaded.bind(data_shapes=[("data", (12, 6))], label_shapes=[("softmax_label", (12,))])
+    with pytest.raises(MXNetError, match="system"):
+        loaded.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1})
+    assert not marker.exists()
+
+
+def test_minimod_states_hold_no_pickle(tmp_path):
+    x, y = _data()
+    mod = _module(mx.cpu())
+    mod.init_optimizer(optimizer="adam")
+    _steps(mod, x, y, 0, 1)
+    mod.save_optimizer_states(str(tmp_path / "s.states"))
+    raw = (tmp_path / "s.states").read_bytes()
+    assert raw[:8] == (0x112).to_bytes(8, "little")  # MXNet's NDArray list file, not a pickle
+    assert b"\x80\x04" not in raw[:16]
+    listing = mx.nd.load(str(tmp_path / "s.states"))
+    assert any(k.startswith("fc1_weight:") for k in listing)
+
+
+def test_predict_with_new_batch_size_and_no_labels():
+    x, y = _data()
+    mod = _module(mx.cpu())
+    mod.init_optimizer(optimizer="sgd")
+    _steps(mod, x, y, 0, 1)
+    out = mod.predict(x[:7])
+    assert out.shape == (7, 4)
+    np.testing.assert_allclose(out.asnumpy().sum(axis=1), 1.0, rtol=1e-5)
+    mod.forward(mx.io.DataBatch([mx.nd.array(x[:5])]), is_train=False)
+    assert mod.get_outputs()[0].shape == (5, 4)
+    assert mod.output_shapes[0][1] == (5, 4)
+
+
+def test_errors_users_hit(tmp_path):
+    sym = _mlp()
+    with pytest.raises(ValueError, match="dat"):
+        mx.mod.Module(sym, data_names=["dat"])
+    mod = mx.mod.Module(sym)
+    with pytest.raises(ValueError, match="don't match names"):
+        mod.bind(data_shapes=[("images", (12, 6))])
+    with pytest.raises(MXNetError, match="bind"):
+        mod.forward(_batch(*_data(), 0))
+    mod.bind(data_shapes=[("data", (12, 6))], label_shapes=[("softmax_label", (12,))])
+    mod.init_params()
+    with pytest.raises(MXNetError, match="init_optimizer"):
+        mod.update()
+    with pytest.raises(ShapeError, match=r"\(12, 7\)"):
+        mod.forward(mx.io.DataBatch([mx.nd.zeros((12, 7))], [mx.nd.zeros((12,))]))
+    empty = mx.io.ResizeIter(mx.io.NDArrayIter(np.zeros((4, 6)), np.zeros(4), batch_size=4),
+                             0)
+    with pytest.raises(MXNetError, match="no batch"):
+        mx.mod.Module(sym).fit(empty, num_epoch=1)
+    mod.save_checkpoint(str(tmp_path / "ck"), 1)
+    arg, aux = mod.get_params()
+    partial = {k: v for k, v in arg.items() if k != "fc2_weight"}
+    with pytest.raises(RuntimeError, match="fc2_weight"):
+        mod.set_params(partial, aux, force_init=True)
+    with pytest.raises(MXNetError, match="0009.params"):
+        mx.mod.Module.load(str(tmp_path / "ck"), 9)
+
+
+def test_fit_reaches_accuracy_and_logs(caplog):
+    rng = np.random.RandomState(0)
+    x = rng.normal(size=(200, 6)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.float32)
+    it = mx.io.NDArrayIter(x, y, batch_size=20, shuffle=False)
+    with mx.name.NameManager():
+        net = mx.sym.Variable("data")
+        net = mx.sym.Activation(mx.sym.FullyConnected(net, num_hidden=8), act_type="relu")
+        net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, num_hidden=2), name="softmax")
+    mod = mx.mod.Module(net, context=[mx.cpu(0), mx.cpu(1)])
+    caplog.set_level("INFO")
+    mod.fit(it, eval_data=it, num_epoch=8, optimizer_params={"learning_rate": 0.5})
+    assert mod.score(it, "acc")[0][1] > 0.95
+    assert "Epoch[7] Validation-accuracy=" in caplog.text
+    assert "Epoch[0] Train-accuracy=" in caplog.text
