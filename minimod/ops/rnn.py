@@ -1,1 +1,573 @@
-"""rnn operators."""
+"""Recurrent operators: MXNet's fused `RNN` (rnn_relu, rnn_tanh, lstm, gru; stacked layers,
+bidirectional, dropout between layers) and `reverse`, which `mx.rnn.BidirectionalCell` needs.
+
+`RNN` shape contract (T time steps, N batch, C input features, H = state_size, L = num_layers,
+D = 2 if bidirectional else 1, G gates: 1 for rnn_*, 4 for lstm, 3 for gru):
+
+    data        (T, N, C)                    time major
+    parameters  (P,)                         one flat vector, layout below
+    state       (L*D, N, H)                  initial hidden state, row = layer * D + direction
+    state_cell  (L*D, N, H)                  lstm only
+    output      (T, N, D*H)                  last layer's hidden states, forward then backward
+    [state_output, statecell_output]         final states (state_outputs=True), like the inputs
+
+`parameters` layout, the one MXNet's CPU and cuDNN kernels read (checked against MXNet 1.9.1
+numbers in tests/ops/test_rnn_op.py): first every weight matrix, layer by layer, direction by
+direction: W_x (G*H, in_l) then W_h (G*H, H), row-major, rows grouped by gate; then every bias in
+the same order: b_x (G*H,) then b_h (G*H,). in_0 = C and in_l = D*H above, so
+
+    P = D*G*H*(C + H + 2) + (L - 1) * D*G*H*(D*H + H + 2).
+
+Gate order: lstm i, f, c (candidate), o; gru r, z, n. The math per step (h, c the previous
+states, x the layer input, a_* = W_x* x + b_x* + W_h* h + b_h*):
+
+    rnn:  h' = act(a)
+    lstm: c' = sigmoid(a_f) * c + sigmoid(a_i) * tanh(a_c); h' = sigmoid(a_o) * tanh(c')
+          (c' clipped to [lstm_state_clip_min, lstm_state_clip_max] when both are set)
+    gru:  r, z = sigmoid(a_r), sigmoid(a_z); n = tanh(W_xn x + b_xn + r * (W_hn h + b_hn));
+          h' = (1 - z) * n + z * h
+
+With p > 0, training applies inverted dropout to the input of every layer after the first.
+
+Execution: per layer and direction, the input projection of all T steps is ONE matrix product,
+the T recurrent products run back to back, and the gate math works on whole (N, G*H) blocks.
+Backward mirrors it: the step loop only propagates dh (and dc) and collects the gate gradients
+of all steps, then dW_x, dW_h, the biases and dx are each one product over all steps.
+
+Where this bends MXNet's contract: MXNet keeps what backward needs in per-executor operator
+state (its "reserve space"), not in an output, and counts 1 output (3 with state_outputs) in
+node_row_ptr. minimod must keep that count for symbol JSON, so the op keeps the same per-executor
+record itself: forward(is_train=True) files the gate activations under the address of the
+output buffer it wrote (each executor has its own), and backward looks them up there. A backward
+with no record (run without a training forward) recomputes the forward, which is exact when p=0.
+`projection_size` is accepted for shape inference only; like MXNet on CPU, it cannot run.
+`lstm_state_clip_min/max` clip the cell state as documented (cuDNN's behaviour, gradient zero
+where clipped); MXNet 1.9.1's CPU kernel silently ignores them (verified), so CPU numbers with
+clipping differ from MXNet's CPU numbers by design. `use_sequence_length=True` is accepted for
+graphs and shapes but not run yet.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from typing import Any, Literal, Optional
+
+from .. import backend
+from ..base import OpParamError, ShapeError
+from .registry import _REGISTRY, Op, fmt_shape, register
+
+__all__ = ["RNN", "Reverse", "rnn_param_size", "rnn_param_slices"]
+
+_GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
+_MAX_RECORDS = 16
+
+
+def rnn_param_size(mode: str, input_size: int, state_size: int, num_layers: int,
+                   bidirectional: bool = False, projection_size: Optional[int] = None) -> int:
+    """Length of the flat `parameters` vector of an RNN op."""
+    dirs = 2 if bidirectional else 1
+    gates = _GATES[mode]
+    hidden = state_size
+    if projection_size:
+        proj = projection_size
+        first = dirs * (gates * hidden * (input_size + proj) + 2 * gates * hidden
+                        + proj * hidden)
+        rest = dirs * (gates * hidden * (dirs * proj + proj) + 2 * gates * hidden
+                       + proj * hidden)
+        return first + (num_layers - 1) * rest
+    return (dirs * gates * hidden * (input_size + hidden + 2)
+            + (num_layers - 1) * dirs * gates * hidden * (dirs * hidden + hidden + 2))
+
+
+def rnn_param_slices(mode: str, input_size: int, state_size: int, num_layers: int,
+                     bidirectional: bool = False) -> list:
+    """Per (layer, direction), in row order layer * D + direction: a dict of
+    (offset, shape) for 'wx', 'wh', 'bx', 'bh' in the flat vector."""
+    dirs = 2 if bidirectional else 1
+    gh = _GATES[mode] * state_size
+    pieces = []
+    pos = 0
+    for layer in range(num_layers):
+        cols = input_size if layer == 0 else dirs * state_size
+        for _ in range(dirs):
+            pieces.append({"wx": (pos, (gh, cols)), "wh": (pos + gh * cols, (gh, state_size))})
+            pos += gh * (cols + state_size)
+    for piece in pieces:
+        piece["bx"] = (pos, (gh,))
+        piece["bh"] = (pos + gh, (gh,))
+        pos += 2 * gh
+    return pieces
+
+
+def _view(flat, spec):
+    offset, shape = spec
+    size = 1
+    for d in shape:
+        size *= d
+    return flat[offset:offset + size].reshape(shape)
+
+
+def _address(arr) -> int:
+    iface = getattr(arr, "__cuda_array_interface__", None) or arr.__array_interface__
+    return iface["data"][0]
+
+
+def _sigmoid_(xp, a) -> None:
+    """In-place logistic function (through tanh: no overflow warnings, one transcendental)."""
+    xp.multiply(a, 0.5, out=a)
+    xp.tanh(a, out=a)
+    xp.multiply(a, 0.5, out=a)
+    xp.add(a, 0.5, out=a)
+
+
+@dataclasses.dataclass(frozen=True)
+class RNNAttrs:
+    state_size: int
+    num_layers: int
+    mode: Literal["rnn_relu", "rnn_tanh", "lstm", "gru"]
+    bidirectional: bool = False
+    p: float = 0.0
+    state_outputs: bool = False
+    projection_size: Optional[int] = None
+    lstm_state_clip_min: Optional[float] = None
+    lstm_state_clip_max: Optional[float] = None
+    lstm_state_clip_nan: bool = False
+    use_sequence_length: bool = False
+
+
+@dataclasses.dataclass
+class _DirRecord:
+    """What backward needs of one (layer, direction) pass, indexed by real time step."""
+
+    x: Any            # layer input (T, N, in) after dropout
+    gates: Any        # activated gates (T, N, G*H)
+    h: Any            # hidden states (T, N, H)
+    c: Any = None     # lstm cell states (T, N, H), after clipping
+    tanh_c: Any = None
+    clip_mask: Any = None  # lstm: 1 where the cell state was not clipped
+    hn: Any = None    # gru: W_hn h + b_hn (T, N, H)
+
+
+@register
+class RNN(Op):
+    """MXNet's fused recurrent operator; see the module docstring for the math and layout."""
+
+    name = "RNN"
+    Attrs = RNNAttrs
+    backward_outputs = (0,)
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        a = self.attrs
+        if a.state_size <= 0 or a.num_layers <= 0:
+            raise OpParamError("operator RNN: state_size=%d and num_layers=%d must be positive"
+                               % (a.state_size, a.num_layers))
+        if not 0 <= a.p < 1:
+            raise OpParamError("operator RNN: p=%g must lie in [0, 1)" % a.p)
+        if a.projection_size is not None and a.mode != "lstm":
+            raise OpParamError("operator RNN: projection_size needs mode='lstm'")
+        self._records: OrderedDict = OrderedDict()
+
+    # ------------------------------------------------------------------ slots
+    def arguments(self) -> list:
+        names = ["data", "parameters", "state"]
+        if self.attrs.mode == "lstm":
+            names.append("state_cell")
+        if self.attrs.use_sequence_length:
+            names.append("sequence_length")
+        return names
+
+    def outputs(self) -> list:
+        if not self.attrs.state_outputs:
+            return ["output"]
+        if self.attrs.mode == "lstm":
+            return ["output", "state_output", "statecell_output"]
+        return ["output", "state_output"]
+
+    @property
+    def _dirs(self) -> int:
+        return 2 if self.attrs.bidirectional else 1
+
+    # ------------------------------------------------------------------ inference
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        a = self.attrs
+        dirs = self._dirs
+        rows = a.num_layers * dirs
+        out_h = a.projection_size or a.state_size
+        data = in_shapes[0]
+        if data is not None and len(data) != 3:
+            raise ShapeError("input 'data' has shape %s but RNN needs (T, N, C), time major"
+                             % fmt_shape(data))
+        steps = batch = feat = None
+        if data is not None:
+            steps, batch, feat = data
+        for i in range(2, 4 if a.mode == "lstm" else 3):
+            if in_shapes[i] is not None and len(in_shapes[i]) == 3:
+                batch = batch if batch is not None else in_shapes[i][1]
+        if out_shapes[0] is not None and len(out_shapes[0]) == 3:
+            steps = steps if steps is not None else out_shapes[0][0]
+            batch = batch if batch is not None else out_shapes[0][1]
+        for shape in out_shapes[1:]:
+            if shape is not None and len(shape) == 3 and batch is None:
+                batch = shape[1]
+        self.set_in(in_shapes, 0, (steps, batch, feat))
+        if feat is not None:
+            size = rnn_param_size(a.mode, feat, a.state_size, a.num_layers, a.bidirectional,
+                                  a.projection_size)
+            self.set_in(in_shapes, 1, (size,), "data %s with state_size=%d, num_layers=%d, "
+                        "mode=%s" % (fmt_shape(in_shapes[0]), a.state_size, a.num_layers,
+                                     a.mode))
+        self.set_in(in_shapes, 2, (rows, batch, out_h), "num_layers=%d (x%d directions)"
+                    % (a.num_layers, dirs))
+        if a.mode == "lstm":
+            self.set_in(in_shapes, 3, (rows, batch, a.state_size))
+        if a.use_sequence_length:
+            self.set_in(in_shapes, len(in_shapes) - 1, (batch,))
+        self.set_out(out_shapes, 0, (steps, batch, dirs * out_h))
+        if a.state_outputs:
+            self.set_out(out_shapes, 1, (rows, batch, out_h))
+            if a.mode == "lstm":
+                self.set_out(out_shapes, 2, (rows, batch, a.state_size))
+        return in_shapes, out_shapes
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, xp, inputs, aux, out, is_train):
+        self._check_runnable()
+        records, masks = self._run_forward(xp, inputs, out, is_train)
+        if is_train:
+            key = (_address(out[0]), tuple(out[0].shape))
+            self._records.pop(key, None)
+            self._records[key] = (records, masks)
+            while len(self._records) > _MAX_RECORDS:
+                self._records.popitem(last=False)
+
+    def _check_runnable(self) -> None:
+        if self.attrs.projection_size is not None:
+            raise OpParamError("operator RNN: projection_size is not supported on this backend "
+                               "(MXNet runs it only with cuDNN)")
+        if self.attrs.use_sequence_length:
+            raise OpParamError("operator RNN: use_sequence_length=True is not supported yet")
+
+    def _run_forward(self, xp, inputs, out, is_train):
+        a = self.attrs
+        data, params, state = inputs[0], inputs[1], inputs[2]
+        cell = inputs[3] if a.mode == "lstm" else None
+        steps, batch, feat = data.shape
+        hidden = a.state_size
+        dirs = self._dirs
+        slices = rnn_param_slices(a.mode, feat, hidden, a.num_layers, a.bidirectional)
+        h_final = out[1] if a.state_outputs else None
+        c_final = out[2] if a.state_outputs and a.mode == "lstm" else None
+        records, masks = [], []
+        layer_in = data
+        for layer in range(a.num_layers):
+            if layer > 0 and is_train and a.p > 0:
+                keep = backend.rng(xp).uniform(0, 1, layer_in.shape) < 1 - a.p
+                mask = keep.astype(layer_in.dtype) * (1 / (1 - a.p))
+                layer_in = layer_in * mask
+                masks.append(mask)
+            else:
+                masks.append(None)
+            last = layer == a.num_layers - 1
+            layer_out = out[0] if last else xp.empty((steps, batch, dirs * hidden),
+                                                     dtype=data.dtype)
+            for d in range(dirs):
+                row = layer * dirs + d
+                w = {k: _view(params, spec) for k, spec in slices[row].items()}
+                rec = self._forward_direction(
+                    xp, layer_in, w, state[row], None if cell is None else cell[row],
+                    reverse=d == 1)
+                layer_out[:, :, d * hidden:(d + 1) * hidden] = rec.h
+                last_t = 0 if d == 1 else steps - 1
+                if h_final is not None:
+                    h_final[row] = rec.h[last_t]
+                if c_final is not None:
+                    c_final[row] = rec.c[last_t]
+                records.append(rec)
+            layer_in = layer_out
+        return records, masks
+
+    def _forward_direction(self, xp, x, w, h0, c0, reverse: bool) -> _DirRecord:
+        a = self.attrs
+        steps, batch, _ = x.shape
+        hidden = a.state_size
+        gh = w["wh"].shape[0]
+        # the input projection of every step in one product
+        gates = xp.matmul(x.reshape(steps * batch, -1), w["wx"].T).reshape(steps, batch, gh)
+        gates += w["bx"]
+        if a.mode != "gru":
+            gates += w["bh"]
+        wh_t = w["wh"].T
+        hs = xp.empty((steps, batch, hidden), dtype=x.dtype)
+        rec = _DirRecord(x=x, gates=gates, h=hs)
+        order = range(steps - 1, -1, -1) if reverse else range(steps)
+        rec_buf = xp.empty((batch, gh), dtype=x.dtype)
+        h_prev = h0
+        if a.mode == "lstm":
+            rec.c = xp.empty_like(hs)
+            rec.tanh_c = xp.empty_like(hs)
+            clip = a.lstm_state_clip_min is not None and a.lstm_state_clip_max is not None
+            if clip:
+                rec.clip_mask = xp.empty_like(hs)
+            c_prev = c0
+            for t in order:
+                g = gates[t]
+                xp.matmul(h_prev, wh_t, out=rec_buf)
+                g += rec_buf
+                _sigmoid_(xp, g[:, :2 * hidden])
+                xp.tanh(g[:, 2 * hidden:3 * hidden], out=g[:, 2 * hidden:3 * hidden])
+                _sigmoid_(xp, g[:, 3 * hidden:])
+                c = rec.c[t]
+                xp.multiply(g[:, hidden:2 * hidden], c_prev, out=c)
+                c += g[:, :hidden] * g[:, 2 * hidden:3 * hidden]
+                if clip:
+                    lo, hi = a.lstm_state_clip_min, a.lstm_state_clip_max
+                    if a.lstm_state_clip_nan:
+                        c[...] = xp.where(xp.isnan(c), lo, c)
+                    rec.clip_mask[t] = (c >= lo) & (c <= hi)
+                    xp.clip(c, lo, hi, out=c)
+                tc = rec.tanh_c[t]
+                xp.tanh(c, out=tc)
+                xp.multiply(g[:, 3 * hidden:], tc, out=hs[t])
+                h_prev, c_prev = hs[t], c
+        elif a.mode == "gru":
+            rec.hn = xp.empty_like(hs)
+            bh = w["bh"]
+            for t in order:
+                g = gates[t]
+                xp.matmul(h_prev, wh_t, out=rec_buf)
+                rec_buf += bh
+                g[:, :2 * hidden] += rec_buf[:, :2 * hidden]
+                _sigmoid_(xp, g[:, :2 * hidden])
+                hn = rec.hn[t]
+                hn[...] = rec_buf[:, 2 * hidden:]
+                n = g[:, 2 * hidden:]
+                n += g[:, :hidden] * hn
+                xp.tanh(n, out=n)
+                z = g[:, hidden:2 * hidden]
+                # h' = n + z * (h - n)
+                h = hs[t]
+                xp.subtract(h_prev, n, out=h)
+                h *= z
+                h += n
+                h_prev = h
+        else:
+            relu = a.mode == "rnn_relu"
+            for t in order:
+                g = gates[t]
+                xp.matmul(h_prev, wh_t, out=rec_buf)
+                g += rec_buf
+                if relu:
+                    xp.maximum(g, 0, out=g)
+                else:
+                    xp.tanh(g, out=g)
+                hs[t] = g
+                h_prev = hs[t]
+        return rec
+
+    # ------------------------------------------------------------------ backward
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        a = self.attrs
+        key = (_address(outputs[0]), tuple(outputs[0].shape))
+        found = self._records.get(key)
+        if found is None:
+            if a.p > 0:
+                raise OpParamError("operator RNN: backward without a training forward cannot "
+                                   "reproduce the dropout masks (p=%g)" % a.p)
+            scratch = [xp.empty_like(outputs[0])] + [
+                xp.empty_like(inputs[2]) for _ in self.outputs()[1:]]
+            found = self._run_forward(xp, inputs, scratch, True)
+        records, masks = found
+        data, params, state = inputs[0], inputs[1], inputs[2]
+        cell = inputs[3] if a.mode == "lstm" else None
+        steps, batch, feat = data.shape
+        hidden = a.state_size
+        dirs = self._dirs
+        slices = rnn_param_slices(a.mode, feat, hidden, a.num_layers, a.bidirectional)
+        g_params = in_grads[1]
+        g_state = in_grads[2]
+        g_cell = in_grads[3] if a.mode == "lstm" else None
+        dy = out_grads[0]
+        if dy is None:
+            dy = xp.zeros(outputs[0].shape, dtype=outputs[0].dtype)
+        dh_final = out_grads[1] if a.state_outputs and len(out_grads) > 1 else None
+        dc_final = out_grads[2] if a.state_outputs and a.mode == "lstm" \
+            and len(out_grads) > 2 else None
+        flat_grad = g_params if g_params is not None else xp.empty_like(params)
+        for layer in range(a.num_layers - 1, -1, -1):
+            need_dx = layer > 0 or in_grads[0] is not None
+            dx = xp.zeros(records[layer * dirs].x.shape, dtype=data.dtype) if need_dx else None
+            for d in range(dirs):
+                row = layer * dirs + d
+                w = {k: _view(params, spec) for k, spec in slices[row].items()}
+                gw = {k: _view(flat_grad, spec) for k, spec in slices[row].items()}
+                dh_last = None if dh_final is None else dh_final[row]
+                dc_last = None if dc_final is None else dc_final[row]
+                h0 = state[row]
+                c0 = None if cell is None else cell[row]
+                dh0, dc0 = self._backward_direction(
+                    xp, records[row], w, gw, dy[:, :, d * hidden:(d + 1) * hidden], h0, c0,
+                    dh_last, dc_last, dx, reverse=d == 1)
+                if g_state is not None:
+                    g_state[row] = dh0
+                if g_cell is not None:
+                    g_cell[row] = dc0
+            if layer > 0:
+                if masks[layer] is not None:
+                    dx *= masks[layer]
+                dy = dx
+            elif in_grads[0] is not None:
+                xp.copyto(in_grads[0], dx)
+        for i in range(4 if a.mode == "lstm" else 3, len(in_grads)):
+            if in_grads[i] is not None:
+                in_grads[i][...] = 0
+
+    def _backward_direction(self, xp, rec: _DirRecord, w, gw, dy, h0, c0, dh_last, dc_last,
+                            dx, reverse: bool):
+        """Gradients of one (layer, direction) pass: writes gw (weights and biases), adds into
+        dx, returns the gradients of the initial states."""
+        a = self.attrs
+        steps, batch, hidden = rec.h.shape
+        gh = w["wh"].shape[0]
+        dtype = rec.h.dtype
+        order = list(range(steps - 1, -1, -1) if reverse else range(steps))
+        dh = xp.zeros((batch, hidden), dtype=dtype)
+        if dh_last is not None:
+            dh += dh_last
+        # h_prev of every step, by real time index
+        h_prev_seq = xp.empty_like(rec.h)
+        if reverse:
+            h_prev_seq[:-1] = rec.h[1:]
+            h_prev_seq[-1] = h0
+        else:
+            h_prev_seq[1:] = rec.h[:-1]
+            h_prev_seq[0] = h0
+        d_gates = xp.empty((steps, batch, gh), dtype=dtype)
+        wh = w["wh"]
+        tmp = xp.empty((batch, hidden), dtype=dtype)
+        dc0 = None
+        if a.mode == "lstm":
+            dc = xp.zeros((batch, hidden), dtype=dtype)
+            if dc_last is not None:
+                dc += dc_last
+            c_prev_seq = xp.empty_like(rec.c)
+            if reverse:
+                c_prev_seq[:-1] = rec.c[1:]
+                c_prev_seq[-1] = c0
+            else:
+                c_prev_seq[1:] = rec.c[:-1]
+                c_prev_seq[0] = c0
+            for t in reversed(order):
+                dh += dy[t]
+                g = rec.gates[t]
+                i_g, f_g = g[:, :hidden], g[:, hidden:2 * hidden]
+                c_g, o_g = g[:, 2 * hidden:3 * hidden], g[:, 3 * hidden:]
+                tc = rec.tanh_c[t]
+                da = d_gates[t]
+                # dc += dh * o * (1 - tanh(c)^2)
+                xp.multiply(tc, tc, out=tmp)
+                xp.subtract(1, tmp, out=tmp)
+                tmp *= o_g
+                tmp *= dh
+                dc += tmp
+                if rec.clip_mask is not None:
+                    dc *= rec.clip_mask[t]
+                da_o = da[:, 3 * hidden:]
+                xp.multiply(dh, tc, out=da_o)
+                da_o *= o_g * (1 - o_g)
+                da_i = da[:, :hidden]
+                xp.multiply(dc, c_g, out=da_i)
+                da_i *= i_g * (1 - i_g)
+                da_f = da[:, hidden:2 * hidden]
+                xp.multiply(dc, c_prev_seq[t], out=da_f)
+                da_f *= f_g * (1 - f_g)
+                da_c = da[:, 2 * hidden:3 * hidden]
+                xp.multiply(dc, i_g, out=da_c)
+                da_c *= 1 - c_g * c_g
+                dc *= f_g
+                xp.matmul(da, wh, out=dh)
+            dc0 = dc
+            d_gates_h = d_gates
+        elif a.mode == "gru":
+            d_gates_h = xp.empty_like(d_gates)
+            for t in reversed(order):
+                dh += dy[t]
+                g = rec.gates[t]
+                r_g, z_g, n_g = g[:, :hidden], g[:, hidden:2 * hidden], g[:, 2 * hidden:]
+                hp = h_prev_seq[t]
+                dax = d_gates[t]
+                dah = d_gates_h[t]
+                da_n = dax[:, 2 * hidden:]
+                xp.multiply(dh, 1 - z_g, out=da_n)
+                da_n *= 1 - n_g * n_g
+                xp.multiply(da_n, r_g, out=dah[:, 2 * hidden:])
+                da_r = dax[:, :hidden]
+                xp.multiply(da_n, rec.hn[t], out=da_r)
+                da_r *= r_g * (1 - r_g)
+                da_z = dax[:, hidden:2 * hidden]
+                xp.subtract(hp, n_g, out=da_z)
+                da_z *= dh
+                da_z *= z_g * (1 - z_g)
+                dah[:, :2 * hidden] = dax[:, :2 * hidden]
+                dh *= z_g
+                xp.matmul(dah, wh, out=tmp)
+                dh += tmp
+        else:
+            relu = a.mode == "rnn_relu"
+            for t in reversed(order):
+                dh += dy[t]
+                da = d_gates[t]
+                h = rec.h[t]
+                if relu:
+                    xp.multiply(dh, h > 0, out=da)
+                else:
+                    xp.multiply(h, h, out=da)
+                    xp.subtract(1, da, out=da)
+                    da *= dh
+                xp.matmul(da, wh, out=dh)
+            d_gates_h = d_gates
+        flat_x = d_gates.reshape(steps * batch, gh)
+        flat_h = d_gates_h.reshape(steps * batch, gh)
+        xp.matmul(flat_x.T, rec.x.reshape(steps * batch, -1), out=gw["wx"])
+        xp.matmul(flat_h.T, h_prev_seq.reshape(steps * batch, hidden), out=gw["wh"])
+        xp.sum(flat_x, axis=0, out=gw["bx"])
+        xp.sum(flat_h, axis=0, out=gw["bh"])
+        if dx is not None:
+            dx += xp.matmul(flat_x, w["wx"]).reshape(dx.shape)
+        return dh, dc0
+
+
+@dataclasses.dataclass(frozen=True)
+class ReverseAttrs:
+    axis: tuple[int, ...]
+
+
+class Reverse(Op):
+    """Reverse the order of elements along `axis` (one or more axes); same shape out.
+    Backward reverses the head gradient the same way."""
+
+    name = "reverse"
+    aliases = ("flip",)
+    Attrs = ReverseAttrs
+    backward_inputs = ()
+    backward_outputs = ()
+
+    def _index(self, ndim: int) -> tuple:
+        index = [slice(None)] * ndim
+        for ax in self.attrs.axis:
+            if not -ndim <= ax < ndim:
+                raise ShapeError("axis=%d is out of range for an input of rank %d" % (ax, ndim))
+            index[ax] = slice(None, None, -1)
+        return tuple(index)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        xp.copyto(out[0], inputs[0][self._index(inputs[0].ndim)])
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            xp.copyto(in_grads[0], out_grads[0][self._index(out_grads[0].ndim)])
+
+
+# `reverse` is a shape operator; it lives here until shape.py has one, and steps aside then.
+if "reverse" not in _REGISTRY:
+    register(Reverse)

@@ -144,9 +144,13 @@ def build_gradient(fwd: Graph, wrt: Sequence[str]) -> GradientGraph:
 
     head_grad_nodes = []
     head_vars = []
+    last_occurrence = {eid: i for i, eid in enumerate(fwd.output_eids)}
     for i, eid in enumerate(fwd.output_eids):
         node = fwd.nodes[fwd.entry_node(eid)]
-        if not depends[eid] or (node.op is not None and not node.op.needs_out_grad) or (
+        # an output listed twice in a Group takes the head gradient of its last listing only,
+        # as in MXNet
+        if not depends[eid] or last_occurrence[eid] != i or (
+                node.op is not None and not node.op.needs_out_grad) or (
                 node.op is not None and node.op.no_gradient):
             head_grad_nodes.append(None)
             continue

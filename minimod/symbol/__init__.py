@@ -32,6 +32,19 @@ def __getattr__(name: str):
     raise AttributeError("module 'minimod.symbol' has no attribute '%s'" % name)
 
 
+class _InternalNamespace:
+    """`mx.sym._internal`: MXNet's private constructor names (`_plus`, `_mul`, `_PlusScalar`)."""
+
+    def __getattr__(self, name: str):
+        from ..ops.registry import list_ops
+        if name in list_ops():
+            return _constructor(name)
+        raise AttributeError("mx.sym._internal has no operator '%s'" % name)
+
+
+_internal = _InternalNamespace()
+
+
 def zeros(shape, dtype="float32", **kwargs) -> Symbol:
     return make_op_symbol("_zeros", [], dict(kwargs, shape=shape, dtype=dtype), hint="_zeros")
 
