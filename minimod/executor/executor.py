@@ -10,6 +10,7 @@ must grow replaces its blocks and every executor on it re-derives its views befo
 """
 from __future__ import annotations
 
+import weakref
 from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -395,6 +396,7 @@ def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_a
     shared_args = shared_exec.arg_dict if shared_exec is not None else {}
     shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
     shared_aux = shared_exec.aux_dict if shared_exec is not None else {}
+    pool = shared_exec._pool if shared_exec is not None else MemoryPool(ctx)
     args, grads = [], []
     for name, eid in zip(plan.arg_names, plan.arg_eids):
         shape, dtype = plan.shapes[eid], plan.dtypes[eid]
@@ -407,7 +409,7 @@ def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_a
             grads.append(grad if reqs[name] != "null" else None)
             continue
         if shared_buffer is not None and name not in shared_names:
-            args.append(_from_buffer(shared_buffer, name, shape, dtype, ctx))
+            args.append(_from_buffer(shared_buffer, name, shape, dtype, ctx, pool))
         else:
             args.append(_zeros_nd(shape, dtype, ctx))
         grads.append(_zeros_nd(shape, dtype, ctx) if reqs[name] != "null" else None)
@@ -418,7 +420,6 @@ def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_a
             aux.append(shared_aux[name])
         else:
             aux.append(_zeros_nd(shape, dtype, ctx))
-    pool = shared_exec._pool if shared_exec is not None else None
     return Executor(symbol, plan, ctx, args, grads, aux, pool=pool)
 
 
@@ -426,17 +427,51 @@ def _fits(arr: NDArray, shape, dtype) -> bool:
     return arr.shape == tuple(shape) and np.dtype(arr.dtype) == np.dtype(dtype)
 
 
-def _from_buffer(buffer: dict, name: str, shape, dtype, ctx) -> NDArray:
-    """A view of the shared buffer's array for `name`, grown (and stored back) when too small."""
-    nbytes = entry_nbytes(shape, dtype)
+# id(shared buffer array) -> weak references to the views handed out of it (NDArray compares
+# elementwise, so it cannot key a WeakKeyDictionary)
+_BUFFER_VIEWS: dict = {}
+
+
+def _views_of(base: NDArray) -> list:
+    views = _BUFFER_VIEWS.get(id(base))
+    if views is None:
+        views = _BUFFER_VIEWS[id(base)] = []
+        weakref.finalize(base, _BUFFER_VIEWS.pop, id(base), None)
+    return views
+
+
+def _view_of(base: NDArray, shape, ctx) -> NDArray:
+    size = int(np.prod(shape, dtype=np.int64))
+    view = NDArray(base._data.reshape(-1)[:size].reshape(shape), ctx)
+    _views_of(base).append(weakref.ref(view))
+    return view
+
+
+def _from_buffer(buffer: dict, name: str, shape, dtype, ctx,
+                 pool: Optional[MemoryPool]) -> NDArray:
+    """A view of the shared buffer's array for `name` (bucketing's input arrays).
+
+    When a larger shape arrives, one larger array replaces the buffer and every view handed out
+    before is moved onto it (the executors holding them re-derive their steps, through the
+    pool's generation), so all buckets together hold one buffer per input, sized to the largest.
+    """
     have = buffer.get(name)
-    if have is not None and have.context == ctx and have._data.nbytes >= nbytes and (
-            np.dtype(have.dtype) == np.dtype(dtype)):
-        flat = have._data.reshape(-1)[:int(np.prod(shape, dtype=np.int64))]
-        return NDArray(flat.reshape(shape), ctx)
-    arr = _zeros_nd(shape, dtype, ctx)
-    buffer[name] = arr
-    return arr
+    compatible = (have is not None and have.context == ctx
+                  and np.dtype(have.dtype) == np.dtype(dtype))
+    if compatible and have._data.nbytes >= entry_nbytes(shape, dtype):
+        return _view_of(have, shape, ctx)
+    base = _zeros_nd(shape, dtype, ctx)
+    if compatible:
+        for ref in _views_of(have):
+            old = ref()
+            if old is not None:
+                old._data = base._data.reshape(-1)[:old.size].reshape(old.shape)
+                _views_of(base).append(ref)
+        _views_of(have).clear()
+        if pool is not None:
+            pool.generation += 1
+    buffer[name] = base
+    return _view_of(base, shape, ctx)
 
 
 def bind(symbol, ctx: Context, args, args_grad=None, grad_req="write", aux_states=None,
