@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 import tempfile
 
-
-
 from .. import backend
 from ..base import MXNetError
 from ..context import cpu

@@ -27,8 +27,13 @@ from ..base import MXNetError, ShapeError
 from ..executor.group import DataParallelExecutorGroup
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
-from ..model import (_create_kvstore, _initialize_kvstore, _update_params,
-                     _update_params_on_kvstore, load_checkpoint)
+from ..model import (
+    _create_kvstore,
+    _initialize_kvstore,
+    _update_params,
+    _update_params_on_kvstore,
+    load_checkpoint,
+)
 from .base_module import BaseModule, _check_input_names, _parse_data_desc, _require
 
 __all__ = ["Module"]

@@ -8,9 +8,8 @@ mxlm-reference.npz with MXNet's predictions on fixed batches after loading it ba
 import os
 import sys
 
-import numpy as np
-
 import mxnet as mx
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
