@@ -90,6 +90,7 @@ class Executor:
         self._generation = -1
         self._materialize()
         self._arg_dict = self._grad_dict = self._aux_dict = None
+        self._reshaped: dict = {}
 
     # ------------------------------------------------------------------ binding
     def _materialize(self) -> None:
@@ -283,7 +284,22 @@ class Executor:
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
                 **kwargs) -> "Executor":
-        """A new executor for new input shapes, sharing unchanged arrays and the memory pool."""
+        """A new executor for new input shapes, sharing unchanged arrays and the memory pool.
+
+        Plans are compiled once per shape: asking again for shapes seen before (a module fed
+        alternating batch sizes) returns the executor made the first time.
+        """
+        key = (partial_shaping, tuple(sorted((k, tuple(v)) for k, v in kwargs.items())))
+        cached = self._reshaped.get(key)
+        if cached is not None:
+            return cached
+        new = self._reshape(partial_shaping, **kwargs)
+        if len(self._reshaped) >= 8:
+            self._reshaped.pop(next(iter(self._reshaped)))
+        self._reshaped[key] = new
+        return new
+
+    def _reshape(self, partial_shaping: bool, **kwargs) -> "Executor":
         plan = self._plan
         shapes = {n: a.shape for n, a in zip(plan.arg_names, self.arg_arrays)}
         unknown = [k for k in kwargs if k not in shapes]
