@@ -1,26 +1,9 @@
-"""Helpers for the scenarios in this folder (numpy-seeded inputs only, no engine RNG)."""
+"""Helpers for the scenarios in this folder (numpy-seeded inputs only, no engine RNG).
+
+`det_params`, `to_nd` and `params_out` come from common.py, the oracle's own helpers.
+"""
 import numpy as np
-
-
-def det_params(sym, seed=0, scale=0.1, **shapes):
-    arg_shapes, _, aux_shapes = sym.infer_shape(**shapes)
-    rng = np.random.RandomState(seed)
-    args = {}
-    for name, shape in zip(sym.list_arguments(), arg_shapes):
-        if name in shapes:
-            continue
-        args[name] = rng.uniform(-scale, scale, size=shape).astype(np.float32)
-        if name.endswith("_gamma"):
-            args[name] = (1.0 + args[name]).astype(np.float32)
-    auxs = {}
-    for name, shape in zip(sym.list_auxiliary_states(), aux_shapes):
-        base = np.ones(shape) if name.endswith("var") else np.zeros(shape)
-        auxs[name] = (base + rng.uniform(0, scale, size=shape)).astype(np.float32)
-    return args, auxs
-
-
-def to_nd(mx, d):
-    return {k: mx.nd.array(v) for k, v in d.items()}
+from common import det_params, params_out, to_nd  # noqa: F401 (re-exported)
 
 
 def data(n, shape, classes, seed=1):
@@ -50,16 +33,6 @@ def conv_bn(mx, classes=5):
     a2 = mx.sym.Activation(b2, act_type="tanh", name="tanh2")
     fc = mx.sym.FullyConnected(mx.sym.Flatten(a2), num_hidden=classes, name="fc")
     return mx.sym.SoftmaxOutput(fc, name="softmax")
-
-
-def params_out(mod, prefix):
-    arg, aux = mod.get_params()
-    out = {}
-    for k, v in arg.items():
-        out["%s_arg_%s" % (prefix, k)] = v.asnumpy()
-    for k, v in aux.items():
-        out["%s_aux_%s" % (prefix, k)] = v.asnumpy()
-    return out
 
 
 def batch(mx, x, y, i, size):
