@@ -5,11 +5,12 @@ Every error minimod raises on bad input is a subclass of `MXNetError`, so code w
 """
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Any, Union
 
 __all__ = [
     "MXNetError", "ShapeError", "DTypeError", "OpParamError", "BindError", "GraphError",
-    "_as_list", "string_types", "numeric_types", "integer_types",
+    "_as_list", "string_types", "numeric_types", "integer_types", "atomic_write",
 ]
 
 string_types = (str,)
@@ -46,3 +47,28 @@ def _as_list(obj: Any) -> list:
     if isinstance(obj, (list, tuple)):
         return list(obj)
     return [obj]
+
+
+def atomic_write(fname, payload: Union[bytes, str]) -> None:
+    """Write `payload` to `fname` so that the file is either the old one or the whole new one.
+
+    The bytes go to a temporary file in the same directory, are flushed to disk, and the
+    temporary file is renamed over `fname`; on any error it is removed and `fname` is untouched.
+    """
+    if isinstance(payload, str):
+        payload = payload.encode("utf-8")
+    fname = os.fspath(fname)
+    directory = os.path.dirname(os.path.abspath(fname))
+    tmp = os.path.join(directory, ".%s.%d.%s.tmp" % (os.path.basename(fname), os.getpid(),
+                                                     os.urandom(4).hex()))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, fname)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

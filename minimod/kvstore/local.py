@@ -7,11 +7,8 @@ on the store), `set_gradient_compression` ('device' only, like MXNet), optimizer
 """
 from __future__ import annotations
 
-import os
-import tempfile
-
 from .. import backend
-from ..base import MXNetError
+from ..base import MXNetError, atomic_write
 from ..context import cpu
 from ..ndarray.ndarray import NDArray
 from .compression import create_compression
@@ -145,7 +142,7 @@ class KVStore:
         if self._updater is None:
             raise MXNetError("Cannot save states for distributed training" if "dist" in
                              self._type else "the kvstore has no optimizer to save states of")
-        _write_atomic(fname, self._updater.get_states(dump_optimizer))
+        atomic_write(fname, self._updater.get_states(dump_optimizer))
 
     def load_optimizer_states(self, fname: str) -> None:
         if self._updater is None:
@@ -155,19 +152,6 @@ class KVStore:
 
     def _barrier(self) -> None:
         """All workers wait here (a no-op with one process)."""
-
-
-def _write_atomic(fname: str, data: bytes) -> None:
-    directory = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, fname)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def create(name: str = "local") -> KVStore:

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import warnings
 
 from .. import context as ctx
 from .. import ndarray as nd
 from .. import optimizer as opt
-from ..base import MXNetError, ShapeError
+from ..base import MXNetError, ShapeError, atomic_write
 from ..executor.group import DataParallelExecutorGroup
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
@@ -437,17 +436,7 @@ class Module(BaseModule):
         """Save optimizer states keyed by parameter name (pickle-free; see module docstring)."""
         _require(self.optimizer_initialized, "save_optimizer_states: call init_optimizer first")
         updater, idx2name, _ = self._state_updater_and_keys()
-        data = updater.dump_states_by_name(idx2name)
-        directory = os.path.dirname(os.path.abspath(fname))
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, fname)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        atomic_write(fname, updater.dump_states_by_name(idx2name))
 
     def load_optimizer_states(self, fname):
         """Load states saved by minimod or MXNet (whose pickles are read safely)."""

@@ -36,7 +36,7 @@ from typing import Optional, Union
 import numpy as np
 
 from .. import backend
-from ..base import MXNetError
+from ..base import MXNetError, atomic_write
 from ..context import Context
 from .ndarray import NDArray, wrap
 
@@ -293,26 +293,9 @@ def load_from_bytes(buf: bytes, source: str = "<bytes>") -> Loaded:
     return dict(zip(names, arrays)) if names else arrays
 
 
-def _atomic_write(fname: str, payload: bytes) -> None:
-    directory = os.path.dirname(os.path.abspath(fname))
-    base = os.path.basename(fname)
-    tmp = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, fname)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save(fname: str | os.PathLike, data: SaveData) -> None:
     """Write `data` to `fname` in MXNet's format (atomically: temp file, then rename)."""
-    _atomic_write(os.fspath(fname), save_to_bytes(data))
+    atomic_write(fname, save_to_bytes(data))
 
 
 def load(fname: str | os.PathLike) -> Loaded:

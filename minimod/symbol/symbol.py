@@ -10,14 +10,12 @@ so that the symbol package itself depends only on ops.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import warnings
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..base import GraphError, MXNetError, ShapeError
+from ..base import GraphError, MXNetError, ShapeError, atomic_write
 from ..ops.registry import create_op, get_op_class
 from .graph import Entry, Graph, Node
 from .naming import HIDDEN_KEYS, current_attr_scope, current_name_manager, hidden_key
@@ -411,7 +409,7 @@ class Symbol:
 
     def save(self, fname: str, remove_amp_cast: bool = True) -> None:
         """Write `tojson()` to `fname` atomically (a temp file, then a rename)."""
-        write_text_atomic(fname, self.tojson())
+        atomic_write(fname, self.tojson())
 
     def debug_str(self) -> str:
         lines = []
@@ -465,19 +463,6 @@ def _with_plain_keys(attrs: dict) -> dict:
         if dunder in attrs:
             out[key] = attrs[dunder]
     return out
-
-
-def write_text_atomic(fname: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, fname)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _substitute(graph: Graph, replacement: dict) -> tuple:
