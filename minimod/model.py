@@ -101,11 +101,16 @@ def save_checkpoint(prefix: str, epoch: int, symbol, arg_params: dict, aux_param
     """Write `prefix-symbol.json` (if symbol is given) and `prefix-%04d.params`."""
     if symbol is not None:
         symbol.save("%s-symbol.json" % prefix, remove_amp_cast=remove_amp_cast)
+    param_name = "%s-%04d.params" % (prefix, epoch)
+    _save_param_dict(param_name, arg_params, aux_params)
+    logging.info('Saved checkpoint to "%s"', param_name)
+
+
+def _save_param_dict(fname: str, arg_params: dict, aux_params: dict) -> None:
+    """Write parameters as MXNet does: CPU copies under `arg:NAME` and `aux:NAME` keys."""
     save_dict = {"arg:%s" % k: v.as_in_context(cpu()) for k, v in arg_params.items()}
     save_dict.update({"aux:%s" % k: v.as_in_context(cpu()) for k, v in aux_params.items()})
-    param_name = "%s-%04d.params" % (prefix, epoch)
-    nd.save(param_name, save_dict)
-    logging.info('Saved checkpoint to "%s"', param_name)
+    nd.save(fname, save_dict)
 
 
 def load_params(prefix: str, epoch: int):

@@ -17,10 +17,9 @@ import numpy as np
 from .. import metric
 from .. import ndarray as nd
 from ..base import MXNetError, _as_list
-from ..context import cpu
 from ..initializer import Uniform
 from ..io import DataBatch, DataDesc, DataIter
-from ..model import BatchEndParam
+from ..model import BatchEndParam, _save_param_dict
 
 __all__ = ["BaseModule", "_check_input_names", "_check_names_match", "_parse_data_desc",
            "_as_list"]
@@ -312,9 +311,7 @@ class BaseModule:
     def save_params(self, fname: str) -> None:
         """Save the parameters in MXNet's .params format (`arg:`/`aux:` keys)."""
         arg_params, aux_params = self.get_params()
-        save_dict = {"arg:%s" % k: v.as_in_context(cpu()) for k, v in arg_params.items()}
-        save_dict.update({"aux:%s" % k: v.as_in_context(cpu()) for k, v in aux_params.items()})
-        nd.save(fname, save_dict)
+        _save_param_dict(fname, arg_params, aux_params)
 
     def load_params(self, fname: str) -> None:
         """Load parameters saved by save_params (MXNet's or minimod's)."""
