@@ -25,7 +25,7 @@ from .. import symbol as sym
 from ..initializer import Uniform
 from ..model import load_params
 from ..symbol.naming import NameManager
-from .base_module import BaseModule, _check_input_names, _require
+from .base_module import BaseModule, _call_accepting, _check_input_names, _require
 from .module import Module
 
 __all__ = ["BucketingModule"]
@@ -125,9 +125,9 @@ class BucketingModule(BaseModule):
     def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
                    allow_extra=False):
         if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
+            _call_accepting(self.init_params, initializer=None, arg_params=arg_params,
+                            aux_params=aux_params, allow_missing=allow_missing,
+                            force_init=force_init, allow_extra=allow_extra)
             return
         if self.params_initialized and not force_init:
             warnings.warn("Parameters already initialized and force_init=False. "

@@ -33,7 +33,7 @@ from ..model import (
     _update_params_on_kvstore,
     load_checkpoint,
 )
-from .base_module import BaseModule, _check_input_names, _parse_data_desc, _require
+from .base_module import BaseModule, _call_accepting, _check_input_names, _parse_data_desc, _require
 
 __all__ = ["Module"]
 
@@ -201,9 +201,10 @@ class Module(BaseModule):
     def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
                    allow_extra=False):
         if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
+            # an older subclass's init_params may not take allow_extra (pain point #6)
+            _call_accepting(self.init_params, initializer=None, arg_params=arg_params,
+                            aux_params=aux_params, allow_missing=allow_missing,
+                            force_init=force_init, allow_extra=allow_extra)
             return
         if self.params_initialized and not force_init:
             warnings.warn("Parameters already initialized and force_init=False. "
@@ -368,6 +369,10 @@ class Module(BaseModule):
             elif getattr(batch0, "label", None) and self._label_shapes:
                 new_lshape = [DataDesc(i.name, j.shape, i.dtype, i.layout)
                               for i, j in zip(self._label_shapes, batch0.label)]
+            elif getattr(batch0, "label", None) and self._label_names:
+                # the module was last reshaped without labels: take them back from the batch
+                new_lshape = [DataDesc(name, j.shape, j.dtype)
+                              for name, j in zip(self._label_names, batch0.label)]
             else:
                 new_lshape = None
             try:

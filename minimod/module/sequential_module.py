@@ -26,7 +26,7 @@ import logging
 
 from ..base import MXNetError
 from ..initializer import Uniform
-from .base_module import BaseModule, _require
+from .base_module import BaseModule, _call_accepting, _require
 
 __all__ = ["SequentialModule"]
 
@@ -113,9 +113,9 @@ class SequentialModule(BaseModule):
             return
         _require(self.binded, "init_params: call bind on the SequentialModule first")
         for module in self._modules:
-            module.init_params(initializer=initializer, arg_params=arg_params,
-                               aux_params=aux_params, allow_missing=allow_missing,
-                               force_init=force_init, allow_extra=allow_extra)
+            _call_accepting(module.init_params, initializer=initializer, arg_params=arg_params,
+                            aux_params=aux_params, allow_missing=allow_missing,
+                            force_init=force_init, allow_extra=allow_extra)
         owners = ({}, {})
         duplicates = []
         for i_layer, module in enumerate(self._modules):

@@ -217,3 +217,20 @@ def test_fit_reaches_accuracy_and_logs(caplog):
     assert mod.score(it, "acc")[0][1] > 0.95
     assert "Epoch[7] Validation-accuracy=" in caplog.text
     assert "Epoch[0] Train-accuracy=" in caplog.text
+
+
+def test_labels_return_after_an_unlabelled_batch_of_another_size():
+    """predict on 5 samples reshapes without labels; the next labelled batch (no
+    provide_label) must train on its labels, exactly like a fresh module."""
+    x, y = _data()
+    used = _module(mx.cpu())
+    used.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1})
+    fresh = _module(mx.cpu())
+    fresh.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1})
+    used.predict(x[:5])
+    for mod in (used, fresh):
+        mod.forward_backward(_batch(x, y, 0))
+    for name, grad in zip(used._param_names, used._exec_group.grad_arrays):
+        np.testing.assert_array_equal(grad[0].asnumpy(),
+                                      fresh._exec_group.grad_arrays[
+                                          fresh._param_names.index(name)][0].asnumpy())
