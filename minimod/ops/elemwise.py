@@ -154,6 +154,10 @@ def _g_hypot_r(xp, dy, lhs, rhs, y, out):
     return xp.multiply(dy, rhs / y, out=out)
 
 
+def _g_mod_r(xp, dy, lhs, rhs, y, out):
+    return xp.multiply(dy, -xp.floor(lhs / rhs), out=out)
+
+
 @dataclasses.dataclass(frozen=True)
 class _BinaryMath:
     """One row of the binary table: forward, the two gradients, what the gradients read."""
@@ -183,6 +187,9 @@ _BINARY = {
                            lambda xp, a, b, o: xp.minimum(a, b, out=o), _g_le, _g_gt, (0, 1)),
     "hypot": _BinaryMath("sqrt(lhs**2 + rhs**2)", lambda xp, a, b, o: xp.hypot(a, b, out=o),
                          _g_hypot_l, _g_hypot_r, (0, 1), True),
+    "mod": _BinaryMath("lhs mod rhs with the divisor's sign (Python's %); gradients 1 and "
+                       "-floor(lhs / rhs)", lambda xp, a, b, o: xp.mod(a, b, out=o),
+                       _g_same, _g_mod_r, (0, 1)),
     "equal": _BinaryMath("lhs == rhs", lambda xp, a, b, o: xp.equal(a, b, out=o)),
     "not_equal": _BinaryMath("lhs != rhs", lambda xp, a, b, o: xp.not_equal(a, b, out=o)),
     "greater": _BinaryMath("lhs > rhs", lambda xp, a, b, o: xp.greater(a, b, out=o)),
@@ -246,6 +253,7 @@ _SAME_SHAPE_NAMES = {
     "maximum": ("_maximum", ("_Maximum",)),
     "minimum": ("_minimum", ("_Minimum",)),
     "hypot": ("_hypot", ("_Hypot",)),
+    "mod": ("_mod", ("_Mod",)),
     "equal": ("_equal", ("_Equal",)),
     "not_equal": ("_not_equal", ("_Not_Equal",)),
     "greater": ("_greater", ("_Greater",)),
@@ -315,6 +323,7 @@ _BROADCAST_NAMES = {
     "maximum": ("broadcast_maximum", ()),
     "minimum": ("broadcast_minimum", ()),
     "hypot": ("broadcast_hypot", ()),
+    "mod": ("broadcast_mod", ()),
     "equal": ("broadcast_equal", ()),
     "not_equal": ("broadcast_not_equal", ()),
     "greater": ("broadcast_greater", ()),
@@ -423,6 +432,13 @@ _SCALAR = {
     "_hypot_scalar": (("_HypotScalar",), _ScalarMath(
         "sqrt(data**2 + scalar**2)", lambda xp, x, s, o: xp.hypot(x, s, out=o),
         lambda xp, dy, x, y, s, dx: xp.multiply(dy, x / y, out=dx), True, True)),
+    "_mod_scalar": (("_ModScalar",), _ScalarMath(
+        "data mod scalar (Python's %)", lambda xp, x, s, o: xp.mod(x, s, out=o),
+        lambda xp, dy, x, y, s, dx: xp.copyto(dx, dy))),
+    "_rmod_scalar": (("_RModScalar",), _ScalarMath(
+        "scalar mod data (Python's %); gradient -floor(scalar / data)",
+        lambda xp, x, s, o: xp.mod(s, x, out=o),
+        lambda xp, dy, x, y, s, dx: xp.multiply(dy, -xp.floor(s / x), out=dx), True)),
     "_equal_scalar": (("_EqualScalar",), _ScalarMath(
         "data == scalar", lambda xp, x, s, o: xp.equal(x, s, out=o))),
     "_not_equal_scalar": (("_NotEqualScalar",), _ScalarMath(

@@ -49,7 +49,7 @@ def zeros_like_all(*inputs):
 BINARY_REF = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
     "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "hypot": np.hypot,
-    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
+    "mod": np.mod, "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
     "greater_equal": np.greater_equal, "lesser": np.less, "lesser_equal": np.less_equal,
     "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
 }
@@ -61,6 +61,8 @@ COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "lesser", "less
 
 
 def binary_inputs(key, shape_l=SHAPE, shape_r=SHAPE):
+    if key == "mod":  # lhs / rhs in (1.06, 1.93): away from the jumps at multiples of rhs
+        return uniform(1.7, 2.9, shape_l), uniform(1.5, 1.6, shape_r)
     if key == "power":
         return uniform(0.5, 2.0, shape_l), uniform(-1.5, 1.5, shape_r)
     if key == "div":
@@ -127,6 +129,8 @@ SCALAR_CASES = [
     ("_div_scalar", 4.0, uniform(-2, 2), lambda x, s: x / s),
     ("_rdiv_scalar", 2.0, away_from(uniform(-2, 2), [0], 0.5), lambda x, s: s / x),
     ("_power_scalar", 3.0, uniform(-2, 2), lambda x, s: x ** s),
+    ("_mod_scalar", 1.5, uniform(1.6, 2.9), lambda x, s: np.mod(x, s)),
+    ("_rmod_scalar", 5.0, uniform(1.8, 2.4), lambda x, s: np.mod(s, x)),
     ("_power_scalar", 0.5, uniform(0.5, 2), lambda x, s: x ** s),
     ("_rpower_scalar", 2.0, uniform(-2, 2), lambda x, s: s ** x),
     ("_maximum_scalar", 0.3, away_from(uniform(-2, 2), [0.3]), np.maximum),
