@@ -1,0 +1,53 @@
+"""minimod.testing: the checks users run on their own graphs catch what they should."""
+import numpy as np
+import pytest
+
+import minimod as mx
+from minimod import testing
+from minimod.ops.registry import get_op_class
+
+
+def _net():
+    x = mx.sym.Variable("x")
+    w = mx.sym.Variable("w")
+    return mx.sym.tanh(mx.sym.dot(x, w)) * 2
+
+
+def test_numeric_gradient_passes_for_a_correct_graph():
+    rng = np.random.RandomState(0)
+    testing.check_numeric_gradient(_net(), {"x": rng.rand(3, 4), "w": rng.rand(4, 2)})
+
+
+def test_numeric_gradient_catches_a_wrong_gradient(monkeypatch):
+    op_cls = get_op_class("tanh")
+    original = op_cls.backward
+
+    def wrong(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        original(self, xp, out_grads, inputs, outputs, in_grads, aux)
+        in_grads[0] *= 1.5
+    monkeypatch.setattr(op_cls, "backward", wrong)
+    rng = np.random.RandomState(0)
+    with pytest.raises(AssertionError):
+        testing.check_numeric_gradient(_net(), {"x": rng.rand(3, 4), "w": rng.rand(4, 2)})
+
+
+def test_symbolic_forward_and_backward():
+    x, w = np.arange(6.0).reshape(2, 3) / 10, np.ones((3, 2)) / 3
+    y = np.tanh(x @ w) * 2
+    testing.check_symbolic_forward(_net(), {"x": x, "w": w}, [y], rtol=1e-5)
+    head = np.ones((2, 2))
+    dz = head * 2 * (1 - np.tanh(x @ w) ** 2)
+    testing.check_symbolic_backward(_net(), {"x": x, "w": w}, [head],
+                                    {"x": dz @ w.T, "w": x.T @ dz}, rtol=1e-5)
+    with pytest.raises(AssertionError):
+        testing.check_symbolic_forward(_net(), {"x": x, "w": w}, [y + 0.1])
+
+
+def test_consistency_over_contexts_and_dtypes():
+    sym = _net()
+    outs = testing.check_consistency(sym, [
+        {"ctx": mx.cpu(0), "x": (3, 4), "w": (4, 2), "type_dict": {"x": np.float64,
+                                                                     "w": np.float64}},
+        {"ctx": mx.cpu(1), "x": (3, 4), "w": (4, 2)},
+    ])
+    assert len(outs) == 2 and outs[0][0].shape == (3, 2)
