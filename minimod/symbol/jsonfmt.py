@@ -1,7 +1,7 @@
 """MXNet's symbol JSON: write it as MXNet 1.9.1 does, read it in its current and legacy forms.
 
 The writer reproduces MXNet's layout (dmlc's JSON writer): objects with more than one key and
-integer arrays longer than ten items are spread over lines, everything else stays on one line,
+arrays longer than ten items are spread over lines, everything else stays on one line,
 items are separated by ", ". Attribute maps are written with sorted keys.
 
 The reader accepts what MXNet 1.9.1 accepts: input entries of two or three numbers, missing
@@ -44,8 +44,13 @@ def _int_array(values, indent: int) -> str:
     return "[\n%s\n%s]" % (", \n".join(pad + str(v) for v in values), " " * indent)
 
 
-def _entries(entries) -> str:
-    return "[%s]" % ", ".join("[%d, %d, %d]" % e for e in entries)
+def _entries(entries, indent: int) -> str:
+    """A list of [node, index, version] entries; over ten entries go one per line."""
+    entries = ["[%d, %d, %d]" % e for e in entries]
+    if len(entries) <= 10:
+        return "[%s]" % ", ".join(entries)
+    pad = " " * (indent + 2)
+    return "[\n%s\n%s]" % (", \n".join(pad + e for e in entries), " " * indent)
 
 
 def graph_to_json(graph: Graph) -> str:
@@ -59,7 +64,7 @@ def graph_to_json(graph: Graph) -> str:
         fields = ['      "op": %s' % _s(node.op_name), '      "name": %s' % _s(node.name)]
         if node.attrs:
             fields.append('      "attrs": %s' % _attrs_text(node.attrs, 6))
-        fields.append('      "inputs": %s' % _entries(entries))
+        fields.append('      "inputs": %s' % _entries(entries, 6))
         node_texts.append("    {\n%s\n    }" % ", \n".join(fields))
     heads = [(graph.node_id[id(e.node)], e.index, 0) for e in graph.outputs]
     arg_nodes = graph.variable_ids()
@@ -67,7 +72,7 @@ def graph_to_json(graph: Graph) -> str:
         '  "nodes": [\n%s\n  ]' % ", \n".join(node_texts),
         '  "arg_nodes": %s' % _int_array(arg_nodes, 2),
         '  "node_row_ptr": %s' % _int_array(graph.row_ptr, 2),
-        '  "heads": %s' % _entries(heads),
+        '  "heads": %s' % _entries(heads, 2),
         '  "attrs": {"mxnet_version": ["int", %d]}' % MXNET_VERSION,
     ]
     return "{\n%s\n}" % ", \n".join(parts)

@@ -113,3 +113,14 @@ def describe(mx, sym, shapes):
         "internals": sym.get_internals().list_outputs(),
         "attr_dict": sym.attr_dict(),
     }
+
+
+def wide(mx):
+    """More than ten inputs and heads: MXNet spreads those lists over lines."""
+    parts = [mx.sym.Variable("v%d" % i) for i in range(11)]
+    cat = mx.sym.Concat(*parts, dim=1, name="cat")
+    heads = [cat] + [p * 2 for p in parts[:10]]
+    return mx.sym.Group(heads), {"v%d" % i: (2, 1) for i in range(11)}
+
+
+CASES["wide"] = wide

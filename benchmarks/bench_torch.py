@@ -1,0 +1,101 @@
+"""PyTorch eager peer (run with /tmp/ptenv/bin/python):
+`/tmp/ptenv/bin/python bench_torch.py --net mlp|lenet|lstm|lstm_fused [--batch N]`.
+
+The same networks, data (workloads.numpy_batches) and optimizer (SGD lr 0.01, momentum 0.9) as
+the Module-API peers; the loss is the mean cross-entropy, which gives the same gradients as
+MXNet's SoftmaxOutput with Module's default rescale_grad = 1/batch. `lstm` is a hand-unrolled
+nn.LSTMCell loop over the 35 steps (the peer of mx.rnn.LSTMCell.unroll); `lstm_fused` is
+nn.LSTM (the peer of mx.sym.RNN). Initial LSTM states are zeros every step, as in the symbol.
+Prints one JSON line.
+"""
+import benchutil  # isort: skip  (pins the thread pools before torch/numpy are imported)
+import numpy as np
+import torch
+import workloads as wl
+from torch import nn
+
+
+class MLP(nn.Sequential):
+    def __init__(self):
+        super().__init__(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                         nn.Linear(512, 10))
+
+
+class LeNet(nn.Sequential):
+    def __init__(self):
+        super().__init__(nn.Conv2d(1, 20, 5), nn.Tanh(), nn.MaxPool2d(2),
+                         nn.Conv2d(20, 50, 5), nn.Tanh(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(800, 500), nn.Tanh(), nn.Linear(500, 10))
+
+
+class LSTMLM(nn.Module):
+    def __init__(self, fused: bool):
+        super().__init__()
+        self.fused = fused
+        self.embed = nn.Embedding(wl.VOCAB, wl.EMBED)
+        if fused:
+            self.rnn = nn.LSTM(wl.EMBED, wl.HIDDEN, num_layers=1, batch_first=True)
+        else:
+            self.cell = nn.LSTMCell(wl.EMBED, wl.HIDDEN)
+        self.pred = nn.Linear(wl.HIDDEN, wl.VOCAB)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)                                   # (N, T, E)
+        if self.fused:
+            out, _ = self.rnn(x)                                 # zero initial states
+        else:
+            n = x.shape[0]
+            h = x.new_zeros(n, wl.HIDDEN)
+            c = x.new_zeros(n, wl.HIDDEN)
+            steps = []
+            for t in range(x.shape[1]):
+                h, c = self.cell(x[:, t], (h, c))
+                steps.append(h)
+            out = torch.stack(steps, dim=1)                      # (N, T, H)
+        return self.pred(out.reshape(-1, wl.HIDDEN))
+
+
+def build(net: str, batch: int):
+    torch.manual_seed(wl.SEED)
+    model = {"mlp": MLP, "lenet": LeNet}.get(net)
+    model = model() if model else LSTMLM(fused=(net == "lstm_fused"))
+    batches = []
+    for x, y in wl.numpy_batches(net, batch):
+        if net in ("mlp", "lenet"):
+            batches.append((torch.from_numpy(x), torch.from_numpy(y).long()))
+        else:
+            batches.append((torch.from_numpy(x).long(), torch.from_numpy(y).long().reshape(-1)))
+    opt = torch.optim.SGD(model.parameters(), lr=wl.LR, momentum=wl.MOMENTUM)
+    return model, opt, batches
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="PyTorch eager training-step benchmark")
+    benchutil.add_common_args(parser)
+    args = parser.parse_args()
+    args.batch = args.batch or benchutil.default_batch(args.net)
+    if args.mode != "module":
+        parser.error("PyTorch has no Module.fit; only --mode module (a plain training loop)")
+    torch.set_num_threads(benchutil.THREADS)
+    model, opt, batches = build(args.net, args.batch)
+    loss_fn = nn.CrossEntropyLoss()
+    state = {"i": 0}
+
+    def step():
+        x, y = batches[state["i"] % len(batches)]
+        state["i"] += 1
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+    timer = benchutil.timer_from_args(args, lambda: None, args.batch)  # eager CPU: synchronous
+    result = benchutil.measure(step, timer)
+    benchutil.emit("torch", args, result, version=torch.__version__, numpy=np.__version__,
+                   torch_threads=torch.get_num_threads())
+
+
+if __name__ == "__main__":
+    main()
