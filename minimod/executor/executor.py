@@ -34,27 +34,43 @@ class MemoryPool:
         self.blocks: list = []
         self.generation = 0
 
-    def ensure(self, sizes: Sequence[int]) -> None:
-        """Make block i at least sizes[i] bytes; grown blocks are replaced (old views go stale)."""
+    def place(self, sizes: Sequence[int]) -> list:
+        """Pool block ids for a plan's blocks of `sizes` bytes, growing or adding blocks.
+
+        Blocks are matched by size rank (the plan's largest to the pool's largest ...), so
+        executors of different shapes (buckets) overlap as much as they can: the pool ends up
+        holding, per rank, the largest block any of them needs. Blocks only ever grow, so a
+        placement stays valid; a grown block is replaced (old views go stale) and the
+        generation changes, telling every executor on the pool to re-derive its views.
+        """
+        ranked = sorted(range(len(self.blocks)), key=lambda b: (-self.blocks[b].nbytes, b))
+        order = sorted(range(len(sizes)), key=lambda i: (-sizes[i], i))
+        placement = [0] * len(sizes)
         changed = False
         with backend.device_scope(self.ctx):
-            for sid, size in enumerate(sizes):
-                if sid >= len(self.blocks):
-                    self.blocks.append(self.xp.empty(max(size, 1), dtype=np.uint8))
+            for rank, sid in enumerate(order):
+                size = max(int(sizes[sid]), 1)
+                if rank < len(ranked):
+                    block = ranked[rank]
+                    if self.blocks[block].nbytes < size:
+                        self.blocks[block] = self.xp.empty(size, dtype=np.uint8)
+                        changed = True
+                else:
+                    self.blocks.append(self.xp.empty(size, dtype=np.uint8))
+                    block = len(self.blocks) - 1
                     changed = True
-                elif self.blocks[sid].nbytes < size:
-                    self.blocks[sid] = self.xp.empty(size, dtype=np.uint8)
-                    changed = True
+                placement[sid] = block
         if changed:
             self.generation += 1
+        return placement
 
     @property
     def total_bytes(self) -> int:
         return int(sum(b.nbytes for b in self.blocks))
 
-    def view(self, sid: int, shape, dtype):
+    def view(self, block: int, shape, dtype):
         nbytes = entry_nbytes(shape, dtype)
-        return self.blocks[sid][:nbytes].view(dtype).reshape(shape)
+        return self.blocks[block][:nbytes].view(dtype).reshape(shape)
 
 
 def assign(dst, req: str, src) -> None:
@@ -80,7 +96,7 @@ class Executor:
         self.aux_arrays = list(aux_arrays)
         self._grad_req = dict(plan.grad_req)
         self._pool = pool if pool is not None else MemoryPool(ctx)
-        self._pool.ensure(plan.memory.block_bytes)
+        self._placement = self._pool.place(plan.memory.block_bytes)
         self._monitor: Optional[Callable] = None
         self._monitor_all = False
         with backend.device_scope(ctx):
@@ -110,7 +126,8 @@ class Executor:
                 arrays[plan.grad_eids[name]] = grad._data
         for eid, sid in enumerate(plan.memory.storage):
             if sid >= 0 and arrays[eid] is None:
-                arrays[eid] = pool.view(sid, plan.shapes[eid], plan.dtypes[eid])
+                arrays[eid] = pool.view(self._placement[sid], plan.shapes[eid],
+                                        plan.dtypes[eid])
         self._arrays = arrays
         steps = []
         for nid, node in enumerate(graph.nodes):
@@ -178,7 +195,6 @@ class Executor:
 
     def _check_pool(self) -> None:
         if self._generation != self._pool.generation:
-            self._pool.ensure(self._plan.memory.block_bytes)
             self._materialize()
 
     def forward(self, is_train: bool = False, **kwargs) -> list:
