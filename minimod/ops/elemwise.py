@@ -25,7 +25,7 @@ import math
 from typing import Callable, Literal, Optional
 
 from ..base import OpParamError, ShapeError
-from .registry import Op, fmt_shape, register
+from .registry import Op, VariadicOp, fmt_shape, register
 
 __all__ = ["DTYPE_NAMES", "dtype_of", "broadcast_shape", "reduce_to_shape"]
 
@@ -790,7 +790,7 @@ class AddNAttrs:
 
 
 @register
-class AddNOp(Op):
+class AddNOp(VariadicOp):
     """out = arg0 + arg1 + ... (num_args arrays of one shape); each gradient is the head's."""
 
     name = "add_n"
@@ -799,16 +799,6 @@ class AddNOp(Op):
     inplace = ((0, 0),)
     backward_inputs = ()
     backward_outputs = ()
-
-    def __init__(self, attrs=None):
-        super().__init__(attrs)
-        if self.attrs.num_args < 1:
-            raise OpParamError("operator add_n: num_args must be >= 1, got %d"
-                               % self.attrs.num_args)
-        self._args = ["arg%d" % i for i in range(self.attrs.num_args)]
-
-    def arguments(self) -> list:
-        return list(self._args)
 
     def forward(self, xp, inputs, aux, out, is_train):
         o = out[0]

@@ -32,8 +32,8 @@ from typing import Any, ClassVar, Literal, Mapping, Optional, Sequence, Union
 from ..base import DTypeError, GraphError, OpParamError, ShapeError
 
 __all__ = [
-    "Op", "register", "get_op_class", "create_op", "list_ops", "canonical_name", "Shape",
-    "merge_shape", "shape_is_known", "NoAttrs", "parse_value",
+    "Op", "VariadicOp", "register", "get_op_class", "create_op", "list_ops", "canonical_name",
+    "Shape", "merge_shape", "shape_is_known", "NoAttrs", "parse_value",
 ]
 
 Shape = Optional[tuple]
@@ -329,6 +329,23 @@ class Op:
 
     def __repr__(self):
         return "<%s %s>" % (self.name, self.raw_attrs)
+
+
+class VariadicOp(Op):
+    """Base of ops over `num_args` inputs named arg0, arg1, ... (Concat, stack, add_n).
+
+    The symbol layer fills `num_args` from the number of inputs given, as MXNet's frontend does.
+    """
+
+    def __init__(self, attrs: Mapping[str, Any] | None = None):
+        super().__init__(attrs)
+        if self.attrs.num_args < 1:
+            raise OpParamError("operator %s: num_args must be >= 1, got %d"
+                               % (self.name, self.attrs.num_args))
+        self._args = ["arg%d" % i for i in range(self.attrs.num_args)]
+
+    def arguments(self) -> list:
+        return list(self._args)
 
 
 # ----------------------------------------------------------------------------- registry

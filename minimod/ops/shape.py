@@ -17,7 +17,7 @@ import dataclasses
 from typing import Literal, Optional
 
 from ..base import OpParamError, ShapeError
-from .registry import Op, Shape, fmt_shape, merge_shape, register, shape_is_known
+from .registry import Op, Shape, VariadicOp, fmt_shape, merge_shape, register, shape_is_known
 
 __all__ = [
     "Flatten", "Reshape", "Transpose", "ExpandDims", "Squeeze", "SwapAxis", "Concat",
@@ -74,10 +74,6 @@ def _check_size(op: Op, in_shape: Shape, out_shape: Shape) -> None:
         raise ShapeError("input '%s' has shape %s (size %d) but the output %s has size %d"
                          % (op.arguments()[0], fmt_shape(in_shape), _prod(in_shape),
                             fmt_shape(out_shape), _prod(out_shape)))
-
-
-def _arg_names(n: int) -> list:
-    return ["arg%d" % i for i in range(n)]
 
 
 # ----------------------------------------------------------------------------- Flatten
@@ -517,7 +513,7 @@ class Squeeze(Op):
 # ----------------------------------------------------------------------------- join and split
 
 @register
-class Concat(Op):
+class Concat(VariadicOp):
     """Join `num_args` arrays along `dim`; every other dim must agree.
 
     Inference fills the non-concat dims of any input from its siblings and the output, and the
@@ -535,16 +531,6 @@ class Concat(Op):
     class Attrs:
         num_args: int
         dim: int = 1
-
-    def __init__(self, attrs=None):
-        super().__init__(attrs)
-        if self.attrs.num_args < 1:
-            raise OpParamError("operator Concat: num_args must be >= 1, got %d"
-                               % self.attrs.num_args)
-        self._args = _arg_names(self.attrs.num_args)
-
-    def arguments(self) -> list:
-        return list(self._args)
 
     def infer_shape(self, in_shapes, out_shapes):
         slots = [(in_shapes[i], "input '%s'" % name) for i, name in enumerate(self._args)]
@@ -624,7 +610,7 @@ class Concat(Op):
 
 
 @register
-class Stack(Op):
+class Stack(VariadicOp):
     """Join `num_args` arrays of one shape along a new axis `axis` (in [-ndim-1, ndim])."""
 
     name = "stack"
@@ -635,16 +621,6 @@ class Stack(Op):
     class Attrs:
         num_args: int
         axis: int = 0
-
-    def __init__(self, attrs=None):
-        super().__init__(attrs)
-        if self.attrs.num_args < 1:
-            raise OpParamError("operator stack: num_args must be >= 1, got %d"
-                               % self.attrs.num_args)
-        self._args = _arg_names(self.attrs.num_args)
-
-    def arguments(self) -> list:
-        return list(self._args)
 
     def infer_shape(self, in_shapes, out_shapes):
         out = out_shapes[0]
