@@ -1,9 +1,12 @@
 """Neural-network layers: dense, convolution, pooling, activation, normalisation, dropout, lookup.
 
 Shapes are channels-first (NCW / NCHW / NCDHW) as in MXNet's default layout. Convolution and
-deconvolution use im2col: for every kernel offset one strided slice of the (padded) input is copied
-into a column buffer, and one batched GEMM over the groups does the arithmetic, so no Python loop
-runs over pixels. Deconvolution is the transpose of the same two steps.
+deconvolution use im2col in a batch-last layout: the input is copied once into (C, *spatial, N)
+(padding included), every kernel offset's window is then a run of contiguous (W_out * N) blocks
+copied into a column buffer (C, K, *out, N), and ONE GEMM per direction (batched over groups) does
+the arithmetic, its result landing as (F, *out, N); only the op's boundaries convert to and from
+NCHW. Deconvolution is the transpose of the same steps. Work arrays come from a small
+per-instance scratch cache (`_ScratchMixin`), so repeated calls do not page-fault fresh buffers.
 
 Where MXNet 1.9.1 on CPU and on GPU disagree, we follow the documented or GPU behaviour and say so
 in the op's docstring (BatchNorm's moving statistics).
@@ -105,37 +108,118 @@ def _padded(xp, x, pad_lo: tuple, pad_hi: tuple, fill=0.0):
     return out
 
 
-def _im2col(xp, x, kernel, stride, dilate, pad, out_spatial):
-    """Columns (C, prod(kernel), N, *out_spatial) of x (N, C, *spatial)."""
-    xpad = _padded(xp, x, pad, pad)
-    n, c = x.shape[:2]
-    cols = xp.empty((c, math.prod(kernel), n) + tuple(out_spatial), dtype=x.dtype)
+_SCRATCH_CACHE: dict = {}
+
+
+class _ScratchMixin:
+    """Work arrays (im2col columns, padded copies, masks) reused from call to call.
+
+    Ops stay stateless in their results: a scratch array never carries anything from one call
+    that the next call reads, except the zero border of a padded copy whose owner only ever
+    writes inside it (`zero=True` buffers). One cache serves the whole process, keyed by op
+    class, role, shape and dtype, so layers of the same kind and size share their arrays and
+    the memory held is bounded however deep the network: the least recently used arrays are
+    dropped beyond `_SCRATCH_KEEP` entries or `_SCRATCH_BYTES` in all. Reusing the arrays
+    spares NumPy the page faults of fresh multi-MB temporaries on every call. Arrays above
+    `_SCRATCH_BIG` bytes, and every array under CuPy (whose memory pool already recycles device
+    memory), are allocated per call instead. Executors run one op at a time, so sharing is safe.
+    """
+
+    _SCRATCH_KEEP = 32
+    _SCRATCH_BYTES = 256 << 20
+    _SCRATCH_BIG = 96 << 20
+
+    def _scratch(self, xp, role: str, shape, dtype, zero: bool = False):
+        shape = tuple(shape)
+        nbytes = math.prod(shape) * xp.dtype(dtype).itemsize
+        if xp.__name__ != "numpy" or nbytes > self._SCRATCH_BIG:
+            return xp.zeros(shape, dtype=dtype) if zero else xp.empty(shape, dtype=dtype)
+        cache = _SCRATCH_CACHE
+        key = (type(self).__name__, role, shape, str(dtype))
+        arr = cache.pop(key, None)
+        if arr is None:
+            arr = xp.zeros(shape, dtype=dtype) if zero else xp.empty(shape, dtype=dtype)
+            held = sum(a.nbytes for a in cache.values())
+            while cache and (len(cache) >= self._SCRATCH_KEEP
+                             or held + nbytes > self._SCRATCH_BYTES):
+                held -= cache.pop(next(iter(cache))).nbytes
+        cache[key] = arr  # most recently used last
+        return arr
+
+
+def _interior(pad_lo: tuple, spatial: tuple) -> tuple:
+    """Index of the unpadded part of a batch-last array (C, *padded, N)."""
+    return (slice(None),) + tuple(slice(lo, lo + n) for lo, n in zip(pad_lo, spatial)) + (
+        slice(None),)
+
+
+def _batch_last(op, xp, role: str, x, pad: tuple):
+    """x (N, C, *sp) copied into a scratch (C, *(sp + 2 pad), N) with a zero border."""
+    spatial = x.shape[2:]
+    shape = (x.shape[1],) + tuple(n + 2 * p for n, p in zip(spatial, pad)) + (x.shape[0],)
+    buf = op._scratch(xp, role + str(pad), shape, x.dtype, zero=any(pad))
+    buf[_interior(pad, spatial)] = xp.moveaxis(x, 0, -1)
+    return buf
+
+
+def _tap_index(offs, stride, dilate, out_spatial) -> tuple:
+    return (slice(None),) + tuple(_window(o, s, d, m) for o, s, d, m in zip(
+        offs, stride, dilate, out_spatial)) + (slice(None),)
+
+
+def _im2col(op, xp, xbl, kernel, stride, dilate, out_spatial):
+    """Columns (C, prod(kernel), *out_spatial, N) of a padded batch-last xbl (C, *sp, N).
+
+    Batch innermost makes every tap's copy a run of contiguous (W_out * N) blocks.
+    """
+    c, n = xbl.shape[0], xbl.shape[-1]
+    cols = op._scratch(xp, "cols", (c, math.prod(kernel)) + tuple(out_spatial) + (n,),
+                       xbl.dtype)
     for tap, offs in enumerate(_offsets(kernel)):
-        sl = tuple(_window(o, s, d, m) for o, s, d, m in zip(offs, stride, dilate, out_spatial))
-        cols[:, tap] = xpad[(slice(None), slice(None)) + sl].swapaxes(0, 1)
+        cols[:, tap] = xbl[_tap_index(offs, stride, dilate, out_spatial)]
     return cols
 
 
-def _col2im(xp, cols, x_shape, kernel, stride, dilate, pad, out_spatial):
-    """Adjoint of _im2col: sums columns (C, prod(kernel), N, *out_spatial) into x (N, C, ...)."""
-    spatial = x_shape[2:]
-    padded = xp.zeros(tuple(x_shape[:2]) + tuple(n + 2 * p for n, p in zip(spatial, pad)),
-                      dtype=cols.dtype)
+def _col2im(op, xp, cols, spatial, kernel, stride, dilate, pad, out_spatial):
+    """Adjoint of _im2col: sums cols (C, K, *out_spatial, N) into a scratch (C, *padded, N).
+
+    Returns the view of its unpadded part (C, *spatial, N).
+    """
+    c, n = cols.shape[0], cols.shape[-1]
+    shape = (c,) + tuple(m + 2 * p for m, p in zip(spatial, pad)) + (n,)
+    acc = op._scratch(xp, "col2im", shape, cols.dtype)
+    acc.fill(0)
     for tap, offs in enumerate(_offsets(kernel)):
-        sl = tuple(_window(o, s, d, m) for o, s, d, m in zip(offs, stride, dilate, out_spatial))
-        padded[(slice(None), slice(None)) + sl] += cols[:, tap].swapaxes(0, 1)
-    return padded[(Ellipsis,) + tuple(slice(p, p + n) for p, n in zip(pad, spatial))]
+        acc[_tap_index(offs, stride, dilate, out_spatial)] += cols[:, tap]
+    return acc[_interior(pad, spatial)]
 
 
-def _channels_to_groups(xp, y, groups: int):
-    """y (N, F, *sp) as (groups, F/groups, N * prod(sp)), the GEMM layout."""
-    moved = xp.moveaxis(y, 1, 0)
-    return xp.ascontiguousarray(moved).reshape(groups, y.shape[1] // groups, -1)
+def _gemm(op, xp, role: str, a, b):
+    """a @ b (2-D, or batched over groups) into a scratch array."""
+    res = op._scratch(xp, role, a.shape[:-1] + b.shape[-1:], b.dtype)
+    xp.matmul(a, b, out=res)
+    return res
 
 
-def _groups_to_channels(xp, res, n: int, spatial: tuple):
-    """Inverse of _channels_to_groups: (groups, F/groups, N * prod(sp)) -> (N, F, *sp)."""
-    return xp.moveaxis(res.reshape((-1, n) + tuple(spatial)), 0, 1)
+def _groups(a, g: int):
+    """A weight (g * m, ...) as GEMM rows: (m, k) for one group, (g, m / g, k) for several."""
+    return a.reshape(a.shape[0], -1) if g == 1 else a.reshape(g, a.shape[0] // g, -1)
+
+
+def _panel(a, g: int, p: int):
+    """Batch-last data or columns (g * m, ..., P) as a GEMM operand (m, P) or (g, m / g, P)."""
+    return a.reshape(-1, p) if g == 1 else a.reshape(g, -1, p)
+
+
+def _t(a):
+    """Transpose of the last two axes (a view; BLAS reads it without a copy)."""
+    return a.T if a.ndim == 2 else a.transpose(0, 2, 1)
+
+
+def _write_grad(xp, dst, value) -> None:
+    """dst[...] = value where dst may be None; value may be a scratch view."""
+    if dst is not None:
+        dst[...] = value.reshape(dst.shape)
 
 
 def _bias_view(bias, ndim: int, axis: int = 1):
@@ -291,8 +375,13 @@ class ConvolutionAttrs:
     layout: Layout = None
 
 
-class _ConvBase(Op):
-    """Shared parameter checks of Convolution and Deconvolution."""
+class _ConvBase(_ScratchMixin, Op):
+    """Shared parameter checks of Convolution and Deconvolution.
+
+    Both keep scratch arrays per instance between calls (see `_ScratchMixin`: the batch-last
+    copies, the columns and the GEMM results, keyed by shape and dtype; results never depend on
+    them). Backward recomputes the forward's columns rather than trusting a cached copy.
+    """
 
     def __init__(self, attrs=None):
         super().__init__(attrs)
@@ -340,6 +429,9 @@ class Convolution(_ConvBase):
     data (N, C, *x), weight (F, C/g, *k), bias (F,), out (N, F, *y) with
     y = floor((x + 2p - d(k-1) - 1) / s) + 1; channel group i of the output sees only channel
     group i of the input (g = num_group).
+    Forward: columns (C*K, P) of the batch-last input, out = W (F, C*K) @ columns, with
+    P = prod(y) * N. Backward: dW = g_out (F, P) @ columns^T, d columns = W^T @ g_out summed
+    back over the windows (col2im), bias gradient = row sums of g_out.
     """
 
     name = "Convolution"
@@ -373,17 +465,16 @@ class Convolution(_ConvBase):
         self.set_in(in_shapes, 0, (out_shapes[0][0],) + (None,) * (nd + 1))
         return in_shapes, out_shapes
 
-    def _weight_gemm(self, weight):
-        g = self.attrs.num_group
-        return weight.reshape(g, weight.shape[0] // g, -1)
-
     def forward(self, xp, inputs, aux, out, is_train):
         x, weight = inputs[0], inputs[1]
         y = out[0]
         g = self.attrs.num_group
-        cols = _im2col(xp, x, self.kernel, self.stride, self.dilate, self.pad, y.shape[2:])
-        res = xp.matmul(self._weight_gemm(weight), cols.reshape(g, -1, cols[0, 0].size))
-        y[...] = _groups_to_channels(xp, res, x.shape[0], y.shape[2:])
+        out_spatial = y.shape[2:]
+        xbl = _batch_last(self, xp, "x", x, self.pad)
+        cols = _im2col(self, xp, xbl, self.kernel, self.stride, self.dilate, out_spatial)
+        npix = math.prod(out_spatial) * x.shape[0]
+        res = _gemm(self, xp, "y", _groups(weight, g), _panel(cols, g, npix))
+        y[...] = xp.moveaxis(res.reshape((y.shape[1],) + out_spatial + (x.shape[0],)), -1, 0)
         if not self.attrs.no_bias:
             y += _bias_view(inputs[2], y.ndim)
 
@@ -392,18 +483,22 @@ class Convolution(_ConvBase):
         gy = out_grads[0]
         g = self.attrs.num_group
         out_spatial = gy.shape[2:]
-        g_gemm = _channels_to_groups(xp, gy, g)
+        gbl = _batch_last(self, xp, "gy", gy, (0,) * len(out_spatial))
+        npix = math.prod(out_spatial) * x.shape[0]
+        g_gemm = _panel(gbl, g, npix)
         if in_grads[1] is not None:
-            cols = _im2col(xp, x, self.kernel, self.stride, self.dilate, self.pad, out_spatial)
-            cols = cols.reshape(g, -1, cols[0, 0].size)
-            in_grads[1][...] = xp.matmul(g_gemm, cols.transpose(0, 2, 1)).reshape(weight.shape)
+            xbl = _batch_last(self, xp, "x", x, self.pad)
+            cols = _im2col(self, xp, xbl, self.kernel, self.stride, self.dilate, out_spatial)
+            _write_grad(xp, in_grads[1], xp.matmul(g_gemm, _t(_panel(cols, g, npix))))
         if in_grads[0] is not None:
-            dcols = xp.matmul(self._weight_gemm(weight).transpose(0, 2, 1), g_gemm)
-            dcols = dcols.reshape((x.shape[1], math.prod(self.kernel), x.shape[0]) + out_spatial)
-            in_grads[0][...] = _col2im(xp, dcols, x.shape, self.kernel, self.stride,
-                                       self.dilate, self.pad, out_spatial)
+            dcols = _gemm(self, xp, "dcols", _t(_groups(weight, g)), g_gemm)
+            dcols = dcols.reshape((x.shape[1], math.prod(self.kernel)) + out_spatial
+                                  + (x.shape[0],))
+            dxbl = _col2im(self, xp, dcols, x.shape[2:], self.kernel, self.stride, self.dilate,
+                           self.pad, out_spatial)
+            in_grads[0][...] = xp.moveaxis(dxbl, -1, 0)
         if not self.attrs.no_bias:
-            _write(xp, in_grads[2], gy.sum(axis=_reduce_axes(gy.ndim, 1)))
+            _write(xp, in_grads[2], gbl.reshape(-1, npix).sum(axis=1))
 
 
 # ----------------------------------------------------------------------------- Deconvolution
@@ -498,19 +593,19 @@ class Deconvolution(_ConvBase):
         self.set_in(in_shapes, 0, (out_shapes[0][0],) + (None,) * (nd + 1))
         return in_shapes, out_shapes
 
-    def _weight_gemm(self, weight):
-        g = self.attrs.num_group
-        return weight.reshape(g, weight.shape[0] // g, -1)
-
     def forward(self, xp, inputs, aux, out, is_train):
         x, weight = inputs[0], inputs[1]
         y = out[0]
-        pad, _ = self._pad_adj(x.shape[2:])
-        x_gemm = _channels_to_groups(xp, x, self.attrs.num_group)
-        cols = xp.matmul(self._weight_gemm(weight).transpose(0, 2, 1), x_gemm)
-        cols = cols.reshape((y.shape[1], math.prod(self.kernel), x.shape[0]) + x.shape[2:])
-        y[...] = _col2im(xp, cols, y.shape, self.kernel, self.stride, self.dilate, pad,
-                         x.shape[2:])
+        g = self.attrs.num_group
+        spatial = x.shape[2:]
+        pad, _ = self._pad_adj(spatial)
+        xbl = _batch_last(self, xp, "x", x, (0,) * len(spatial))
+        npix = math.prod(spatial) * x.shape[0]
+        cols = _gemm(self, xp, "cols_t", _t(_groups(weight, g)), _panel(xbl, g, npix))
+        cols = cols.reshape((y.shape[1], math.prod(self.kernel)) + spatial + (x.shape[0],))
+        ybl = _col2im(self, xp, cols, y.shape[2:], self.kernel, self.stride, self.dilate, pad,
+                      spatial)
+        y[...] = xp.moveaxis(ybl, -1, 0)
         if not self.attrs.no_bias:
             y += _bias_view(inputs[2], y.ndim)
 
@@ -518,15 +613,19 @@ class Deconvolution(_ConvBase):
         x, weight = inputs[0], inputs[1]
         gy = out_grads[0]
         g = self.attrs.num_group
-        pad, _ = self._pad_adj(x.shape[2:])
-        cols = _im2col(xp, gy, self.kernel, self.stride, self.dilate, pad, x.shape[2:])
-        cols = cols.reshape(g, -1, cols[0, 0].size)
+        spatial = x.shape[2:]
+        pad, _ = self._pad_adj(spatial)
+        gbl = _batch_last(self, xp, "gy", gy, pad)
+        npix = math.prod(spatial) * x.shape[0]
+        cols = _panel(_im2col(self, xp, gbl, self.kernel, self.stride, self.dilate, spatial), g,
+                      npix)
         if in_grads[0] is not None:
-            res = xp.matmul(self._weight_gemm(weight), cols)
-            in_grads[0][...] = _groups_to_channels(xp, res, x.shape[0], x.shape[2:])
+            res = _gemm(self, xp, "dx", _groups(weight, g), cols)
+            in_grads[0][...] = xp.moveaxis(res.reshape((x.shape[1],) + spatial + (x.shape[0],)),
+                                           -1, 0)
         if in_grads[1] is not None:
-            x_gemm = _channels_to_groups(xp, x, g)
-            in_grads[1][...] = xp.matmul(x_gemm, cols.transpose(0, 2, 1)).reshape(weight.shape)
+            xbl = _batch_last(self, xp, "x", x, (0,) * len(spatial))
+            _write_grad(xp, in_grads[1], xp.matmul(_panel(xbl, g, npix), _t(cols)))
         if not self.attrs.no_bias:
             _write(xp, in_grads[2], gy.sum(axis=_reduce_axes(gy.ndim, 1)))
 
@@ -548,7 +647,7 @@ class PoolingAttrs:
 
 
 @register
-class Pooling(Op):
+class Pooling(_ScratchMixin, Op):
     """Max / average / sum / Lp pooling over the spatial dims of channels-first data.
 
     Per spatial dim, with kernel k, stride s (default 1), pad p: 'valid' gives
@@ -558,6 +657,13 @@ class Pooling(Op):
     size clipped to the padded input when count_include_pad (the default) and by the number of
     real elements otherwise; lp computes (sum x^p)^(1/p) for p_value in 1, 2, 3.
     Max's gradient goes to the first maximum of each window in row-major order.
+
+    Windows that do not overlap (stride == kernel, or one window per dim, as in most 2x2 / 2
+    pools and global pooling) take a fast path: the windows are copied once into a scratch
+    (window size, outputs) panel and reduced in one call, and backward writes each kernel
+    offset's gradient in one pass. Overlapping windows loop over the kernel offsets. The panel,
+    the mask comparison and the padded gradient are per-instance scratch arrays (see
+    `_ScratchMixin`), rewritten in full on every call.
     """
 
     name = "Pooling"
@@ -672,6 +778,76 @@ class Pooling(Op):
             total = count if total is None else total * count
         return total
 
+    @staticmethod
+    def _disjoint(kernel, stride, out_spatial) -> bool:
+        return all(s == k or y == 1 for k, s, y in zip(kernel, stride, out_spatial))
+
+    @staticmethod
+    def _tiles(xpad, kernel, out_spatial):
+        """The disjoint windows of xpad (N, C, *sp) as a view (*kernel, N, C, *out_spatial)."""
+        nd = len(kernel)
+        v = xpad[(Ellipsis,) + tuple(slice(0, y * k) for k, y in zip(kernel, out_spatial))]
+        v = v.reshape(v.shape[:2] + tuple(itertools.chain.from_iterable(
+            zip(out_spatial, kernel))))
+        return v.transpose(tuple(3 + 2 * i for i in range(nd)) + (0, 1)
+                           + tuple(2 + 2 * i for i in range(nd)))
+
+    def _flat(self, xp, role: str, arr):
+        """arr as a 1-D view, or a scratch stand-in to copy back when arr is not contiguous."""
+        if arr.flags.c_contiguous:
+            return arr.reshape(-1)
+        return self._scratch(xp, role, (arr.size,), arr.dtype)
+
+    def _forward_disjoint(self, xp, xpad, kernel, out_spatial, y, mask):
+        """Disjoint windows: one copy into a (K, M) panel, one reduction; mask = first argmax."""
+        tiles = self._tiles(xpad, kernel, out_spatial)
+        nk = math.prod(kernel)
+        panel = self._scratch(xp, "panel", (nk, y.size), y.dtype)
+        panel.reshape(tiles.shape)[...] = tiles
+        yf = self._flat(xp, "y", y)
+        if mask is None:
+            xp.sum(panel, axis=0, out=yf)
+        else:
+            xp.max(panel, axis=0, out=yf)
+            mf = self._flat(xp, "mask", mask)
+            if nk == 1:
+                mf.fill(0)
+            else:
+                # the first maximum's offset = how many leading entries differ from the max
+                ne = self._scratch(xp, "ne", (nk - 1, y.size), bool)
+                xp.not_equal(panel[:nk - 1], yf, out=ne)
+                mf[...] = ne[0]
+                for k in range(1, nk - 1):
+                    xp.logical_and(ne[k - 1], ne[k], out=ne[k])
+                    mf += ne[k]
+            if not mask.flags.c_contiguous:
+                mask[...] = mf.reshape(mask.shape)
+        if not y.flags.c_contiguous:
+            y[...] = yf.reshape(y.shape)
+
+    def _backward_disjoint(self, xp, gy, mask, dx, kernel, pad_lo, pad_hi, out_spatial):
+        """Disjoint windows: every kernel offset's gradient written in one pass."""
+        spatial = dx.shape[2:]
+        exact = not any(pad_lo) and not any(pad_hi) and all(
+            y * k == n for y, k, n in zip(out_spatial, kernel, spatial))
+        if exact and dx.flags.c_contiguous:
+            target = dx
+        else:
+            target = self._scratch(xp, "gpad", dx.shape[:2] + tuple(
+                n + lo + hi for n, lo, hi in zip(spatial, pad_lo, pad_hi)), dx.dtype)
+            target.fill(0)
+        tiles = self._tiles(target, kernel, out_spatial)
+        eq = None if mask is None else self._scratch(xp, "eq", mask.shape, bool)
+        for k, offs in enumerate(_offsets(kernel)):
+            if mask is None:
+                tiles[offs] = gy
+            else:
+                xp.equal(mask, k, out=eq)
+                xp.multiply(gy, eq, out=tiles[offs])
+        if target is not dx:
+            dx[...] = target[(Ellipsis,) + tuple(slice(lo, lo + n)
+                                                 for lo, n in zip(pad_lo, spatial))]
+
     def _pool_sum(self, xp, xpad, kernel, stride, out_spatial, y):
         first = True
         for offs in _offsets(kernel):
@@ -708,10 +884,16 @@ class Pooling(Op):
         if a.pool_type == "lp" and a.p_value > 1:
             src = x ** a.p_value
         xpad = _padded(xp, src, pad_lo, pad_hi, fill)
-        if a.pool_type == "max":
+        if self._disjoint(kernel, stride, out_spatial):
+            self._forward_disjoint(xp, xpad, kernel, out_spatial, y,
+                                   out[1] if a.pool_type == "max" else None)
+            if a.pool_type == "max":
+                return
+        elif a.pool_type == "max":
             self._pool_max(xp, xpad, kernel, stride, out_spatial, y, out[1])
             return
-        self._pool_sum(xp, xpad, kernel, stride, out_spatial, y)
+        else:
+            self._pool_sum(xp, xpad, kernel, stride, out_spatial, y)
         if a.pool_type == "avg":
             y /= self._divisor(xp, x.shape[2:], kernel, stride, pad_lo, out_spatial, y.dtype)
         elif a.pool_type == "lp" and a.p_value == 2:
@@ -733,6 +915,10 @@ class Pooling(Op):
             y = outputs[0]
             safe = xp.where(y == 0, 1, y)
             gy = xp.where(y == 0, 0, gy / safe ** (a.p_value - 1))
+        if a.pool_type != "lp" and self._disjoint(kernel, stride, out_spatial):
+            self._backward_disjoint(xp, gy, outputs[1] if a.pool_type == "max" else None, dx,
+                                    kernel, pad_lo, pad_hi, out_spatial)
+            return
         xpad = None
         if a.pool_type == "lp":
             xpad = _padded(xp, inputs[0], pad_lo, pad_hi, 0)
@@ -797,12 +983,20 @@ class Activation(Op):
             return
         g, y = out_grads[0], outputs[0]
         act = self.attrs.act_type
+        # dx never shares storage with g or y (backward declares no in-place pair), so the
+        # local derivative can be built in dx itself without temporaries
+        if act == "tanh":
+            xp.multiply(y, y, out=dx)
+            xp.subtract(1, dx, out=dx)
+            dx *= g
+            return
+        if act == "sigmoid":
+            xp.subtract(1, y, out=dx)
+            dx *= y
+            dx *= g
+            return
         if act == "relu":
             local = y > 0
-        elif act == "sigmoid":
-            local = y * (1 - y)
-        elif act == "tanh":
-            local = 1 - y * y
         elif act == "softrelu":
             local = -xp.expm1(-y)
         else:

@@ -376,6 +376,73 @@ def _cases():
                   ref_layer_norm(1, 1e-5, True), check_grad=False, id="layer_norm_mean_std"))
     c.append(Case("InstanceNorm", {}, [r(2, 3, 4, 2), r(3), r(3)], ref_instance_norm(1e-3),
                   infer_from=[0], id="instance_norm"))
+    c += _fast_path_cases()
+    return c
+
+
+def _fast_path_cases():
+    """Cases for the batch-last im2col convolution and the disjoint-window pooling paths.
+
+    Kept after the original table so that adding them leaves the earlier cases' inputs alone.
+    """
+    c = []
+    # Convolution: strides, dilation, padding and groups together; 1-D and 2-D
+    c.append(Case("Convolution", dict(kernel=(3, 3), num_filter=4, stride=(2, 2), pad=(1, 2),
+                                      dilate=(1, 2), num_group=2),
+                  [r(3, 4, 7, 8), r(4, 2, 3, 3), r(4)],
+                  ref_conv((2, 2), (1, 2), (1, 2), 2), infer_from=[0],
+                  id="conv2d_stride_dilate_pad_groups"))
+    c.append(Case("Convolution", dict(kernel=(2,), num_filter=6, stride=(3,), num_group=3,
+                                      no_bias=True),
+                  [r(2, 3, 10), r(6, 1, 2)], ref_conv((3,), (1,), (0,), 3), infer_from=[0],
+                  id="conv1d_stride_groups"))
+    c.append(Case("Convolution", dict(kernel=(5, 5), num_filter=3),
+                  [r(1, 1, 9, 8), r(3, 1, 5, 5), r(3)], ref_conv((1, 1), (1, 1), (0, 0)),
+                  infer_from=[0], id="conv2d_lenet_like_batch1"))
+    c.append(Case("Convolution", dict(kernel=(1, 1), num_filter=2, stride=(2, 2)),
+                  [r(2, 3, 5, 5), r(2, 3, 1, 1), r(2)], ref_conv((2, 2), (1, 1), (0, 0)),
+                  infer_from=[0], id="conv2d_1x1_stride"))
+    # Deconvolution: 2-D stride, dilation, pad and adj, and 3-D
+    c.append(Case("Deconvolution", dict(kernel=(3, 2), num_filter=2, stride=(2, 3),
+                                        dilate=(2, 1), pad=(1, 1), adj=(1, 2), no_bias=False),
+                  [r(2, 3, 3, 4), r(3, 2, 3, 2), r(2)],
+                  ref_deconv((2, 3), (2, 1), (1, 1), (1, 2)), infer_from=[0],
+                  id="deconv2d_stride_dilate_pad_adj"))
+    c.append(Case("Deconvolution", dict(kernel=(2, 1, 2), num_filter=2, stride=(1, 2, 2)),
+                  [r(1, 2, 2, 3, 2), r(2, 2, 2, 1, 2)],
+                  ref_deconv((1, 2, 2), (1, 1, 1), (0, 0, 0), (0, 0, 0)), infer_from=[0],
+                  id="deconv3d"))
+    # Pooling with disjoint windows (stride == kernel): exact cover, leftovers, padding
+    c.append(Case("Pooling", dict(kernel=(2, 2), stride=(2, 2)), [distinct(2, 3, 6, 8)],
+                  ref_pool((2, 2), (2, 2)), id="pool_max_disjoint_exact"))
+    c.append(Case("Pooling", dict(kernel=(2, 3), stride=(2, 3)), [distinct(2, 2, 7, 8)],
+                  ref_pool((2, 3), (2, 3)), id="pool_max_disjoint_leftover"))
+    c.append(Case("Pooling", dict(kernel=(2, 2), stride=(2, 2), pad=(1, 1)),
+                  [distinct(1, 2, 5, 6)], ref_pool((2, 2), (2, 2), (1, 1)),
+                  id="pool_max_disjoint_pad"))
+    c.append(Case("Pooling", dict(kernel=(2, 2), stride=(2, 2), pooling_convention="full"),
+                  [distinct(1, 2, 5, 7)], ref_pool((2, 2), (2, 2), (0, 0), convention="full"),
+                  id="pool_max_disjoint_full"))
+    c.append(Case("Pooling", dict(kernel=(3, 2), stride=(1, 2)), [distinct(1, 2, 3, 6)],
+                  ref_pool((3, 2), (1, 2)), id="pool_max_one_window_rows"))
+    c.append(Case("Pooling", dict(kernel=(2, 2, 2), stride=(2, 2, 2)), [distinct(1, 2, 4, 4, 5)],
+                  ref_pool((2, 2, 2), (2, 2, 2)), id="pool3d_max_disjoint"))
+    c.append(Case("Pooling", dict(kernel=(3,), stride=(3,)), [distinct(2, 3, 10)],
+                  ref_pool((3,), (3,)), id="pool1d_max_disjoint"))
+    for incl in (None, False):
+        attrs = dict(kernel=(2, 2), stride=(2, 2), pad=(1, 1), pool_type="avg")
+        if incl is not None:
+            attrs["count_include_pad"] = incl
+        c.append(Case("Pooling", attrs, [r(2, 2, 5, 6)],
+                      ref_pool((2, 2), (2, 2), (1, 1), "avg", include_pad=incl is not False),
+                      id="pool_avg_disjoint_pad_incl%s" % incl))
+    c.append(Case("Pooling", dict(kernel=(2, 2), stride=(2, 2), pool_type="sum"),
+                  [r(2, 2, 4, 6)], ref_pool((2, 2), (2, 2), (0, 0), "sum"),
+                  id="pool_sum_disjoint_exact"))
+    c.append(Case("Pooling", dict(kernel=(2, 2), stride=(2, 2), pool_type="lp", p_value=2),
+                  [r(1, 2, 4, 5, positive=True)], ref_pool((2, 2), (2, 2), (0, 0), "lp",
+                                                          p_value=2),
+                  id="pool_lp2_disjoint"))
     return c
 
 
@@ -545,6 +612,47 @@ def test_max_pool_gradient_goes_to_first_maximum():
     args, aux, outs = run_forward(op, [x])
     grads = run_backward(op, args, aux, outs, [np.ones_like(outs[0])], [0])
     np.testing.assert_array_equal(grads[0], [[[[1, 1, 1, 0], [0, 0, 0, 0]]]])
+
+
+def test_disjoint_max_pool_gradient_goes_to_first_maximum():
+    op = create_op("Pooling", dict(kernel=(2, 2), stride=(2, 2)))
+    x = np.array([[[[1, 1, 0, 5], [1, 1, 5, 1]]]], np.float32)
+    args, aux, outs = run_forward(op, [x])
+    np.testing.assert_array_equal(outs[0], [[[[1, 5]]]])
+    np.testing.assert_array_equal(outs[1], [[[[0, 1]]]])
+    grads = run_backward(op, args, aux, outs, [np.array([[[[2, 3]]]], np.float32)], [0])
+    np.testing.assert_array_equal(grads[0], [[[[2, 0, 0, 3], [0, 0, 0, 0]]]])
+
+
+@pytest.mark.parametrize("name,attrs", [
+    ("Convolution", dict(kernel=(3, 3), num_filter=4, pad=(1, 1), num_group=2)),
+    ("Deconvolution", dict(kernel=(3, 3), num_filter=4, stride=(2, 2), pad=(1, 1))),
+    ("Pooling", dict(kernel=(2, 2), stride=(2, 2), pad=(1, 1))),
+    ("Pooling", dict(kernel=(2, 2), stride=(2, 2), pool_type="avg")),
+])
+def test_one_instance_reused_across_shapes_and_dtypes(name, attrs):
+    """The per-instance scratch arrays must not leak data between calls of other shapes."""
+    op = create_op(name, attrs)
+    rs = np.random.RandomState(3)
+    shapes = [(2, 4, 6, 6), (3, 4, 5, 7), (2, 4, 6, 6), (1, 4, 4, 4)]
+    weight = None
+    if name != "Pooling":
+        weight = rs.randn(4, 2 if name == "Convolution" else 4, 3, 3)
+    for i, shape in enumerate(shapes * 2):
+        dtype = np.float32 if i < len(shapes) else np.float64
+        inputs = [rs.randn(*shape).astype(dtype)]
+        if weight is not None:
+            inputs += [weight.astype(dtype)] + ([np.zeros(4, dtype)] if name == "Convolution"
+                                                else [])
+        args, aux, outs = run_forward(op, inputs)
+        heads = [rs.randn(*o.shape).astype(dtype) for o in outs]
+        grads = run_backward(op, args, aux, outs, heads, list(range(len(args))))
+        fresh = create_op(name, attrs)
+        args2, aux2, outs2 = run_forward(fresh, inputs)
+        grads2 = run_backward(fresh, args2, aux2, outs2, heads, list(range(len(args))))
+        np.testing.assert_array_equal(outs[0], outs2[0])
+        for g, g2 in zip(grads, grads2):
+            np.testing.assert_array_equal(g, g2)
 
 
 def test_backward_declarations():
