@@ -237,6 +237,14 @@ class Op:
     def num_outputs(self) -> int:
         return len(self.outputs())
 
+    def num_json_outputs(self) -> int:
+        """How many outputs MXNet's JSON counts for this node (its node_row_ptr step).
+
+        Usually all of them; an op may keep extra hidden outputs of its own at the end (the RNN
+        op's reserve of forward activations for backward) that MXNet does not count.
+        """
+        return self.num_outputs()
+
     def output_names(self, node_name: str) -> list:
         """User-visible output names: `<name>_output`, or `<name>_output<i>` for several."""
         n = self.num_visible_outputs()

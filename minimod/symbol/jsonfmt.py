@@ -68,10 +68,13 @@ def graph_to_json(graph: Graph) -> str:
         node_texts.append("    {\n%s\n    }" % ", \n".join(fields))
     heads = [(graph.node_id[id(e.node)], e.index, 0) for e in graph.outputs]
     arg_nodes = graph.variable_ids()
+    row_ptr = [0]
+    for node in graph.nodes:
+        row_ptr.append(row_ptr[-1] + (1 if node.op is None else node.op.num_json_outputs()))
     parts = [
         '  "nodes": [\n%s\n  ]' % ", \n".join(node_texts),
         '  "arg_nodes": %s' % _int_array(arg_nodes, 2),
-        '  "node_row_ptr": %s' % _int_array(graph.row_ptr, 2),
+        '  "node_row_ptr": %s' % _int_array(row_ptr, 2),
         '  "heads": %s' % _entries(heads, 2),
         '  "attrs": {"mxnet_version": ["int", %d]}' % MXNET_VERSION,
     ]
