@@ -26,13 +26,21 @@ __all__ = ["Executor", "MemoryPool", "simple_bind", "bind", "assign"]
 
 
 class MemoryPool:
-    """Byte blocks on one device, shared by the executors of a bucketing or reshape family."""
+    """Byte blocks on one device, shared by the executors of a bucketing or reshape family.
+
+    Those executors take turns: each forward overwrites the others' activations, so only the
+    executor that ran the last forward may run backward (checked; MXNet's buckets share memory
+    the same way and BucketingModule always runs forward and backward back to back).
+    """
 
     def __init__(self, ctx: Context):
         self.ctx = ctx
         self.xp = backend.xp_for(ctx)
         self.blocks: list = []
         self.generation = 0
+        # executors on one pool overwrite each other's activations: backward is only valid
+        # for the executor that ran the last forward
+        self.last_forward = None
 
     def place(self, sizes: Sequence[int]) -> list:
         """Pool block ids for a plan's blocks of `sizes` bytes, growing or adding blocks.
@@ -182,8 +190,9 @@ class Executor:
         graph = self._plan.graph
         node = graph.nodes[nid]
         first = graph.row_ptr[nid]
-        outputs = node.op.outputs()
-        # like MXNet, hidden outputs are reported too (BatchNorm's bn_mean, bn_var)
+        outputs = node.op.outputs()[:node.op.num_json_outputs()]
+        # like MXNet, hidden outputs are reported too (BatchNorm's bn_mean, bn_var), but not an
+        # op's own reserve that MXNet does not count (the RNN op's)
         names = (["%s_output" % node.name] if len(outputs) == 1
                  else ["%s_%s" % (node.name, o) for o in outputs])
         for k, name in enumerate(names):
@@ -211,11 +220,19 @@ class Executor:
             dst[:] = value
         self._check_pool()
         self._run(self._fwd_steps, bool(is_train))
+        self._pool.last_forward = self
         return self.outputs
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:
         """Run the backward steps with `out_grads` as the gradients of non-loss outputs."""
         plan = self._plan
+        if self._pool.last_forward is None:
+            raise MXNetError("backward: run forward(is_train=True) first")
+        if self._pool.last_forward is not self:
+            raise MXNetError(
+                "backward: another executor sharing this one's memory (a bucket or reshaped "
+                "executor) ran forward since this executor's forward, so the values backward "
+                "needs are gone; run forward on this executor again first")
         grads = self._normalize_out_grads(out_grads)
         for i, eid in enumerate(plan.head_grad_eids):
             if eid is None:

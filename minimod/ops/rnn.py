@@ -10,6 +10,7 @@ D = 2 if bidirectional else 1, G gates: 1 for rnn_*, 4 for lstm, 3 for gru):
     state_cell  (L*D, N, H)                  lstm only
     output      (T, N, D*H)                  last layer's hidden states, forward then backward
     [state_output, statecell_output]         final states (state_outputs=True), like the inputs
+    reserve     (R,)                         hidden: what backward reads (below)
 
 `parameters` layout, the one MXNet's CPU and cuDNN kernels read (checked against MXNet 1.9.1
 numbers in tests/ops/test_rnn_op.py): first every weight matrix, layer by layer, direction by
@@ -34,12 +35,19 @@ the T recurrent products run back to back, and the gate math works on whole (N, 
 Backward mirrors it: the step loop only propagates dh (and dc) and collects the gate gradients
 of all steps, then dW_x, dW_h, the biases and dx are each one product over all steps.
 
-Where this bends MXNet's contract: MXNet keeps what backward needs in per-executor operator
-state (its "reserve space"), not in an output, and counts 1 output (3 with state_outputs) in
-node_row_ptr. minimod must keep that count for symbol JSON, so the op keeps the same per-executor
-record itself: forward(is_train=True) files the gate activations under the address of the
-output buffer it wrote (each executor has its own), and backward looks them up there. A backward
-with no record (run without a training forward) recomputes the forward, which is exact when p=0.
+What backward needs is kept in hidden outputs that the memory plan allocates, so the op holds no
+state of its own: after MXNet's visible outputs comes `reserve`, one flat vector of the data's
+dtype holding, per (layer, direction), the activated gates (lstm, gru), the cell states and
+their tanh and the clipping mask (lstm), the recurrent candidate term W_hn h + b_hn (gru), and
+per layer the hidden states of every layer but the last (whose hidden states are `output`
+itself) and the dropout mask of its input (p > 0). Its length depends on T, N and the attrs
+only (`rnn_reserve_size`). Forward always writes it, in inference too (a dropout mask of ones),
+so a backward after any forward differentiates exactly that forward; backward only reads it,
+and reads nothing else but data, parameters, the initial states and `output`. MXNet keeps the
+same values in per-executor operator state ("reserve space"), and its symbol JSON counts only
+the visible outputs (1, or 2/3 with state_outputs), which `num_json_outputs` reports so that
+node_row_ptr stays MXNet's.
+
 `projection_size` is accepted for shape inference only; like MXNet on CPU, it cannot run.
 `lstm_state_clip_min/max` clip the cell state as documented (cuDNN's behaviour, gradient zero
 where clipped); MXNet 1.9.1's CPU kernel silently ignores them (verified), so CPU numbers with
@@ -49,17 +57,16 @@ graphs and shapes but not run yet.
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
-from typing import Any, Literal, Optional
+from typing import Literal, Optional
 
 from .. import backend
 from ..base import OpParamError, ShapeError
 from .registry import _REGISTRY, Op, fmt_shape, register
 
-__all__ = ["RNN", "Reverse", "rnn_param_size", "rnn_param_slices"]
+__all__ = ["RNN", "Reverse", "rnn_param_size", "rnn_param_slices", "rnn_reserve_layout",
+           "rnn_reserve_size"]
 
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
-_MAX_RECORDS = 16
 
 
 def rnn_param_size(mode: str, input_size: int, state_size: int, num_layers: int,
@@ -99,6 +106,56 @@ def rnn_param_slices(mode: str, input_size: int, state_size: int, num_layers: in
     return pieces
 
 
+def rnn_reserve_layout(mode: str, state_size: int, num_layers: int, bidirectional: bool,
+                       p: float, clip: bool, steps: int, batch: int):
+    """Where the hidden `reserve` output keeps what backward reads, as (offset, shape) pairs.
+
+    Returns (size, layers, rows). layers[l] has 'y', the hidden states (T, N, D*H) of layer l
+    (None for the last layer, whose hidden states are the visible `output`), and 'mask', the
+    scaled dropout mask (T, N, D*H) applied to layer l's input (None for layer 0 or p = 0).
+    rows[layer * D + d] has, for lstm 'gates' (T, N, 4H) activated, 'c' and 'tanh_c' (T, N, H)
+    and with clipping 'clip' (1 where c was not clipped); for gru 'gates' (T, N, 3H) and 'hn'
+    (T, N, H), W_hn h + b_hn; nothing for rnn_* (backward reads their gates off the hidden
+    states).
+    """
+    dirs = 2 if bidirectional else 1
+    hidden = state_size
+    pos = 0
+
+    def take(shape):
+        nonlocal pos
+        spec = (pos, shape)
+        pos += shape[0] * shape[1] * shape[2]
+        return spec
+
+    seq = (steps, batch, hidden)
+    layers, rows = [], []
+    for layer in range(num_layers):
+        layers.append({
+            "y": take((steps, batch, dirs * hidden)) if layer < num_layers - 1 else None,
+            "mask": take((steps, batch, dirs * hidden)) if layer > 0 and p > 0 else None})
+        for _ in range(dirs):
+            row = {}
+            if mode in ("lstm", "gru"):
+                row["gates"] = take((steps, batch, _GATES[mode] * hidden))
+            if mode == "lstm":
+                row["c"] = take(seq)
+                row["tanh_c"] = take(seq)
+                if clip:
+                    row["clip"] = take(seq)
+            elif mode == "gru":
+                row["hn"] = take(seq)
+            rows.append(row)
+    return pos, layers, rows
+
+
+def rnn_reserve_size(mode: str, state_size: int, num_layers: int, bidirectional: bool = False,
+                     p: float = 0.0, clip: bool = False, steps: int = 1, batch: int = 1) -> int:
+    """Length of the hidden `reserve` output of an RNN op (see `rnn_reserve_layout`)."""
+    return rnn_reserve_layout(mode, state_size, num_layers, bidirectional, p, clip, steps,
+                              batch)[0]
+
+
 def _view(flat, spec):
     offset, shape = spec
     size = 1
@@ -107,17 +164,19 @@ def _view(flat, spec):
     return flat[offset:offset + size].reshape(shape)
 
 
-def _address(arr) -> int:
-    iface = getattr(arr, "__cuda_array_interface__", None) or arr.__array_interface__
-    return iface["data"][0]
-
-
 def _sigmoid_(xp, a) -> None:
     """In-place logistic function (through tanh: no overflow warnings, one transcendental)."""
     xp.multiply(a, 0.5, out=a)
     xp.tanh(a, out=a)
     xp.multiply(a, 0.5, out=a)
     xp.add(a, 0.5, out=a)
+
+
+def _prev(seq, start, t: int, reverse: bool):
+    """The state before step t of a pass over `seq` (T, ...) that began from `start`."""
+    if reverse:
+        return seq[t + 1] if t + 1 < seq.shape[0] else start
+    return seq[t - 1] if t > 0 else start
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,26 +194,12 @@ class RNNAttrs:
     use_sequence_length: bool = False
 
 
-@dataclasses.dataclass
-class _DirRecord:
-    """What backward needs of one (layer, direction) pass, indexed by real time step."""
-
-    x: Any            # layer input (T, N, in) after dropout
-    gates: Any        # activated gates (T, N, G*H)
-    h: Any            # hidden states (T, N, H)
-    c: Any = None     # lstm cell states (T, N, H), after clipping
-    tanh_c: Any = None
-    clip_mask: Any = None  # lstm: 1 where the cell state was not clipped
-    hn: Any = None    # gru: W_hn h + b_hn (T, N, H)
-
-
 @register
 class RNN(Op):
     """MXNet's fused recurrent operator; see the module docstring for the math and layout."""
 
     name = "RNN"
     Attrs = RNNAttrs
-    backward_outputs = (0,)
 
     def __init__(self, attrs=None):
         super().__init__(attrs)
@@ -166,7 +211,15 @@ class RNN(Op):
             raise OpParamError("operator RNN: p=%g must lie in [0, 1)" % a.p)
         if a.projection_size is not None and a.mode != "lstm":
             raise OpParamError("operator RNN: projection_size needs mode='lstm'")
-        self._records: OrderedDict = OrderedDict()
+        visible = ["output"]
+        if a.state_outputs:
+            visible += ["state_output", "statecell_output"] if a.mode == "lstm" \
+                else ["state_output"]
+        self._visible = visible
+        # backward reads data (layer 0's input), the weights, the initial states, `output`
+        # (the last layer's hidden states) and the reserve; never the final states
+        self.backward_inputs = (0, 1, 2, 3) if a.mode == "lstm" else (0, 1, 2)
+        self.backward_outputs = (0, len(visible))
 
     # ------------------------------------------------------------------ slots
     def arguments(self) -> list:
@@ -178,15 +231,28 @@ class RNN(Op):
         return names
 
     def outputs(self) -> list:
-        if not self.attrs.state_outputs:
-            return ["output"]
-        if self.attrs.mode == "lstm":
-            return ["output", "state_output", "statecell_output"]
-        return ["output", "state_output"]
+        return self._visible + ["reserve"]
+
+    def num_visible_outputs(self) -> int:
+        return len(self._visible)
+
+    def num_json_outputs(self) -> int:
+        return len(self._visible)
 
     @property
     def _dirs(self) -> int:
         return 2 if self.attrs.bidirectional else 1
+
+    @property
+    def _clip(self) -> bool:
+        a = self.attrs
+        return a.mode == "lstm" and a.lstm_state_clip_min is not None \
+            and a.lstm_state_clip_max is not None
+
+    def _layout(self, steps: int, batch: int):
+        a = self.attrs
+        return rnn_reserve_layout(a.mode, a.state_size, a.num_layers, a.bidirectional, a.p,
+                                  self._clip, steps, batch)
 
     # ------------------------------------------------------------------ inference
     def infer_shape(self, in_shapes: list, out_shapes: list):
@@ -207,7 +273,8 @@ class RNN(Op):
         if out_shapes[0] is not None and len(out_shapes[0]) == 3:
             steps = steps if steps is not None else out_shapes[0][0]
             batch = batch if batch is not None else out_shapes[0][1]
-        for shape in out_shapes[1:]:
+        nvis = len(self._visible)
+        for shape in out_shapes[1:nvis]:
             if shape is not None and len(shape) == 3 and batch is None:
                 batch = shape[1]
         self.set_in(in_shapes, 0, (steps, batch, feat))
@@ -228,19 +295,12 @@ class RNN(Op):
             self.set_out(out_shapes, 1, (rows, batch, out_h))
             if a.mode == "lstm":
                 self.set_out(out_shapes, 2, (rows, batch, a.state_size))
+        if steps is not None and batch is not None:
+            self.set_out(out_shapes, nvis, (self._layout(steps, batch)[0],),
+                         "T=%d, N=%d" % (steps, batch))
         return in_shapes, out_shapes
 
     # ------------------------------------------------------------------ forward
-    def forward(self, xp, inputs, aux, out, is_train):
-        self._check_runnable()
-        records, masks = self._run_forward(xp, inputs, out, is_train)
-        if is_train:
-            key = (_address(out[0]), tuple(out[0].shape))
-            self._records.pop(key, None)
-            self._records[key] = (records, masks)
-            while len(self._records) > _MAX_RECORDS:
-                self._records.popitem(last=False)
-
     def _check_runnable(self) -> None:
         if self.attrs.projection_size is not None:
             raise OpParamError("operator RNN: projection_size is not supported on this backend "
@@ -248,7 +308,9 @@ class RNN(Op):
         if self.attrs.use_sequence_length:
             raise OpParamError("operator RNN: use_sequence_length=True is not supported yet")
 
-    def _run_forward(self, xp, inputs, out, is_train):
+    def forward(self, xp, inputs, aux, out, is_train):
+        """Writes the visible outputs and the whole reserve (in inference too)."""
+        self._check_runnable()
         a = self.attrs
         data, params, state = inputs[0], inputs[1], inputs[2]
         cell = inputs[3] if a.mode == "lstm" else None
@@ -256,59 +318,59 @@ class RNN(Op):
         hidden = a.state_size
         dirs = self._dirs
         slices = rnn_param_slices(a.mode, feat, hidden, a.num_layers, a.bidirectional)
+        _, layers, rows = self._layout(steps, batch)
+        reserve = out[len(self._visible)]
         h_final = out[1] if a.state_outputs else None
         c_final = out[2] if a.state_outputs and a.mode == "lstm" else None
-        records, masks = [], []
         layer_in = data
         for layer in range(a.num_layers):
-            if layer > 0 and is_train and a.p > 0:
-                keep = backend.rng(xp).uniform(0, 1, layer_in.shape) < 1 - a.p
-                mask = keep.astype(layer_in.dtype) * (1 / (1 - a.p))
-                layer_in = layer_in * mask
-                masks.append(mask)
-            else:
-                masks.append(None)
-            last = layer == a.num_layers - 1
-            layer_out = out[0] if last else xp.empty((steps, batch, dirs * hidden),
-                                                     dtype=data.dtype)
+            spec = layers[layer]
+            if spec["mask"] is not None:
+                mask = _view(reserve, spec["mask"])
+                if is_train:
+                    keep = backend.rng(xp).uniform(0, 1, layer_in.shape) < 1 - a.p
+                    xp.multiply(keep, 1 / (1 - a.p), out=mask)
+                    layer_in = layer_in * mask
+                else:
+                    mask[...] = 1
+            y = out[0] if spec["y"] is None else _view(reserve, spec["y"])
             for d in range(dirs):
                 row = layer * dirs + d
-                w = {k: _view(params, spec) for k, spec in slices[row].items()}
-                rec = self._forward_direction(
-                    xp, layer_in, w, state[row], None if cell is None else cell[row],
-                    reverse=d == 1)
-                layer_out[:, :, d * hidden:(d + 1) * hidden] = rec.h
+                w = {k: _view(params, s) for k, s in slices[row].items()}
+                res = {k: _view(reserve, s) for k, s in rows[row].items()}
+                hs = y[:, :, d * hidden:(d + 1) * hidden]
+                self._forward_direction(xp, layer_in, w, res, hs, state[row],
+                                        None if cell is None else cell[row], reverse=d == 1)
                 last_t = 0 if d == 1 else steps - 1
                 if h_final is not None:
-                    h_final[row] = rec.h[last_t]
+                    h_final[row] = hs[last_t]
                 if c_final is not None:
-                    c_final[row] = rec.c[last_t]
-                records.append(rec)
-            layer_in = layer_out
-        return records, masks
+                    c_final[row] = res["c"][last_t]
+            layer_in = y
 
-    def _forward_direction(self, xp, x, w, h0, c0, reverse: bool) -> _DirRecord:
+    def _forward_direction(self, xp, x, w, res, hs, h0, c0, reverse: bool) -> None:
+        """One (layer, direction) pass: hidden states into `hs` (T, N, H), possibly a strided
+        view of the layer's output, and what backward needs into the reserve views `res`."""
         a = self.attrs
         steps, batch, _ = x.shape
         hidden = a.state_size
         gh = w["wh"].shape[0]
         # the input projection of every step in one product
-        gates = xp.matmul(x.reshape(steps * batch, -1), w["wx"].T).reshape(steps, batch, gh)
+        x2 = x.reshape(steps * batch, -1)
+        if "gates" in res:
+            gates = res["gates"]
+            xp.matmul(x2, w["wx"].T, out=gates.reshape(steps * batch, gh))
+        else:
+            gates = xp.matmul(x2, w["wx"].T).reshape(steps, batch, gh)
         gates += w["bx"]
         if a.mode != "gru":
             gates += w["bh"]
         wh_t = w["wh"].T
-        hs = xp.empty((steps, batch, hidden), dtype=x.dtype)
-        rec = _DirRecord(x=x, gates=gates, h=hs)
         order = range(steps - 1, -1, -1) if reverse else range(steps)
         rec_buf = xp.empty((batch, gh), dtype=x.dtype)
         h_prev = h0
         if a.mode == "lstm":
-            rec.c = xp.empty_like(hs)
-            rec.tanh_c = xp.empty_like(hs)
-            clip = a.lstm_state_clip_min is not None and a.lstm_state_clip_max is not None
-            if clip:
-                rec.clip_mask = xp.empty_like(hs)
+            cs, tanh_cs, clip_mask = res["c"], res["tanh_c"], res.get("clip")
             c_prev = c0
             for t in order:
                 g = gates[t]
@@ -317,21 +379,21 @@ class RNN(Op):
                 _sigmoid_(xp, g[:, :2 * hidden])
                 xp.tanh(g[:, 2 * hidden:3 * hidden], out=g[:, 2 * hidden:3 * hidden])
                 _sigmoid_(xp, g[:, 3 * hidden:])
-                c = rec.c[t]
+                c = cs[t]
                 xp.multiply(g[:, hidden:2 * hidden], c_prev, out=c)
                 c += g[:, :hidden] * g[:, 2 * hidden:3 * hidden]
-                if clip:
+                if clip_mask is not None:
                     lo, hi = a.lstm_state_clip_min, a.lstm_state_clip_max
                     if a.lstm_state_clip_nan:
                         c[...] = xp.where(xp.isnan(c), lo, c)
-                    rec.clip_mask[t] = (c >= lo) & (c <= hi)
+                    clip_mask[t] = (c >= lo) & (c <= hi)
                     xp.clip(c, lo, hi, out=c)
-                tc = rec.tanh_c[t]
+                tc = tanh_cs[t]
                 xp.tanh(c, out=tc)
                 xp.multiply(g[:, 3 * hidden:], tc, out=hs[t])
                 h_prev, c_prev = hs[t], c
         elif a.mode == "gru":
-            rec.hn = xp.empty_like(hs)
+            hns = res["hn"]
             bh = w["bh"]
             for t in order:
                 g = gates[t]
@@ -339,7 +401,7 @@ class RNN(Op):
                 rec_buf += bh
                 g[:, :2 * hidden] += rec_buf[:, :2 * hidden]
                 _sigmoid_(xp, g[:, :2 * hidden])
-                hn = rec.hn[t]
+                hn = hns[t]
                 hn[...] = rec_buf[:, 2 * hidden:]
                 n = g[:, 2 * hidden:]
                 n += g[:, :hidden] * hn
@@ -354,36 +416,29 @@ class RNN(Op):
         else:
             relu = a.mode == "rnn_relu"
             for t in order:
-                g = gates[t]
                 xp.matmul(h_prev, wh_t, out=rec_buf)
-                g += rec_buf
+                h = hs[t]
+                xp.add(gates[t], rec_buf, out=h)
                 if relu:
-                    xp.maximum(g, 0, out=g)
+                    xp.maximum(h, 0, out=h)
                 else:
-                    xp.tanh(g, out=g)
-                hs[t] = g
-                h_prev = hs[t]
-        return rec
+                    xp.tanh(h, out=h)
+                h_prev = h
 
     # ------------------------------------------------------------------ backward
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        """Reads data, parameters, the initial states, `output` and the reserve of the forward
+        that ran last on these arrays; writes nothing but `in_grads`."""
         a = self.attrs
-        key = (_address(outputs[0]), tuple(outputs[0].shape))
-        found = self._records.get(key)
-        if found is None:
-            if a.p > 0:
-                raise OpParamError("operator RNN: backward without a training forward cannot "
-                                   "reproduce the dropout masks (p=%g)" % a.p)
-            scratch = [xp.empty_like(outputs[0])] + [
-                xp.empty_like(inputs[2]) for _ in self.outputs()[1:]]
-            found = self._run_forward(xp, inputs, scratch, True)
-        records, masks = found
         data, params, state = inputs[0], inputs[1], inputs[2]
         cell = inputs[3] if a.mode == "lstm" else None
         steps, batch, feat = data.shape
         hidden = a.state_size
         dirs = self._dirs
         slices = rnn_param_slices(a.mode, feat, hidden, a.num_layers, a.bidirectional)
+        _, layers, rows = self._layout(steps, batch)
+        nvis = len(self._visible)
+        reserve = outputs[nvis]
         g_params = in_grads[1]
         g_state = in_grads[2]
         g_cell = in_grads[3] if a.mode == "lstm" else None
@@ -395,26 +450,36 @@ class RNN(Op):
             and len(out_grads) > 2 else None
         flat_grad = g_params if g_params is not None else xp.empty_like(params)
         for layer in range(a.num_layers - 1, -1, -1):
+            spec = layers[layer]
+            y = outputs[0] if spec["y"] is None else _view(reserve, spec["y"])
+            mask = None
+            if layer == 0:
+                x = data
+            else:
+                x = _view(reserve, layers[layer - 1]["y"])
+                if spec["mask"] is not None:
+                    mask = _view(reserve, spec["mask"])
+                    x = x * mask
             need_dx = layer > 0 or in_grads[0] is not None
-            dx = xp.zeros(records[layer * dirs].x.shape, dtype=data.dtype) if need_dx else None
+            dx = xp.zeros(x.shape, dtype=data.dtype) if need_dx else None
             for d in range(dirs):
                 row = layer * dirs + d
-                w = {k: _view(params, spec) for k, spec in slices[row].items()}
-                gw = {k: _view(flat_grad, spec) for k, spec in slices[row].items()}
+                w = {k: _view(params, s) for k, s in slices[row].items()}
+                gw = {k: _view(flat_grad, s) for k, s in slices[row].items()}
+                res = {k: _view(reserve, s) for k, s in rows[row].items()}
                 dh_last = None if dh_final is None else dh_final[row]
                 dc_last = None if dc_final is None else dc_final[row]
-                h0 = state[row]
-                c0 = None if cell is None else cell[row]
                 dh0, dc0 = self._backward_direction(
-                    xp, records[row], w, gw, dy[:, :, d * hidden:(d + 1) * hidden], h0, c0,
-                    dh_last, dc_last, dx, reverse=d == 1)
+                    xp, x, res, y[:, :, d * hidden:(d + 1) * hidden], w, gw,
+                    dy[:, :, d * hidden:(d + 1) * hidden], state[row],
+                    None if cell is None else cell[row], dh_last, dc_last, dx, reverse=d == 1)
                 if g_state is not None:
                     g_state[row] = dh0
                 if g_cell is not None:
                     g_cell[row] = dc0
             if layer > 0:
-                if masks[layer] is not None:
-                    dx *= masks[layer]
+                if mask is not None:
+                    dx *= mask
                 dy = dx
             elif in_grads[0] is not None:
                 xp.copyto(in_grads[0], dx)
@@ -422,47 +487,34 @@ class RNN(Op):
             if in_grads[i] is not None:
                 in_grads[i][...] = 0
 
-    def _backward_direction(self, xp, rec: _DirRecord, w, gw, dy, h0, c0, dh_last, dc_last,
-                            dx, reverse: bool):
-        """Gradients of one (layer, direction) pass: writes gw (weights and biases), adds into
-        dx, returns the gradients of the initial states."""
+    def _backward_direction(self, xp, x, res, hs, w, gw, dy, h0, c0, dh_last, dc_last, dx,
+                            reverse: bool):
+        """Gradients of one (layer, direction) pass with input x, reserve views `res` and hidden
+        states `hs`: writes gw (weights and biases), adds into dx, returns the gradients of the
+        initial states."""
         a = self.attrs
-        steps, batch, hidden = rec.h.shape
+        steps, batch, hidden = hs.shape
         gh = w["wh"].shape[0]
-        dtype = rec.h.dtype
+        dtype = hs.dtype
         order = list(range(steps - 1, -1, -1) if reverse else range(steps))
         dh = xp.zeros((batch, hidden), dtype=dtype)
         if dh_last is not None:
             dh += dh_last
-        # h_prev of every step, by real time index
-        h_prev_seq = xp.empty_like(rec.h)
-        if reverse:
-            h_prev_seq[:-1] = rec.h[1:]
-            h_prev_seq[-1] = h0
-        else:
-            h_prev_seq[1:] = rec.h[:-1]
-            h_prev_seq[0] = h0
         d_gates = xp.empty((steps, batch, gh), dtype=dtype)
         wh = w["wh"]
         tmp = xp.empty((batch, hidden), dtype=dtype)
         dc0 = None
         if a.mode == "lstm":
+            gates, cs, tanh_cs, clip_mask = res["gates"], res["c"], res["tanh_c"], res.get("clip")
             dc = xp.zeros((batch, hidden), dtype=dtype)
             if dc_last is not None:
                 dc += dc_last
-            c_prev_seq = xp.empty_like(rec.c)
-            if reverse:
-                c_prev_seq[:-1] = rec.c[1:]
-                c_prev_seq[-1] = c0
-            else:
-                c_prev_seq[1:] = rec.c[:-1]
-                c_prev_seq[0] = c0
             for t in reversed(order):
                 dh += dy[t]
-                g = rec.gates[t]
+                g = gates[t]
                 i_g, f_g = g[:, :hidden], g[:, hidden:2 * hidden]
                 c_g, o_g = g[:, 2 * hidden:3 * hidden], g[:, 3 * hidden:]
-                tc = rec.tanh_c[t]
+                tc = tanh_cs[t]
                 da = d_gates[t]
                 # dc += dh * o * (1 - tanh(c)^2)
                 xp.multiply(tc, tc, out=tmp)
@@ -470,8 +522,8 @@ class RNN(Op):
                 tmp *= o_g
                 tmp *= dh
                 dc += tmp
-                if rec.clip_mask is not None:
-                    dc *= rec.clip_mask[t]
+                if clip_mask is not None:
+                    dc *= clip_mask[t]
                 da_o = da[:, 3 * hidden:]
                 xp.multiply(dh, tc, out=da_o)
                 da_o *= o_g * (1 - o_g)
@@ -479,7 +531,7 @@ class RNN(Op):
                 xp.multiply(dc, c_g, out=da_i)
                 da_i *= i_g * (1 - i_g)
                 da_f = da[:, hidden:2 * hidden]
-                xp.multiply(dc, c_prev_seq[t], out=da_f)
+                xp.multiply(dc, _prev(cs, c0, t, reverse), out=da_f)
                 da_f *= f_g * (1 - f_g)
                 da_c = da[:, 2 * hidden:3 * hidden]
                 xp.multiply(dc, i_g, out=da_c)
@@ -489,12 +541,12 @@ class RNN(Op):
             dc0 = dc
             d_gates_h = d_gates
         elif a.mode == "gru":
+            gates, hns = res["gates"], res["hn"]
             d_gates_h = xp.empty_like(d_gates)
             for t in reversed(order):
                 dh += dy[t]
-                g = rec.gates[t]
+                g = gates[t]
                 r_g, z_g, n_g = g[:, :hidden], g[:, hidden:2 * hidden], g[:, 2 * hidden:]
-                hp = h_prev_seq[t]
                 dax = d_gates[t]
                 dah = d_gates_h[t]
                 da_n = dax[:, 2 * hidden:]
@@ -502,10 +554,10 @@ class RNN(Op):
                 da_n *= 1 - n_g * n_g
                 xp.multiply(da_n, r_g, out=dah[:, 2 * hidden:])
                 da_r = dax[:, :hidden]
-                xp.multiply(da_n, rec.hn[t], out=da_r)
+                xp.multiply(da_n, hns[t], out=da_r)
                 da_r *= r_g * (1 - r_g)
                 da_z = dax[:, hidden:2 * hidden]
-                xp.subtract(hp, n_g, out=da_z)
+                xp.subtract(_prev(hs, h0, t, reverse), n_g, out=da_z)
                 da_z *= dh
                 da_z *= z_g * (1 - z_g)
                 dah[:, :2 * hidden] = dax[:, :2 * hidden]
@@ -517,7 +569,7 @@ class RNN(Op):
             for t in reversed(order):
                 dh += dy[t]
                 da = d_gates[t]
-                h = rec.h[t]
+                h = hs[t]
                 if relu:
                     xp.multiply(dh, h > 0, out=da)
                 else:
@@ -527,11 +579,16 @@ class RNN(Op):
                 xp.matmul(da, wh, out=dh)
             d_gates_h = d_gates
         flat_x = d_gates.reshape(steps * batch, gh)
-        flat_h = d_gates_h.reshape(steps * batch, gh)
-        xp.matmul(flat_x.T, rec.x.reshape(steps * batch, -1), out=gw["wx"])
-        xp.matmul(flat_h.T, h_prev_seq.reshape(steps * batch, hidden), out=gw["wh"])
+        xp.matmul(flat_x.T, x.reshape(steps * batch, -1), out=gw["wx"])
+        # dW_h = sum_t da_h[t]^T h_prev[t]: the steps whose h_prev is a hidden state of this
+        # pass in one product, plus the step that started from h0
+        first, rest, prev = (steps - 1, slice(0, steps - 1), slice(1, steps)) if reverse \
+            else (0, slice(1, steps), slice(0, steps - 1))
+        xp.matmul(d_gates_h[rest].reshape(-1, gh).T, hs[prev].reshape(-1, hidden),
+                  out=gw["wh"])
+        gw["wh"] += xp.matmul(d_gates_h[first].T, h0)
         xp.sum(flat_x, axis=0, out=gw["bx"])
-        xp.sum(flat_h, axis=0, out=gw["bh"])
+        xp.sum(d_gates_h.reshape(steps * batch, gh), axis=0, out=gw["bh"])
         if dx is not None:
             dx += xp.matmul(flat_x, w["wx"]).reshape(dx.shape)
         return dh, dc0

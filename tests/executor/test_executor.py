@@ -180,3 +180,20 @@ def test_runtime_error_names_the_node():
         exe.forward()
     except MXNetError as err:
         assert "emb (Embedding)" in str(err)
+
+
+def test_backward_after_a_sharing_executor_ran_is_refused():
+    data = mx.sym.Variable("data")
+    net = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=3, name="fc"),
+                            act_type="tanh")
+    a = net.simple_bind(mx.cpu(), data=(4, 5))
+    with pytest.raises(MXNetError, match="forward"):
+        a.backward(mx.nd.ones((4, 3)))
+    b = net.simple_bind(mx.cpu(), data=(2, 5), shared_exec=a, shared_arg_names=["fc_weight"])
+    a.forward(is_train=True)
+    b.forward(is_train=True)
+    with pytest.raises(MXNetError, match="another executor"):
+        a.backward(mx.nd.ones((4, 3)))
+    b.backward(mx.nd.ones((2, 3)))  # the last one to run forward may go on
+    a.forward(is_train=True)
+    a.backward(mx.nd.ones((4, 3)))
