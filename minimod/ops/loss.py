@@ -159,6 +159,10 @@ class SoftmaxOutput(Op):
             return
         a = self.attrs
         out, label = outputs[0], inputs[1]
+        if (label.shape != out.shape and not a.smooth_alpha and not a.out_grad
+                and g.flags.c_contiguous):
+            self._index_grad_into(xp, out, label, g)
+            return
         if label.shape == out.shape:
             grad = (out - label) * a.grad_scale
         else:
@@ -166,6 +170,47 @@ class SoftmaxOutput(Op):
         if a.out_grad:
             grad *= out_grads[0]
         xp.copyto(g, grad.reshape(g.shape))
+
+    def _index_grad_into(self, xp, out, label, g) -> None:
+        """The p - onehot(label) gradient written straight into g: one copy of p, then only
+        the N labelled entries (and ignored rows) are touched, instead of building the
+        one-hot matrix. Same numbers as `_index_grad`."""
+        a = self.attrs
+        p, axis = self._views(out)
+        gv = g.reshape(p.shape)
+        xp.copyto(gv, p)
+        if self.mode == "flat":
+            lab = label.reshape(-1)[:p.shape[0]]
+        elif self.mode == "preserve":
+            lab = label.reshape(-1)
+        else:
+            lab = label.reshape(-1)[:p.shape[0] * p.shape[2]].reshape(p.shape[0], p.shape[2])
+        lab = lab.astype(xp.int64)
+        classes = p.shape[axis]
+        # positions of every sample (and, for multi_output, every spatial slot)
+        where = xp.indices(lab.shape)
+        hit = (lab >= 0) & (lab < classes)
+        if p.ndim == 2:
+            gv[where[0][hit], lab[hit]] -= 1
+        else:
+            gv[where[0][hit], lab[hit], where[1][hit]] -= 1
+        keep = lab != self.ignore
+        if a.use_ignore:
+            drop = ~keep
+            if p.ndim == 2:
+                gv[where[0][drop]] = 0
+            else:
+                gv[where[0][drop], :, where[1][drop]] = 0
+        if a.normalization == "valid":
+            gv *= a.grad_scale / xp.maximum(keep.sum(), 1).astype(p.dtype)
+            return
+        scale = a.grad_scale
+        if self.mode != "preserve":
+            scale /= label.size // out.shape[0]
+        if a.normalization == "batch":
+            scale /= p.shape[0]
+        if scale != 1.0:
+            gv *= scale
 
     def _index_grad(self, xp, out, label):
         a = self.attrs
