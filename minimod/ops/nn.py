@@ -350,10 +350,17 @@ class FullyConnected(Op):
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         x, weight = inputs[0], inputs[1]
         g2 = out_grads[0].reshape(-1, self.attrs.num_hidden)
-        if in_grads[0] is not None:
-            in_grads[0][...] = xp.matmul(g2, weight).reshape(x.shape)
-        if in_grads[1] is not None:
-            in_grads[1][...] = xp.matmul(g2.T, self._as_2d(x))
+        dx, dw = in_grads[0], in_grads[1]
+        if dx is not None:
+            if dx.flags.c_contiguous and dx.dtype == g2.dtype:  # the GEMM writes in place
+                xp.matmul(g2, weight, out=dx.reshape(g2.shape[0], -1))
+            else:
+                dx[...] = xp.matmul(g2, weight).reshape(x.shape)
+        if dw is not None:
+            if dw.flags.c_contiguous and dw.dtype == g2.dtype:
+                xp.matmul(g2.T, self._as_2d(x), out=dw)
+            else:
+                dw[...] = xp.matmul(g2.T, self._as_2d(x))
         if not self.attrs.no_bias:
             _write(xp, in_grads[2], g2.sum(axis=0))
 
