@@ -17,7 +17,6 @@ import numpy as np
 
 from .. import backend
 from ..base import MXNetError, ShapeError
-from ..context import Context, cpu
 from ..ndarray import ndarray as nd
 from ..ndarray.ndarray import NDArray
 
@@ -452,5 +451,3 @@ def _average_into(block: Sequence[NDArray], dst: NDArray) -> None:
         total /= len(block)
     dst._data[...] = backend.to_context(total.astype(dst._data.dtype, copy=False), dst.context)
 
-
-_ = cpu, Context  # re-exported names user code may import from here

@@ -22,6 +22,7 @@ import numpy as np
 from .. import context as ctx
 from .. import ndarray as nd
 from .. import symbol as sym
+from ..base import MXNetError
 from ..initializer import Uniform
 from ..model import load_params
 from ..symbol.naming import NameManager
@@ -169,7 +170,7 @@ class BucketingModule(BaseModule):
             self.logger.warning("Already bound, ignoring bind()")
             return
         if shared_module is not None:
-            raise MXNetErrorShared()
+            raise MXNetError("shared_module for BucketingModule is not supported")
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self._grad_req = grad_req
@@ -311,7 +312,7 @@ class BucketingModule(BaseModule):
     def save_checkpoint(self, prefix, epoch, remove_amp_cast=False):
         """prefix-%04d.params, one prefix-<key>-symbol.json per bucket, and prefix.buckets."""
         if not self._buckets:
-            raise MXNetErrorEmpty()
+            raise MXNetError("Empty BucketingModule cannot be saved")
         self.save_params("%s-%04d.params" % (prefix, epoch))
         for bucket_key in self._buckets:
             symbol, _, _ = self._call_sym_gen(bucket_key)
@@ -358,12 +359,3 @@ class BucketingModule(BaseModule):
         mod.params_initialized = True
         return mod
 
-
-def MXNetErrorShared():
-    from ..base import MXNetError
-    return MXNetError("shared_module for BucketingModule is not supported")
-
-
-def MXNetErrorEmpty():
-    from ..base import MXNetError
-    return MXNetError("Empty BucketingModule cannot be saved")
