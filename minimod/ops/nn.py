@@ -1,12 +1,15 @@
 """Neural-network layers: dense, convolution, pooling, activation, normalisation, dropout, lookup.
 
 Shapes are channels-first (NCW / NCHW / NCDHW) as in MXNet's default layout. Convolution and
-deconvolution use im2col in a batch-last layout: the input is copied once into (C, *spatial, N)
-(padding included), every kernel offset's window is then a run of contiguous (W_out * N) blocks
-copied into a column buffer (C, K, *out, N), and ONE GEMM per direction (batched over groups) does
-the arithmetic, its result landing as (F, *out, N); only the op's boundaries convert to and from
-NCHW. Deconvolution is the transpose of the same steps. Work arrays come from a small
-per-instance scratch cache (`_ScratchMixin`), so repeated calls do not page-fault fresh buffers.
+deconvolution use im2col in a work layout: batch-last (C, *spatial, N), where every kernel
+offset's window is a run of contiguous (W_out * N) blocks, or, for convolutions with wide outputs,
+channels-batch (C, N, *spatial), whose conversions to and from NCHW move whole feature maps (see
+`_cn_layout`). The input is copied once into the work layout (padding included), all windows are
+copied in one strided copy into a column buffer (C, K, *work(out)), and ONE GEMM per direction
+(batched over groups) does the arithmetic, its result landing in the work layout; only the op's
+boundaries convert to and from NCHW. Convolution keeps its columns as a hidden output for its
+backward. Deconvolution is the transpose of the same steps. Work arrays come from a small
+process-wide scratch cache (`_ScratchMixin`), so repeated calls do not page-fault fresh buffers.
 
 Where MXNet 1.9.1 on CPU and on GPU disagree, we follow the documented or GPU behaviour and say so
 in the op's docstring (BatchNorm's moving statistics).
@@ -147,51 +150,113 @@ class _ScratchMixin:
         return arr
 
 
-def _interior(pad_lo: tuple, spatial: tuple) -> tuple:
-    """Index of the unpadded part of a batch-last array (C, *padded, N)."""
-    return (slice(None),) + tuple(slice(lo, lo + n) for lo, n in zip(pad_lo, spatial)) + (
-        slice(None),)
+#: Convolutions whose output rows are at least this wide work in the channels-batch layout
+#: (C, N, *spatial): their im2col copies rows of the NCHW data as they are and the conversions
+#: to and from NCHW move whole feature maps. Narrower outputs work batch-last (C, *spatial, N),
+#: where every im2col copy is a run of (width * N) values but the conversions to and from NCHW
+#: are elementwise transposes (about 5 GB/s with NumPy, which is costly on big maps).
+_CN_MIN_WIDTH = 16
 
 
-def _batch_last(op, xp, role: str, x, pad: tuple):
-    """x (N, C, *sp) copied into a scratch (C, *(sp + 2 pad), N) with a zero border."""
+def _cn_layout(out_spatial: tuple) -> bool:
+    return out_spatial[-1] >= _CN_MIN_WIDTH
+
+
+def _interior(pad_lo: tuple, spatial: tuple, cn: bool = False) -> tuple:
+    """Index of the unpadded part of a work array: (C, N, *padded) if cn else (C, *padded, N)."""
+    inner = tuple(slice(lo, lo + n) for lo, n in zip(pad_lo, spatial))
+    return (slice(None),) * 2 + inner if cn else (slice(None),) + inner + (slice(None),)
+
+
+def _work_shape(c: int, n: int, spatial: tuple, cn: bool) -> tuple:
+    return (c, n) + tuple(spatial) if cn else (c,) + tuple(spatial) + (n,)
+
+
+def _to_work(op, xp, role: str, x, pad: tuple, cn: bool, copy: bool = True):
+    """x (N, C, *sp) as a work array (C, N, *(sp + 2 pad)) if cn else (C, *(sp + 2 pad), N).
+
+    The copy is a scratch with a zero border. Unpadded channels-batch data that is only read
+    through views (copy=False) needs no copy: x with its first two axes swapped is returned.
+    """
+    if cn and not copy and not any(pad):
+        return x.swapaxes(0, 1)
     spatial = x.shape[2:]
-    shape = (x.shape[1],) + tuple(n + 2 * p for n, p in zip(spatial, pad)) + (x.shape[0],)
-    buf = op._scratch(xp, role + str(pad), shape, x.dtype, zero=any(pad))
-    buf[_interior(pad, spatial)] = xp.moveaxis(x, 0, -1)
+    shape = _work_shape(x.shape[1], x.shape[0], tuple(n + 2 * p for n, p in zip(spatial, pad)),
+                        cn)
+    buf = op._scratch(xp, "%s%s%s" % (role, pad, "cn" if cn else "bl"), shape, x.dtype,
+                      zero=any(pad))
+    buf[_interior(pad, spatial, cn)] = x.swapaxes(0, 1) if cn else xp.moveaxis(x, 0, -1)
     return buf
 
 
-def _tap_index(offs, stride, dilate, out_spatial) -> tuple:
-    return (slice(None),) + tuple(_window(o, s, d, m) for o, s, d, m in zip(
-        offs, stride, dilate, out_spatial)) + (slice(None),)
+def _from_work(xp, a, cn: bool):
+    """A work array (C, N, *sp) or (C, *sp, N) as an (N, C, *sp) view."""
+    return a.swapaxes(0, 1) if cn else xp.moveaxis(a, -1, 0)
 
 
-def _im2col(op, xp, xbl, kernel, stride, dilate, out_spatial):
-    """Columns (C, prod(kernel), *out_spatial, N) of a padded batch-last xbl (C, *sp, N).
+def _tap_index(offs, stride, dilate, out_spatial, cn: bool = False) -> tuple:
+    win = tuple(_window(o, s, d, m) for o, s, d, m in zip(offs, stride, dilate, out_spatial))
+    return (slice(None),) * 2 + win if cn else (slice(None),) + win + (slice(None),)
 
-    Batch innermost makes every tap's copy a run of contiguous (W_out * N) blocks.
+
+def _im2col(op, xp, xw, kernel, stride, dilate, out_spatial, cn: bool = False, into=None):
+    """Columns (C, prod(kernel), *work(out)) of a padded work array xw (see `_to_work`).
+
+    Batch innermost makes every tap's copy a run of contiguous (W_out * N) blocks; channels-batch
+    makes it rows of W_out values. The columns go into `into` (a contiguous array of their size)
+    when given, else into a scratch array.
     """
-    c, n = xbl.shape[0], xbl.shape[-1]
-    cols = op._scratch(xp, "cols", (c, math.prod(kernel)) + tuple(out_spatial) + (n,),
-                       xbl.dtype)
-    for tap, offs in enumerate(_offsets(kernel)):
-        cols[:, tap] = xbl[_tap_index(offs, stride, dilate, out_spatial)]
+    c, n = xw.shape[0], xw.shape[1] if cn else xw.shape[-1]
+    shape = (c, math.prod(kernel)) + _work_shape(1, n, out_spatial, cn)[1:]
+    direct = into is not None and into.flags.c_contiguous
+    cols = into.reshape(shape) if direct else op._scratch(xp, "cols" + ("cn" if cn else ""),
+                                                          shape, xw.dtype)
+    # every tap's window at once: a strided view (C, *kernel, *work(out)) of xw, copied in one
+    # call (as many calls as taps cost more in Python than the copy itself at LeNet's sizes)
+    st = xw.strides
+    sp_st = st[2:] if cn else st[1:-1]
+    n_st = st[1] if cn else st[-1]
+    taps = tuple(s * d for s, d in zip(sp_st, dilate))
+    steps = tuple(s * t for s, t in zip(sp_st, stride))
+    view = xp.lib.stride_tricks.as_strided(
+        xw, (c,) + tuple(kernel) + _work_shape(1, n, out_spatial, cn)[1:],
+        (st[0],) + taps + ((n_st,) + steps if cn else steps + (n_st,)))
+    cols.reshape(view.shape)[...] = view
+    if into is not None and not direct:
+        into[...] = cols.reshape(into.shape)
     return cols
 
 
-def _col2im(op, xp, cols, spatial, kernel, stride, dilate, pad, out_spatial):
-    """Adjoint of _im2col: sums cols (C, K, *out_spatial, N) into a scratch (C, *padded, N).
+def _col2im(op, xp, cols, spatial, kernel, stride, dilate, pad, out_spatial, cn: bool = False,
+            groups: Optional[int] = None):
+    """Adjoint of _im2col: sums cols (C, K, *work(out)) into a scratch work array (padded).
 
-    Returns the view of its unpadded part (C, *spatial, N).
+    With `groups` the columns are tap-major instead, (groups, K, C / groups, *work(out)): each
+    tap's block is then contiguous (per group), which NumPy sums markedly faster than the
+    (C, 1, ...) slices of channel-major columns. Returns the view of the unpadded part.
     """
-    c, n = cols.shape[0], cols.shape[-1]
-    shape = (c,) + tuple(m + 2 * p for m, p in zip(spatial, pad)) + (n,)
-    acc = op._scratch(xp, "col2im", shape, cols.dtype)
+    if groups is None:
+        c, n = cols.shape[0], cols.shape[2] if cn else cols.shape[-1]
+    else:
+        c, n = groups * cols.shape[2], cols.shape[3] if cn else cols.shape[-1]
+    shape = _work_shape(c, n, tuple(m + 2 * p for m, p in zip(spatial, pad)), cn)
+    acc = op._scratch(xp, "col2im" + ("cn" if cn else ""), shape, cols.dtype)
     acc.fill(0)
     for tap, offs in enumerate(_offsets(kernel)):
-        acc[_tap_index(offs, stride, dilate, out_spatial)] += cols[:, tap]
-    return acc[_interior(pad, spatial)]
+        idx = _tap_index(offs, stride, dilate, out_spatial, cn)
+        if groups is None:
+            acc[idx] += cols[:, tap]
+        else:
+            acc.reshape((groups, c // groups) + shape[1:])[(slice(None),) + idx] += cols[:, tap]
+    return acc[_interior(pad, spatial, cn)]
+
+
+def _row_sums(op, xp, a):
+    """Row sums of a 2-D array as one matrix-vector product (several times faster than
+    NumPy's sum along rows at these sizes)."""
+    ones = op._scratch(xp, "ones", (a.shape[1],), a.dtype)
+    ones.fill(1)
+    return xp.matmul(a, ones)
 
 
 def _gemm(op, xp, role: str, a, b):
@@ -385,9 +450,8 @@ class ConvolutionAttrs:
 class _ConvBase(_ScratchMixin, Op):
     """Shared parameter checks of Convolution and Deconvolution.
 
-    Both keep scratch arrays per instance between calls (see `_ScratchMixin`: the batch-last
-    copies, the columns and the GEMM results, keyed by shape and dtype; results never depend on
-    them). Backward recomputes the forward's columns rather than trusting a cached copy.
+    Both keep scratch arrays between calls (see `_ScratchMixin`: the work-layout copies, the
+    columns and the GEMM results, keyed by shape and dtype; results never depend on them).
     """
 
     def __init__(self, attrs=None):
@@ -436,14 +500,29 @@ class Convolution(_ConvBase):
     data (N, C, *x), weight (F, C/g, *k), bias (F,), out (N, F, *y) with
     y = floor((x + 2p - d(k-1) - 1) / s) + 1; channel group i of the output sees only channel
     group i of the input (g = num_group).
-    Forward: columns (C*K, P) of the batch-last input, out = W (F, C*K) @ columns, with
-    P = prod(y) * N. Backward: dW = g_out (F, P) @ columns^T, d columns = W^T @ g_out summed
-    back over the windows (col2im), bias gradient = row sums of g_out.
+    Forward: columns (C*K, P) of the input in a work layout (see `_cn_layout`),
+    out = W (F, C*K) @ columns, with P = prod(y) * N. Backward: dW = g_out (F, P) @ columns^T,
+    d columns = W^T @ g_out summed back over the windows (col2im), bias gradient = row sums of
+    g_out.
+
+    The columns are a hidden second output, `columns` (C*K*P,), which MXNet's JSON does not
+    count (`num_json_outputs`): the memory plan holds them from the forward to the backward,
+    which reads them instead of the data, so backward never rebuilds them.
     """
 
     name = "Convolution"
     Attrs = ConvolutionAttrs
-    backward_outputs = ()
+    backward_inputs = (1,)
+    backward_outputs = (1,)
+
+    def outputs(self) -> list:
+        return ["output", "columns"]
+
+    def num_visible_outputs(self) -> int:
+        return 1
+
+    def num_json_outputs(self) -> int:
+        return 1
 
     def infer_shape(self, in_shapes: list, out_shapes: list):
         a = self.attrs
@@ -470,42 +549,50 @@ class Convolution(_ConvBase):
                              "and pad %s" % (fmt_shape(data), self.kernel, self.dilate, self.pad))
         self.set_out(out_shapes, 0, (data[0], a.num_filter) + spatial)
         self.set_in(in_shapes, 0, (out_shapes[0][0],) + (None,) * (nd + 1))
+        size = _prod((in_shapes[0][0], channels) + self.kernel + spatial)
+        if size is not None:
+            self.set_out(out_shapes, 1, (size,))
         return in_shapes, out_shapes
 
     def forward(self, xp, inputs, aux, out, is_train):
         x, weight = inputs[0], inputs[1]
         y = out[0]
-        g = self.attrs.num_group
+        g, nf, n = self.attrs.num_group, y.shape[1], x.shape[0]
         out_spatial = y.shape[2:]
-        xbl = _batch_last(self, xp, "x", x, self.pad)
-        cols = _im2col(self, xp, xbl, self.kernel, self.stride, self.dilate, out_spatial)
-        npix = math.prod(out_spatial) * x.shape[0]
-        res = _gemm(self, xp, "y", _groups(weight, g), _panel(cols, g, npix))
-        y[...] = xp.moveaxis(res.reshape((y.shape[1],) + out_spatial + (x.shape[0],)), -1, 0)
+        cn = _cn_layout(out_spatial)
+        xw = _to_work(self, xp, "x", x, self.pad, cn, copy=False)
+        cols = _im2col(self, xp, xw, self.kernel, self.stride, self.dilate, out_spatial, cn,
+                       into=out[1])
+        npix = math.prod(out_spatial) * n
+        res = _gemm(self, xp, "y", _groups(weight, g), _panel(cols, g, npix)).reshape(nf, npix)
         if not self.attrs.no_bias:
-            y += _bias_view(inputs[2], y.ndim)
+            res += inputs[2][:, None]  # along contiguous rows, before the layout change
+        y[...] = _from_work(xp, res.reshape(_work_shape(nf, n, out_spatial, cn)), cn)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        x, weight = inputs[0], inputs[1]
-        gy = out_grads[0]
-        g = self.attrs.num_group
+        weight, gy = inputs[1], out_grads[0]
+        g, nf, n = self.attrs.num_group, gy.shape[1], gy.shape[0]
         out_spatial = gy.shape[2:]
-        gbl = _batch_last(self, xp, "gy", gy, (0,) * len(out_spatial))
-        npix = math.prod(out_spatial) * x.shape[0]
-        g_gemm = _panel(gbl, g, npix)
+        cn = _cn_layout(out_spatial)
+        gw = _to_work(self, xp, "gy", gy, (0,) * len(out_spatial), cn)
+        npix = math.prod(out_spatial) * n
+        g_gemm = _panel(gw, g, npix)
         if in_grads[1] is not None:
-            xbl = _batch_last(self, xp, "x", x, self.pad)
-            cols = _im2col(self, xp, xbl, self.kernel, self.stride, self.dilate, out_spatial)
-            _write_grad(xp, in_grads[1], xp.matmul(g_gemm, _t(_panel(cols, g, npix))))
+            # as dW^T = columns @ g_out^T: OpenBLAS runs this orientation 20-40% faster at
+            # LeNet's shapes (long inner dimension P, short outputs)
+            _write_grad(xp, in_grads[1], _t(xp.matmul(_panel(outputs[1], g, npix), _t(g_gemm))))
         if in_grads[0] is not None:
-            dcols = _gemm(self, xp, "dcols", _t(_groups(weight, g)), g_gemm)
-            dcols = dcols.reshape((x.shape[1], math.prod(self.kernel)) + out_spatial
-                                  + (x.shape[0],))
-            dxbl = _col2im(self, xp, dcols, x.shape[2:], self.kernel, self.stride, self.dilate,
-                           self.pad, out_spatial)
-            in_grads[0][...] = xp.moveaxis(dxbl, -1, 0)
+            dx = in_grads[0]
+            cg, k = dx.shape[1] // g, math.prod(self.kernel)
+            # W^T with its rows in (group, tap, channel) order: d columns come out tap-major
+            wt = weight.reshape(g, nf // g, cg, k).transpose(0, 3, 2, 1).reshape(g, k * cg, -1)
+            dcols = _gemm(self, xp, "dcols", wt[0] if g == 1 else wt, g_gemm)
+            dcols = dcols.reshape((g, k, cg) + _work_shape(1, n, out_spatial, cn)[1:])
+            dxw = _col2im(self, xp, dcols, dx.shape[2:], self.kernel, self.stride, self.dilate,
+                          self.pad, out_spatial, cn, groups=g)
+            in_grads[0][...] = _from_work(xp, dxw, cn)
         if not self.attrs.no_bias:
-            _write(xp, in_grads[2], gbl.reshape(-1, npix).sum(axis=1))
+            _write(xp, in_grads[2], _row_sums(self, xp, gw.reshape(nf, npix)))
 
 
 # ----------------------------------------------------------------------------- Deconvolution
@@ -606,7 +693,7 @@ class Deconvolution(_ConvBase):
         g = self.attrs.num_group
         spatial = x.shape[2:]
         pad, _ = self._pad_adj(spatial)
-        xbl = _batch_last(self, xp, "x", x, (0,) * len(spatial))
+        xbl = _to_work(self, xp, "x", x, (0,) * len(spatial), False)
         npix = math.prod(spatial) * x.shape[0]
         cols = _gemm(self, xp, "cols_t", _t(_groups(weight, g)), _panel(xbl, g, npix))
         cols = cols.reshape((y.shape[1], math.prod(self.kernel)) + spatial + (x.shape[0],))
@@ -622,7 +709,7 @@ class Deconvolution(_ConvBase):
         g = self.attrs.num_group
         spatial = x.shape[2:]
         pad, _ = self._pad_adj(spatial)
-        gbl = _batch_last(self, xp, "gy", gy, pad)
+        gbl = _to_work(self, xp, "gy", gy, pad, False)
         npix = math.prod(spatial) * x.shape[0]
         cols = _panel(_im2col(self, xp, gbl, self.kernel, self.stride, self.dilate, spatial), g,
                       npix)
@@ -631,7 +718,7 @@ class Deconvolution(_ConvBase):
             in_grads[0][...] = xp.moveaxis(res.reshape((x.shape[1],) + spatial + (x.shape[0],)),
                                            -1, 0)
         if in_grads[1] is not None:
-            xbl = _batch_last(self, xp, "x", x, (0,) * len(spatial))
+            xbl = _to_work(self, xp, "x", x, (0,) * len(spatial), False)
             _write_grad(xp, in_grads[1], xp.matmul(_panel(xbl, g, npix), _t(cols)))
         if not self.attrs.no_bias:
             _write(xp, in_grads[2], gy.sum(axis=_reduce_axes(gy.ndim, 1)))
@@ -823,10 +910,14 @@ class Pooling(_ScratchMixin, Op):
                 # the first maximum's offset = how many leading entries differ from the max
                 ne = self._scratch(xp, "ne", (nk - 1, y.size), bool)
                 xp.not_equal(panel[:nk - 1], yf, out=ne)
-                mf[...] = ne[0]
+                # counted in small integers (bool + uint8 adds are several times faster than
+                # bool + float), converted once
+                count = self._scratch(xp, "count", (y.size,), "uint8" if nk <= 256 else "int32")
+                count[...] = ne[0]
                 for k in range(1, nk - 1):
                     xp.logical_and(ne[k - 1], ne[k], out=ne[k])
-                    mf += ne[k]
+                    xp.add(count, ne[k], out=count)
+                mf[...] = count
             if not mask.flags.c_contiguous:
                 mask[...] = mf.reshape(mask.shape)
         if not y.flags.c_contiguous:
@@ -844,13 +935,16 @@ class Pooling(_ScratchMixin, Op):
                 n + lo + hi for n, lo, hi in zip(spatial, pad_lo, pad_hi)), dx.dtype)
             target.fill(0)
         tiles = self._tiles(target, kernel, out_spatial)
-        eq = None if mask is None else self._scratch(xp, "eq", mask.shape, bool)
-        for k, offs in enumerate(_offsets(kernel)):
-            if mask is None:
+        if mask is None:
+            for offs in _offsets(kernel):
                 tiles[offs] = gy
-            else:
-                xp.equal(mask, k, out=eq)
-                xp.multiply(gy, eq, out=tiles[offs])
+        else:
+            # every kernel offset at once (two calls): offset k's gradient is gy where mask == k
+            offsets = xp.arange(math.prod(kernel), dtype=mask.dtype).reshape(
+                tuple(kernel) + (1,) * mask.ndim)
+            eq = self._scratch(xp, "eq", tiles.shape, bool)
+            xp.equal(mask, offsets, out=eq)
+            xp.multiply(gy, eq, out=tiles)
         if target is not dx:
             dx[...] = target[(Ellipsis,) + tuple(slice(lo, lo + n)
                                                  for lo, n in zip(pad_lo, spatial))]

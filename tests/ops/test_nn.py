@@ -9,8 +9,10 @@ import os
 import numpy as np
 import pytest
 
+import minimod as mx
 from minimod import backend
 from minimod.base import OpParamError, ShapeError
+from minimod.ops import nn
 from minimod.ops.registry import create_op
 from tests.ops.harness import Case, check_case, infer, run_backward, run_forward
 
@@ -454,6 +456,17 @@ def test_case(case):
     check_case(case)
 
 
+CONV_CASES = [c for c in CASES if c.op == "Convolution"]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+@pytest.mark.parametrize("min_width", [1, 10 ** 9], ids=["channels_batch", "batch_last"])
+def test_convolution_case_in_each_work_layout(case, min_width, monkeypatch):
+    """Convolution picks its work layout by output width; both must give the same results."""
+    monkeypatch.setattr(nn, "_CN_MIN_WIDTH", min_width)
+    check_case(case)
+
+
 # ----------------------------------------------------------------------------- MXNet golden
 
 def _golden():
@@ -683,7 +696,8 @@ def test_fully_connected_weight_inferred_and_partial_shapes():
 def test_convolution_infers_from_partial_shapes():
     op = create_op("Convolution", dict(kernel=(3, 3), num_filter=8, num_group=2))
     ins, outs = infer(op, [(None, 4, None, 9), None, None])
-    assert ins[1] == (8, 2, 3, 3) and outs == [(None, 8, None, 7)]
+    # the hidden 'columns' output stays unknown until every dim of the data is
+    assert ins[1] == (8, 2, 3, 3) and outs == [(None, 8, None, 7), None]
     ins, _ = infer(op, [None, (8, 2, 3, 3), None])
     assert ins[0] == (None, 4, None, None)
 
@@ -772,6 +786,97 @@ def test_string_attrs_parse_like_mxnet_json():
                                        cudnn_tune="None", pad="(1, 1)"))
     assert op.arguments() == ["data", "weight"]
     _, outs = infer(op, [(2, 3, 5, 6), None])
-    assert outs == [(2, 8, 5, 6)]
+    assert outs == [(2, 8, 5, 6), (3 * 9 * 5 * 6 * 2,)]  # the output, the hidden columns
     assert create_op("Pooling", dict(kernel="(2,)", count_include_pad="False"))\
         .attrs.count_include_pad is False
+
+
+# ----------------------------------------------------------------------------- conv columns
+
+def _conv_net():
+    data = mx.sym.Variable("data")
+    net = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name="conv")
+    net = mx.sym.Activation(net, act_type="tanh", name="act")
+    net = mx.sym.FullyConnected(net, num_hidden=3, name="fc")
+    return mx.sym.SoftmaxOutput(net, name="sm")
+
+
+def test_convolution_columns_are_a_hidden_output_outside_the_json():
+    op = create_op("Convolution", dict(kernel=(3, 3), num_filter=4))
+    assert op.outputs() == ["output", "columns"]
+    assert op.num_visible_outputs() == 1 and op.num_json_outputs() == 1
+    # backward reads the columns and the weight, never the data
+    assert op.backward_inputs == (1,) and op.backward_outputs == (1,)
+    sym = _conv_net()
+    row_ptr = json.loads(sym.tojson())["node_row_ptr"]
+    assert row_ptr == list(range(len(row_ptr)))  # one entry per node, as in MXNet's JSON
+    assert sym.list_outputs() == ["sm_output"]
+    assert "conv_output" in sym.get_internals().list_outputs()
+    assert not any("columns" in n for n in sym.get_internals().list_outputs())
+
+
+def test_convolution_columns_live_until_the_backward_step_then_are_freed():
+    from minimod.passes import compile_graph, normalize_grad_req
+    from minimod.passes.liveness import last_use
+    sym = _conv_net()
+    for req in ("write", "null"):
+        plan = compile_graph(sym._graph, {"data": (2, 3, 6, 20)}, {},
+                             normalize_grad_req(req, sym.list_arguments()))
+        g = plan.graph
+        conv = next(i for i, n in enumerate(g.nodes) if n.name == "conv")
+        cols = g.row_ptr[conv] + 1
+        assert plan.shapes[cols] == (3 * 9 * 4 * 18 * 2,)
+        assert plan.memory.storage[cols] >= 0  # planned, not external
+        readers = [i for i, eids in enumerate(g.input_eids) if cols in eids]
+        if req == "null":
+            # nothing reads them: the planner hands the block back right after the forward step
+            assert readers == [] and last_use(g)[cols] == -1
+            continue
+        # only the convolution's backward step reads them, and it is their last use, after
+        # which the planner frees the block; that step no longer reads the data
+        assert len(readers) == 1 and readers[0] >= plan.num_forward_nodes
+        assert last_use(g)[cols] == readers[0]
+        data = g.row_ptr[next(i for i, n in enumerate(g.nodes) if n.name == "data")]
+        assert data not in g.input_eids[readers[0]]
+
+
+@pytest.mark.parametrize("width", [7, 20], ids=["batch_last", "channels_batch"])
+def test_convolution_inference_and_training_through_an_executor(width):
+    sym = _conv_net()
+    rng = np.random.RandomState(5)
+    x = rng.randn(2, 3, 6, width).astype(np.float32)
+    w = rng.randn(4, 3, 3, 3).astype(np.float32)
+    b = rng.randn(4).astype(np.float32)
+    fc_w = rng.randn(3, 4 * 4 * (width - 2)).astype(np.float32) * 0.1
+    want = ref_conv((1, 1), (1, 1), (0, 0))(x, w, b)[0]
+    infer_exe = sym.simple_bind(mx.cpu(), grad_req="null", data=x.shape)
+    train_exe = sym.simple_bind(mx.cpu(), grad_req="write", data=x.shape)
+    internals = sym.get_internals()["conv_output"].simple_bind(mx.cpu(), grad_req="null",
+                                                               data=x.shape)
+    for exe in (infer_exe, train_exe, internals):
+        for name, val in (("data", x), ("conv_weight", w), ("conv_bias", b), ("fc_weight", fc_w),
+                          ("fc_bias", np.zeros(3, np.float32))):
+            if name in exe.arg_dict:
+                exe.arg_dict[name][:] = val
+    # inference: forward only, never a backward
+    np.testing.assert_allclose(internals.forward(is_train=False)[0].asnumpy(), want, rtol=1e-4,
+                               atol=1e-5)
+    probs = infer_exe.forward(is_train=False)[0].asnumpy()
+    # training: forward + backward twice; the weight gradient matches the float64 reference
+    for _ in range(2):
+        train_exe.arg_dict["sm_label"][:] = [0, 2]
+        np.testing.assert_allclose(train_exe.forward(is_train=True)[0].asnumpy(), probs,
+                                   rtol=1e-5, atol=1e-6)
+        train_exe.backward()
+    head = (probs - np.eye(3)[[0, 2]]) @ fc_w  # dLoss / d act
+    act = np.tanh(want).reshape(2, -1)
+    g_conv = (head * (1 - act ** 2)).reshape(want.shape)
+    op = create_op("Convolution", dict(kernel=(3, 3), num_filter=4))
+    args, aux, outs = run_forward(op, [x, w, b], dtype=np.float64)
+    grads = run_backward(op, args, aux, outs, [g_conv.astype(np.float64)], [0, 1, 2])
+    np.testing.assert_allclose(train_exe.grad_dict["conv_weight"].asnumpy(), grads[1],
+                               rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(train_exe.grad_dict["conv_bias"].asnumpy(), grads[2],
+                               rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(train_exe.grad_dict["data"].asnumpy(), grads[0], rtol=1e-3,
+                               atol=1e-4)
