@@ -114,11 +114,20 @@ def empty_cache(ctx=None) -> None:
 
 def scatter_add(xp, target, indices, values) -> None:
     """target[indices] += values, accumulating repeated indices."""
-    if xp is np:
-        np.add.at(target, indices, values)
-    else:
+    if xp is not np:
         import cupyx
         cupyx.scatter_add(target, indices, values)
+        return
+    if (isinstance(indices, np.ndarray) and indices.ndim == 1 and target.flags.c_contiguous
+            and target.ndim > 1 and values.shape == indices.shape + target.shape[1:]
+            and indices.size and indices.min() >= 0):
+        # whole rows: NumPy's add.at is an order of magnitude faster on one flat index
+        # (Embedding's weight gradient), with the same sums in the same order
+        row = int(np.prod(target.shape[1:]))
+        flat = (indices.astype(np.int64)[:, None] * row + np.arange(row)).reshape(-1)
+        np.add.at(target.reshape(-1), flat, np.ascontiguousarray(values).reshape(-1))
+        return
+    np.add.at(target, indices, values)
 
 
 def seed(seed_state: int) -> None:
