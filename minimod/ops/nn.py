@@ -349,6 +349,7 @@ class FullyConnected(Op):
 
     name = "FullyConnected"
     Attrs = FullyConnectedAttrs
+    backward_inputs = (0, 1)  # data and weight; the bias gradient needs neither
     backward_outputs = ()
 
     def __init__(self, attrs=None):
