@@ -78,8 +78,28 @@ def _check_size(op: Op, in_shape: Shape, out_shape: Shape) -> None:
 
 # ----------------------------------------------------------------------------- Flatten
 
+class _Relabel(Op):
+    """Base of ops that only give data another shape (Flatten, Reshape, expand_dims ...).
+
+    Forward copies the input into the output under the output's shape (the planner may let the
+    output share the input's storage; the copy is then onto itself); backward reshapes the head
+    gradient back. Neither reads any input or output value.
+    """
+
+    inplace = ((0, 0),)
+    backward_inputs = ()
+    backward_outputs = ()
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        xp.copyto(out[0], inputs[0].reshape(out[0].shape))
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            xp.copyto(in_grads[0], out_grads[0].reshape(in_grads[0].shape))
+
+
 @register
-class Flatten(Op):
+class Flatten(_Relabel):
     """Collapse every axis after the first: (d0, d1, ..., dk) -> (d0, d1*...*dk).
 
     A 1-D input (n,) gives (n, 1). Backward reshapes the head gradient to the input shape.
@@ -87,9 +107,6 @@ class Flatten(Op):
 
     name = "Flatten"
     aliases = ("flatten",)
-    inplace = ((0, 0),)
-    backward_inputs = ()
-    backward_outputs = ()
 
     def infer_shape(self, in_shapes, out_shapes):
         data = in_shapes[0]
@@ -110,13 +127,6 @@ class Flatten(Op):
                 if rest is not None:
                     self.set_in(in_shapes, 0, (in_shapes[0][0],) + rest)
         return in_shapes, out_shapes
-
-    def forward(self, xp, inputs, aux, out, is_train):
-        xp.copyto(out[0], inputs[0].reshape(out[0].shape))
-
-    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        if in_grads[0] is not None:
-            xp.copyto(in_grads[0], out_grads[0].reshape(in_grads[0].shape))
 
 
 # ----------------------------------------------------------------------------- Reshape
@@ -220,7 +230,7 @@ def infer_reshape(codes: tuple, dshape: tuple, reverse: bool = False) -> tuple:
 
 
 @register
-class Reshape(Op):
+class Reshape(_Relabel):
     """Reshape without moving data; the output has the input's size.
 
     `shape` uses MXNet's special codes (see `infer_reshape`); the deprecated `target_shape`
@@ -231,9 +241,6 @@ class Reshape(Op):
 
     name = "Reshape"
     aliases = ("reshape",)
-    inplace = ((0, 0),)
-    backward_inputs = ()
-    backward_outputs = ()
 
     @dataclasses.dataclass(frozen=True)
     class Attrs:
@@ -273,16 +280,9 @@ class Reshape(Op):
         _check_size(self, in_shapes[0], out_shapes[0])
         return in_shapes, out_shapes
 
-    def forward(self, xp, inputs, aux, out, is_train):
-        xp.copyto(out[0], inputs[0].reshape(out[0].shape))
-
-    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        if in_grads[0] is not None:
-            xp.copyto(in_grads[0], out_grads[0].reshape(in_grads[0].shape))
-
 
 @register
-class ReshapeLike(Op):
+class ReshapeLike(_Relabel):
     """Reshape `lhs` to (part of) the shape of `rhs`.
 
     out.shape = lhs.shape[:lhs_begin] + rhs.shape[rhs_begin:rhs_end] + lhs.shape[lhs_end:]
@@ -292,9 +292,6 @@ class ReshapeLike(Op):
 
     name = "reshape_like"
     ARGUMENTS = ("lhs", "rhs")
-    inplace = ((0, 0),)
-    backward_inputs = ()
-    backward_outputs = ()
 
     @dataclasses.dataclass(frozen=True)
     class Attrs:
@@ -324,12 +321,8 @@ class ReshapeLike(Op):
         _reverse_fill_input(self, in_shapes, out_shapes[0])
         return in_shapes, out_shapes
 
-    def forward(self, xp, inputs, aux, out, is_train):
-        xp.copyto(out[0], inputs[0].reshape(out[0].shape))
-
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        if in_grads[0] is not None:
-            xp.copyto(in_grads[0], out_grads[0].reshape(in_grads[0].shape))
+        super().backward(xp, out_grads, inputs, outputs, in_grads, aux)
         if in_grads[1] is not None:
             in_grads[1].fill(0)
 
@@ -428,13 +421,10 @@ class SwapAxis(Op):
 
 
 @register
-class ExpandDims(Op):
+class ExpandDims(_Relabel):
     """Insert a size-1 axis at position `axis` (in [-ndim-1, ndim])."""
 
     name = "expand_dims"
-    inplace = ((0, 0),)
-    backward_inputs = ()
-    backward_outputs = ()
 
     @dataclasses.dataclass(frozen=True)
     class Attrs:
@@ -455,25 +445,15 @@ class ExpandDims(Op):
                         "output %s" % fmt_shape(out))
         return in_shapes, out_shapes
 
-    def forward(self, xp, inputs, aux, out, is_train):
-        xp.copyto(out[0], inputs[0].reshape(out[0].shape))
-
-    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        if in_grads[0] is not None:
-            xp.copyto(in_grads[0], out_grads[0].reshape(in_grads[0].shape))
-
 
 @register
-class Squeeze(Op):
+class Squeeze(_Relabel):
     """Remove size-1 axes: all of them (axis=None) or the listed ones, which must have size 1.
 
     Removing every axis gives shape (1,), as in MXNet.
     """
 
     name = "squeeze"
-    inplace = ((0, 0),)
-    backward_inputs = ()
-    backward_outputs = ()
 
     @dataclasses.dataclass(frozen=True)
     class Attrs:
@@ -501,13 +481,6 @@ class Squeeze(Op):
         kept = tuple(d for i, d in enumerate(data) if i not in drop)
         self.set_out(out_shapes, 0, kept or (1,))
         return in_shapes, out_shapes
-
-    def forward(self, xp, inputs, aux, out, is_train):
-        xp.copyto(out[0], inputs[0].reshape(out[0].shape))
-
-    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        if in_grads[0] is not None:
-            xp.copyto(in_grads[0], out_grads[0].reshape(in_grads[0].shape))
 
 
 # ----------------------------------------------------------------------------- join and split
