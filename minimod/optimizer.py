@@ -82,6 +82,28 @@ def _clip_on(clip_gradient: float | None) -> bool:
     return bool(clip_gradient) and clip_gradient >= 0
 
 
+_HYPER: dict = {}
+
+
+def _hyper(xp, ct, *factors: float):
+    """The product of float32-rounded hyperparameters in the weight's type `ct`, as MXNet's
+    kernels form it; under NumPy a cached read-only 0-d array, since a scalar argument (even
+    making the NumPy scalar) would cost a fresh 0-d array on every call."""
+    key = (xp is np, ct, factors)
+    value = _HYPER.get(key)
+    if value is None:
+        value = ct(_f32(factors[0]))
+        for factor in factors[1:]:
+            value = value * ct(_f32(factor))
+        if xp is np:
+            value = np.array(value)
+            value.flags.writeable = False
+        if len(_HYPER) > 1024:
+            _HYPER.clear()
+        _HYPER[key] = value
+    return value
+
+
 def _as_lists(index, weight, grad, state) -> tuple[list, list, list, list]:
     if isinstance(index, (list, tuple)):
         return list(index), list(weight), list(grad), list(state)
@@ -406,22 +428,21 @@ class SGD(_Builtin):
         # MXNet's multi_sgd kernel: hyperparameters are float32, converted to the weight's
         # type, and every product (hyperparameter products included) is rounded to that type.
         ct = w.dtype.type
-        lr_c = ct(_f32(lr))
         mom = state._data if isinstance(state, NDArray) else None
         tmp = self._tmp(w, 1)[0]
         if _clip_on(self.clip_gradient):
-            clip = ct(_f32(self.clip_gradient))
-            xp.multiply(g, ct(_f32(self.rescale_grad)), out=tmp)
-            xp.clip(tmp, -clip, clip, out=tmp)
-            tmp *= lr_c
+            xp.multiply(g, _hyper(xp, ct, self.rescale_grad), out=tmp)
+            xp.clip(tmp, _hyper(xp, ct, -self.clip_gradient), _hyper(xp, ct, self.clip_gradient),
+                    out=tmp)
+            tmp *= _hyper(xp, ct, lr)
         else:
-            xp.multiply(g, lr_c * ct(_f32(self.rescale_grad)), out=tmp)
+            xp.multiply(g, _hyper(xp, ct, lr, self.rescale_grad), out=tmp)
         decayed = None
         if wd:
             decayed = self._tmp(w, 2)[1]
-            xp.multiply(w, lr_c * ct(_f32(wd)), out=decayed)
+            xp.multiply(w, _hyper(xp, ct, lr, wd), out=decayed)
         if mom is not None:
-            mom *= ct(_f32(self.momentum)) if self.momentum > 0 else ct(0)
+            mom *= _hyper(xp, ct, self.momentum if self.momentum > 0 else 0.0)
             if decayed is not None:
                 mom -= decayed
             mom -= tmp
@@ -1235,6 +1256,96 @@ class Updater:
             for idx, g, w in zip(indices, grads, weights):
                 opt.update_multi_precision(idx, w, g, states[idx])
 
+    # ------------------------------------------------------------------ flat updates
+    def update_flat(self, indices: Sequence, flat, grads: Sequence, weights: Sequence) -> None:
+        """Update parameters that live end to end in one `FlatParams` buffer (`flat`), given in
+        its order with their keys, in a few vectorised passes over the whole buffer.
+
+        The optimizer's per-parameter arithmetic runs once per run of consecutive parameters
+        sharing learning rate, weight decay and update count (usually the weights, then the
+        biases), so every element sees the very operations and scalars of a per-parameter
+        update: the results are bit-identical. The states are views of flat state arrays, so
+        `get_states`/`set_states` still see one state per key; states set from outside are
+        copied into the flat arrays on the next update. Optimizers whose arithmetic is not
+        elementwise-independent of how parameters are grouped (Nadam's per-call schedule, a
+        user's own `update`, float16 master copies) take the per-parameter path instead.
+        """
+        opt = self.optimizer
+        if not self.flat_capable(weights):
+            # the per-parameter path, in the callers' parameter order (Nadam's schedule moves
+            # with every call)
+            order = sorted(range(len(indices)), key=lambda i: indices[i])
+            self([indices[i] for i in order], [grads[i] for i in order],
+                 [weights[i] for i in order])
+            return
+        opt._set_current_context(weights[0].context.device_id)
+        record = self._flat_record(indices, flat, weights)
+        opt._update_count(list(indices))
+        lrs, wds = opt._get_lrs(indices), opt._get_wds(indices)
+        counts = opt._index_update_count
+        runs = record["runs"]
+        key = tuple(lrs) + tuple(wds) + tuple(counts[i] for i in indices)
+        if runs is None or record["key"] != key:
+            runs = record["runs"] = self._flat_runs(indices, flat, record, lrs, wds,
+                                                    [counts[i] for i in indices])
+            record["key"] = key
+        for idx, w, g, state, lr, wd in runs:
+            opt._step(idx, w, g, state, lr, wd)
+
+    _FLAT_SAFE = ("SGD", "ccSGD", "NAG", "Adam", "AdaGrad", "RMSProp", "AdaDelta", "Adamax",
+                  "Signum", "Ftrl")
+
+    def flat_capable(self, weights) -> bool:
+        """Whether `update_flat` runs vectorised for this optimizer and these weights."""
+        opt = self.optimizer
+        kind = type(opt)
+        if kind.__name__ not in self._FLAT_SAFE or kind.__module__ != __name__:
+            return False
+        if kind.update is not _Builtin.update or \
+                kind.update_multi_precision is not _Builtin.update_multi_precision:
+            return False
+        return not (opt.multi_precision and weights and weights[0].dtype == np.float16)
+
+    def _flat_record(self, indices, flat, weights) -> dict:
+        """The flat states of this buffer (made on first use), with every key's state a view."""
+        records = self.__dict__.setdefault("_flat_records", {})
+        rkey = (id(flat), tuple(indices))
+        record = records.get(rkey)
+        if record is None or record["flat"] is not flat:
+            whole = NDArray(flat.weight, weights[0].context)
+            record = records[rkey] = {"flat": flat, "state": self.optimizer.create_state(
+                indices[0], whole), "views": {}, "runs": None, "key": None}
+            for idx, lo, hi, shape in zip(indices, flat.offsets, flat.offsets[1:], flat.shapes):
+                record["views"][idx] = _state_slice(record["state"], lo, hi, shape)
+        views = record["views"]
+        for idx, lo, hi in zip(indices, flat.offsets, flat.offsets[1:]):
+            have = self.states.get(idx, _MISSING)
+            if have is views[idx]:
+                continue
+            if have is not _MISSING and have is not None:
+                # states loaded or made elsewhere: move their values into the flat arrays
+                _fill_state(views[idx], _rehome(have, weights[0].context))
+            self.states[idx] = views[idx]
+            self.states_synced[idx] = True
+            record["runs"] = None
+        return record
+
+    @staticmethod
+    def _flat_runs(indices, flat, record, lrs, wds, counts) -> list:
+        """(key, weight, grad, state, lr, wd) per run of equal hyperparameters, as flat views."""
+        runs, start = [], 0
+        bounds = flat.offsets
+        for i in range(1, len(indices) + 1):
+            if i < len(indices) and (lrs[i], wds[i], counts[i]) == \
+                    (lrs[start], wds[start], counts[start]):
+                continue
+            lo, hi = bounds[start], bounds[i]
+            runs.append((indices[start], flat.weight[lo:hi], flat.grad[lo:hi],
+                         _state_slice(record["state"], lo, hi, (hi - lo,)),
+                         lrs[start], wds[start]))
+            start = i
+        return runs
+
     def _aggregated(self, indices, grads, weights) -> None:
         # MXNet's grouping: by dtype (first-seen order), chunks of aggregate_num.
         groups: dict = {}
@@ -1357,6 +1468,34 @@ class Updater:
                                  "name it")
             by_name.setdefault(name, loaded[key])
         self.load_states_by_name(by_name, idx2name)
+
+
+_MISSING = object()
+
+
+def _state_slice(state: State, lo: int, hi: int, shape: tuple) -> State:
+    """The part [lo:hi] of a flat state (an NDArray, None, or tuples/lists of them), shaped."""
+    if state is None:
+        return None
+    if isinstance(state, NDArray):
+        return NDArray(state._data[lo:hi].reshape(shape), state.context)
+    return type(state)(_state_slice(s, lo, hi, shape) for s in state)
+
+
+def _fill_state(dst: State, src: State) -> None:
+    if dst is None:
+        return
+    if isinstance(dst, NDArray):
+        if not isinstance(src, NDArray) or src.shape != dst.shape:
+            raise MXNetError("optimizer state of shape %s does not fit a parameter of shape %s"
+                             % (getattr(src, "shape", type(src).__name__), dst.shape))
+        dst._data[...] = src._data
+        return
+    if not isinstance(src, (tuple, list)) or len(src) != len(dst):
+        raise MXNetError("optimizer state %r does not match the optimizer's state layout"
+                         % (type(src).__name__,))
+    for d, s_ in zip(dst, src):
+        _fill_state(d, s_)
 
 
 def get_updater(optimizer: Optimizer) -> Updater:

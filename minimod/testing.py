@@ -7,6 +7,9 @@
 - `check_consistency(sym, ctx_list)`: the same symbol gives the same outputs and gradients on
   every context/dtype in the list.
 
+- `count_allocations()`: a context manager listing the size of every array buffer NumPy
+  allocates inside it (the tool behind the "a planned step allocates nothing" tests).
+
 `location` is a dict name -> array or a list in `list_arguments()` order; arrays may be NumPy
 arrays or NDArrays.
 """
@@ -24,7 +27,7 @@ from .ndarray.ndarray import array as nd_array
 __all__ = ["check_numeric_gradient", "check_symbolic_forward", "check_symbolic_backward",
            "check_consistency", "assert_almost_equal", "almost_equal", "same",
            "default_context", "set_default_context", "rand_shape_nd", "rand_ndarray",
-           "numeric_grad"]
+           "numeric_grad", "count_allocations"]
 
 _DEFAULT_CTX = [None]
 
@@ -264,3 +267,109 @@ def check_consistency(sym, ctx_list: Sequence[dict], scale: float = 1.0, grad_re
             if raise_on_err:
                 raise
     return [r[1] for r in results]
+
+
+# ------------------------------------------------------------------------ allocation counting
+#
+# NumPy (>= 1.22) lets a program replace the allocator of array buffers with a "handler": a
+# capsule holding a struct of C function pointers (PyDataMem_SetHandler, slot 304 of NumPy's C
+# API table). The handler below forwards to the C library's malloc family and records each
+# request's size; NumPy remembers per array which handler made it, so arrays made before or
+# after the `with` block are freed by the allocator that made them. Only buffers of arrays are
+# seen: a ufunc's internal iteration buffers and Python objects are not array allocations.
+
+_ALLOC_STATE: dict = {}
+
+
+def _alloc_handler():
+    if _ALLOC_STATE:
+        return _ALLOC_STATE
+    import ctypes
+
+    c_void_p, c_size_t = ctypes.c_void_p, ctypes.c_size_t
+    malloc_t = ctypes.CFUNCTYPE(c_void_p, c_void_p, c_size_t)
+    calloc_t = ctypes.CFUNCTYPE(c_void_p, c_void_p, c_size_t, c_size_t)
+    realloc_t = ctypes.CFUNCTYPE(c_void_p, c_void_p, c_void_p, c_size_t)
+    free_t = ctypes.CFUNCTYPE(None, c_void_p, c_void_p, c_size_t)
+
+    class Allocator(ctypes.Structure):
+        _fields_ = [("ctx", c_void_p), ("malloc", malloc_t), ("calloc", calloc_t),
+                    ("realloc", realloc_t), ("free", free_t)]
+
+    class Handler(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_char * 127), ("version", ctypes.c_uint8),
+                    ("allocator", Allocator)]
+
+    libc = ctypes.CDLL(None)
+    for fn, res, args in (("malloc", c_void_p, [c_size_t]),
+                          ("calloc", c_void_p, [c_size_t, c_size_t]),
+                          ("realloc", c_void_p, [c_void_p, c_size_t]),
+                          ("free", None, [c_void_p])):
+        getattr(libc, fn).restype = res
+        getattr(libc, fn).argtypes = args
+    sizes: list = []
+
+    def on_malloc(_ctx, size):
+        sizes.append(int(size))
+        return libc.malloc(size)
+
+    def on_calloc(_ctx, count, size):
+        sizes.append(int(count * size))
+        return libc.calloc(count, size)
+
+    def on_realloc(_ctx, ptr, size):
+        sizes.append(int(size))
+        return libc.realloc(ptr, size)
+
+    def on_free(_ctx, ptr, _size):
+        libc.free(ptr)
+
+    callbacks = (malloc_t(on_malloc), calloc_t(on_calloc), realloc_t(on_realloc),
+                 free_t(on_free))
+    handler = Handler(b"minimod_counting", 1, Allocator(None, *callbacks))
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = [c_void_p, ctypes.c_char_p, c_void_p]
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    try:
+        from numpy._core import _multiarray_umath as core
+    except ImportError:  # NumPy 1.x
+        from numpy.core import _multiarray_umath as core
+    table = ctypes.cast(get_pointer(core._ARRAY_API, None), ctypes.POINTER(c_void_p))
+    set_handler = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(table[304])
+    # everything the C side points at must outlive every array the handler made
+    _ALLOC_STATE.update(sizes=sizes, keep=(callbacks, handler, libc),
+                        capsule=new_capsule(ctypes.addressof(handler), b"mem_handler", None),
+                        set_handler=set_handler)
+    return _ALLOC_STATE
+
+
+class count_allocations:
+    """`with count_allocations() as sizes:` lists the byte size of every NumPy array buffer
+    allocated in the block (in this thread; CPU arrays only).
+
+    Converting a Python scalar argument of a ufunc makes a 0-d array (8 bytes or so): use
+    `sizes.larger_than(16)` to ignore those.
+    """
+
+    def __enter__(self) -> "AllocationList":
+        state = _alloc_handler()
+        self._sizes = state["sizes"]
+        del self._sizes[:]
+        self._result = AllocationList()
+        self._old = state["set_handler"](state["capsule"])
+        return self._result
+
+    def __exit__(self, *exc) -> None:
+        _ALLOC_STATE["set_handler"](self._old)
+        self._result.extend(self._sizes)
+        del self._sizes[:]
+
+
+class AllocationList(list):
+    """Sizes in bytes of the array buffers allocated, in order."""
+
+    def larger_than(self, nbytes: int) -> list:
+        return [s for s in self if s > nbytes]

@@ -81,6 +81,45 @@ class MemoryPool:
         return self.blocks[block][:nbytes].view(dtype).reshape(shape)
 
 
+class FlatParams:
+    """Parameters of one dtype, and their gradients, laid end to end in two flat arrays.
+
+    Each parameter's NDArray is a view into `weight` and its gradient a view into `grad`, so
+    an optimizer can update every parameter in a few vectorised passes and a kvstore can reduce
+    all gradients of a device in one operation. Names ending in `_weight` or `_gamma` come
+    first: MXNet's optimizers give them weight decay and the others (biases, betas) none by
+    default, so the flat arrays split into two runs of equal hyperparameters.
+    """
+
+    def __init__(self, names: Sequence[str], shapes: Sequence[tuple], dtype, ctx: Context,
+                 with_grads: Sequence[bool]):
+        order = sorted(range(len(names)),
+                       key=lambda i: (not names[i].endswith(("_weight", "_gamma")), i))
+        self.names = [names[i] for i in order]
+        self.shapes = [tuple(shapes[i]) for i in order]
+        self.sizes = [int(np.prod(s, dtype=np.int64)) for s in self.shapes]
+        self.offsets = [0]
+        for size in self.sizes:
+            self.offsets.append(self.offsets[-1] + size)
+        self.dtype = np.dtype(dtype)
+        self.ctx = ctx
+        total = self.offsets[-1]
+        xp = backend.xp_for(ctx)
+        with backend.device_scope(ctx):
+            self.weight = xp.zeros(total, dtype=self.dtype)
+            self.grad = xp.zeros(total, dtype=self.dtype)
+        need = dict(zip(names, with_grads))
+        self.weights, self.grads = {}, {}
+        for name, shape, lo, hi in zip(self.names, self.shapes, self.offsets, self.offsets[1:]):
+            self.weights[name] = NDArray(self.weight[lo:hi].reshape(shape), ctx)
+            self.grads[name] = (NDArray(self.grad[lo:hi].reshape(shape), ctx) if need[name]
+                                else None)
+
+    def covers(self, name: str, weight, grad) -> bool:
+        """Whether `weight` and `grad` are this buffer's own views for `name`."""
+        return self.weights.get(name) is weight and self.grads.get(name) is grad
+
+
 def assign(dst, req: str, src) -> None:
     """The one writer of user-bound gradient arrays: 'write' copies, 'add' accumulates."""
     if req == "write":
@@ -115,6 +154,8 @@ class Executor:
         self._materialize()
         self._arg_dict = self._grad_dict = self._aux_dict = None
         self._reshaped: dict = {}
+        #: FlatParams holding (some of) this executor's parameters; see simple_bind
+        self.flat_params: list = []
 
     # ------------------------------------------------------------------ binding
     def _materialize(self) -> None:
@@ -368,7 +409,9 @@ class Executor:
             shape = new_plan.shapes[eid]
             aux.append(arr if tuple(shape) == arr.shape else _zeros_nd(shape, arr.dtype,
                                                                        self._ctx))
-        return Executor(self._symbol, new_plan, self._ctx, args, grads, aux, pool=self._pool)
+        new = Executor(self._symbol, new_plan, self._ctx, args, grads, aux, pool=self._pool)
+        new.flat_params = self.flat_params
+        return new
 
     # ------------------------------------------------------------------ reports
     def debug_str(self) -> str:
@@ -446,9 +489,26 @@ def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_a
     shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
     shared_aux = shared_exec.aux_dict if shared_exec is not None else {}
     pool = shared_exec._pool if shared_exec is not None else MemoryPool(ctx)
+    # parameters (the shared names) allocated here live in one flat buffer per dtype
+    fresh = [(name, plan.shapes[eid], plan.dtypes[eid]) for name, eid
+             in zip(plan.arg_names, plan.arg_eids)
+             if name in shared_names and reqs[name] != "null"
+             and not (name in shared_args and _fits(shared_args[name], plan.shapes[eid],
+                                                    plan.dtypes[eid]))]
+    flats: dict = {}
+    for dtype in dict.fromkeys(np.dtype(d) for _, _, d in fresh):
+        members = [f for f in fresh if np.dtype(f[2]) == dtype]
+        flat = FlatParams([m[0] for m in members], [m[1] for m in members], dtype, ctx,
+                          [True] * len(members))
+        for m in members:
+            flats[m[0]] = flat
     args, grads = [], []
     for name, eid in zip(plan.arg_names, plan.arg_eids):
         shape, dtype = plan.shapes[eid], plan.dtypes[eid]
+        if name in flats:
+            args.append(flats[name].weights[name])
+            grads.append(flats[name].grads[name])
+            continue
         if name in shared_names and name in shared_args and _fits(shared_args[name], shape,
                                                                    dtype):
             args.append(shared_args[name])
@@ -469,7 +529,10 @@ def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_a
             aux.append(shared_aux[name])
         else:
             aux.append(_zeros_nd(shape, dtype, ctx))
-    return Executor(symbol, plan, ctx, args, grads, aux, pool=pool)
+    executor = Executor(symbol, plan, ctx, args, grads, aux, pool=pool)
+    inherited = shared_exec.flat_params if shared_exec is not None else []
+    executor.flat_params = list(dict.fromkeys(list(flats.values()) + list(inherited)))
+    return executor
 
 
 def _fits(arr: NDArray, shape, dtype) -> bool:

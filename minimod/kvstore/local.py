@@ -92,6 +92,27 @@ class KVStore:
             total += part
         return NDArray(total, home)
 
+    def reduce_flat(self, flats: list) -> None:
+        """Sum the gradient buffers of `FlatParams` laid out alike (one per device) and write
+        the sum back into each: a whole model's gradients in one reduction per device, with
+        the additions in the order per-key pushes make them. The per-key stored values are
+        not touched (Module reduces this way only when the optimizer runs outside the store).
+        """
+        first = flats[0]
+        home = cpu() if self._type == "local" else first.ctx
+        xp = backend.xp_for(home)
+        key = (str(home), first.grad.shape, first.grad.dtype.str)
+        sums = self.__dict__.setdefault("_flat_sums", {})
+        total = sums.get(key)
+        if total is None:
+            with backend.device_scope(home):
+                total = sums[key] = xp.empty(first.grad.shape, dtype=first.grad.dtype)
+        total[...] = backend.to_context(first.grad, home)
+        for flat in flats[1:]:
+            total += backend.to_context(flat.grad, home)
+        for flat in flats:
+            flat.grad[...] = backend.to_context(total, flat.ctx)
+
     def push(self, key, value, priority: int = 0) -> None:
         keys, values = _key_list(key, value)
         for k, vals in zip(keys, values):
@@ -147,8 +168,10 @@ class KVStore:
     def load_optimizer_states(self, fname: str) -> None:
         if self._updater is None:
             raise MXNetError("the kvstore has no optimizer to load states into")
-        with open(fname, "rb") as f:
-            self._updater.set_states(f.read())
+        from ..ndarray import serialization
+        data = serialization.read_file(fname, "optimizer states")
+        with serialization.naming_file(fname):
+            self._updater.set_states(data)
 
     def _barrier(self) -> None:
         """All workers wait here (a no-op with one process)."""

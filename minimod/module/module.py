@@ -398,10 +398,43 @@ class Module(BaseModule):
             _update_params_on_kvstore(self._exec_group.param_arrays,
                                       self._exec_group.grad_arrays, self._kvstore,
                                       self._exec_group.param_names)
-        else:
+        elif not self._update_flat():
             _update_params(self._exec_group.param_arrays, self._exec_group.grad_arrays,
                            updater=self._updater, num_device=len(self._context),
                            kvstore=self._kvstore, param_names=self._exec_group.param_names)
+
+    def _update_flat(self) -> bool:
+        """The update of `_update_params` through the executors' flat parameter buffers: one
+        kvstore reduction per buffer and device, then one vectorised optimizer pass per buffer
+        (`Updater.update_flat`). False, doing nothing, when the layout does not allow it."""
+        plan = self._flat_update_plan()
+        if plan is None or not self._updater.flat_capable(plan[0][0][3] if plan[0] else []):
+            return False
+        if self._kvstore is not None:
+            for per_buffer in zip(*plan):
+                self._kvstore.reduce_flat([entry[0] for entry in per_buffer])
+        for device_entries in plan:
+            for flat, keys, grads, weights in device_entries:
+                self._updater.update_flat(keys, flat, grads, weights)
+        return True
+
+    def _flat_update_plan(self):
+        """Per device, [(FlatParams, keys, grads, weights)], when every trained parameter on
+        every device is a view of a flat buffer laid out alike on all devices; else None."""
+        group = self._exec_group
+        kv = self._kvstore
+        if not isinstance(self._updater, opt.Updater) or group.grad_arrays is None:
+            return None
+        if kv is not None and (kv.type not in ("local", "device")
+                               or getattr(kv, "_compression", None) is not None):
+            return None
+        ident = tuple(id(a) for arrays in group.param_arrays for a in arrays)
+        cached = getattr(self, "_flat_plan_cache", None)
+        if cached is not None and cached[0] == ident:
+            return cached[1]
+        plan = _build_flat_plan(group)
+        self._flat_plan_cache = (ident, plan)
+        return plan
 
     def get_outputs(self, merge_multi_context=True):
         _require(self.binded and self.params_initialized,
@@ -459,3 +492,31 @@ class Module(BaseModule):
     def prepare(self, data_batch, sparse_row_id_fn=None):
         _require(self.binded, "prepare: call bind first")
         super().prepare(data_batch, sparse_row_id_fn)
+
+
+def _build_flat_plan(group):
+    """See Module._flat_update_plan."""
+    num_device = len(group.execs)
+    index = {name: i for i, name in enumerate(group.param_names)}
+    trained = {i for i, grads in enumerate(group.grad_arrays) if grads[0] is not None}
+    plan, layouts = [], None
+    for k, exe in enumerate(group.execs):
+        entries, covered = [], set()
+        for flat in exe.flat_params:
+            names = flat.names
+            if not all(n in index and flat.covers(n, group.param_arrays[index[n]][k],
+                                                  group.grad_arrays[index[n]][k])
+                       for n in names):
+                continue
+            keys = [index[n] * num_device + k for n in names]
+            entries.append((flat, keys, [flat.grads[n] for n in names],
+                            [flat.weights[n] for n in names]))
+            covered.update(index[n] for n in names)
+        if covered != trained:
+            return None
+        layout = [entry[0].names for entry in entries]
+        if layouts is not None and layout != layouts:
+            return None
+        layouts = layout
+        plan.append(entries)
+    return plan

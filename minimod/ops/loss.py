@@ -14,6 +14,7 @@ from typing import Literal
 
 from ..base import ShapeError
 from .registry import Op, fmt_shape, merge_shape, register, shape_is_known
+from .scratch import _const, _row_starts, _ScratchMixin
 
 __all__ = [
     "SoftmaxOutput", "LinearRegressionOutput", "LogisticRegressionOutput",
@@ -23,11 +24,19 @@ __all__ = [
 Normalization = Literal["null", "batch", "valid"]
 
 
-def _softmax(xp, x, axis: int, out) -> None:
-    """Numerically stable softmax of x along `axis`, written into `out` (same shape)."""
-    xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
+def _softmax(xp, x, axis: int, out, op=None) -> None:
+    """Numerically stable softmax of x along `axis`, written into `out` (same shape).
+
+    With `op` (a scratch owner) the row maxima and sums go into a reused array."""
+    if op is None:
+        red = None
+    else:
+        shape = list(x.shape)
+        shape[axis] = 1
+        red = op._scratch(xp, "softmax_red", shape, out.dtype)
+    xp.subtract(x, xp.max(x, axis=axis, keepdims=True, out=red), out=out)
     xp.exp(out, out=out)
-    out /= out.sum(axis=axis, keepdims=True)
+    out /= xp.sum(out, axis=axis, keepdims=True, out=red)
 
 
 def _batch_from_label(op: Op, in_shapes: list) -> None:
@@ -39,7 +48,7 @@ def _batch_from_label(op: Op, in_shapes: list) -> None:
 
 
 @register
-class SoftmaxOutput(Op):
+class SoftmaxOutput(_ScratchMixin, Op):
     """Softmax prediction whose backward is the cross-entropy gradient (p - onehot(label)).
 
     Forward, by mode, for data of shape (N, ...):
@@ -145,11 +154,11 @@ class SoftmaxOutput(Op):
     def forward(self, xp, inputs, aux, out, is_train):
         x = inputs[0]
         if self.mode == "multi":
-            _softmax(xp, x, 1, out[0])
+            _softmax(xp, x, 1, out[0], self)
         elif self.mode == "preserve":
-            _softmax(xp, x, -1, out[0])
+            _softmax(xp, x, -1, out[0], self)
         else:
-            _softmax(xp, x.reshape(x.shape[0], -1), 1, out[0].reshape(x.shape[0], -1))
+            _softmax(xp, x.reshape(x.shape[0], -1), 1, out[0].reshape(x.shape[0], -1), self)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         g = in_grads[0]
@@ -179,6 +188,9 @@ class SoftmaxOutput(Op):
         p, axis = self._views(out)
         gv = g.reshape(p.shape)
         xp.copyto(gv, p)
+        if p.ndim == 2 and not a.use_ignore and a.normalization != "valid" \
+                and self._index_grad_rows(xp, label, gv):
+            return
         if self.mode == "flat":
             lab = label.reshape(-1)[:p.shape[0]]
         elif self.mode == "preserve":
@@ -211,6 +223,30 @@ class SoftmaxOutput(Op):
             scale /= p.shape[0]
         if scale != 1.0:
             gv *= scale
+
+    def _index_grad_rows(self, xp, label, gv) -> bool:
+        """The common case of `_index_grad_into` (one class index per row of the 2-D gv, every
+        label in range) without temporaries: gv (holding p) gets 1 subtracted at each row's
+        label and is scaled. False, with gv untouched, when a label is out of range."""
+        a = self.attrs
+        rows, classes = gv.shape
+        lab = label.reshape(-1)[:rows] if self.mode == "flat" else label.reshape(-1)
+        flat = self._scratch(xp, "label_at", (rows,), "int64")
+        xp.copyto(flat, lab, casting="unsafe")  # truncation toward zero, like astype
+        if rows:
+            bound = self._scratch(xp, "label_bound", (), "int64")
+            if int(xp.min(flat, out=bound)) < 0 or int(xp.max(flat, out=bound)) >= classes:
+                return False
+        flat += _row_starts(xp, rows, classes)
+        xp.subtract.at(gv.reshape(-1), flat, _const(xp, 1, gv.dtype))
+        scale = a.grad_scale
+        if self.mode != "preserve":
+            scale /= label.size // rows
+        if a.normalization == "batch":
+            scale /= rows
+        if scale != 1.0:
+            gv *= scale
+        return True
 
     def _index_grad(self, xp, out, label):
         a = self.attrs

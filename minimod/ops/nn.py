@@ -24,6 +24,7 @@ from typing import Literal, Optional
 from .. import backend
 from ..base import OpParamError, ShapeError
 from .registry import Op, fmt_shape, register
+from .scratch import _arange, _const, _ScratchMixin
 
 __all__ = [
     "LRN",
@@ -109,45 +110,6 @@ def _padded(xp, x, pad_lo: tuple, pad_hi: tuple, fill=0.0):
     out = xp.full(shape, fill, dtype=x.dtype)
     out[(Ellipsis,) + tuple(slice(lo, lo + n) for lo, n in zip(pad_lo, spatial))] = x
     return out
-
-
-_SCRATCH_CACHE: dict = {}
-
-
-class _ScratchMixin:
-    """Work arrays (im2col columns, padded copies, masks) reused from call to call.
-
-    Ops stay stateless in their results: a scratch array never carries anything from one call
-    that the next call reads, except the zero border of a padded copy whose owner only ever
-    writes inside it (`zero=True` buffers). One cache serves the whole process, keyed by op
-    class, role, shape and dtype, so layers of the same kind and size share their arrays and
-    the memory held is bounded however deep the network: the least recently used arrays are
-    dropped beyond `_SCRATCH_KEEP` entries or `_SCRATCH_BYTES` in all. Reusing the arrays
-    spares NumPy the page faults of fresh multi-MB temporaries on every call. Arrays above
-    `_SCRATCH_BIG` bytes, and every array under CuPy (whose memory pool already recycles device
-    memory), are allocated per call instead. Executors run one op at a time, so sharing is safe.
-    """
-
-    _SCRATCH_KEEP = 32
-    _SCRATCH_BYTES = 256 << 20
-    _SCRATCH_BIG = 96 << 20
-
-    def _scratch(self, xp, role: str, shape, dtype, zero: bool = False):
-        shape = tuple(shape)
-        nbytes = math.prod(shape) * xp.dtype(dtype).itemsize
-        if xp.__name__ != "numpy" or nbytes > self._SCRATCH_BIG:
-            return xp.zeros(shape, dtype=dtype) if zero else xp.empty(shape, dtype=dtype)
-        cache = _SCRATCH_CACHE
-        key = (type(self).__name__, role, shape, str(dtype))
-        arr = cache.pop(key, None)
-        if arr is None:
-            arr = xp.zeros(shape, dtype=dtype) if zero else xp.empty(shape, dtype=dtype)
-            held = sum(a.nbytes for a in cache.values())
-            while cache and (len(cache) >= self._SCRATCH_KEEP
-                             or held + nbytes > self._SCRATCH_BYTES):
-                held -= cache.pop(next(iter(cache))).nbytes
-        cache[key] = arr  # most recently used last
-        return arr
 
 
 #: Convolutions whose output rows are at least this wide work in the channels-batch layout
@@ -251,11 +213,13 @@ def _col2im(op, xp, cols, spatial, kernel, stride, dilate, pad, out_spatial, cn:
     return acc[_interior(pad, spatial, cn)]
 
 
-def _row_sums(op, xp, a):
+def _row_sums(op, xp, a, out=None):
     """Row sums of a 2-D array as one matrix-vector product (several times faster than
-    NumPy's sum along rows at these sizes)."""
+    NumPy's sum along rows at these sizes), into `out` when it is a contiguous vector."""
     ones = op._scratch(xp, "ones", (a.shape[1],), a.dtype)
     ones.fill(1)
+    if out is not None and out.flags.c_contiguous and out.dtype == a.dtype:
+        return xp.matmul(a, ones, out=out.reshape(a.shape[0]))
     return xp.matmul(a, ones)
 
 
@@ -427,8 +391,12 @@ class FullyConnected(Op):
                 xp.matmul(g2.T, self._as_2d(x), out=dw)
             else:
                 dw[...] = xp.matmul(g2.T, self._as_2d(x))
-        if not self.attrs.no_bias:
-            _write(xp, in_grads[2], g2.sum(axis=0))
+        db = None if self.attrs.no_bias else in_grads[2]
+        if db is not None:
+            if db.flags.c_contiguous and db.dtype == g2.dtype:
+                xp.sum(g2, axis=0, out=db)
+            else:
+                db[...] = g2.sum(axis=0)
 
 
 # ----------------------------------------------------------------------------- Convolution
@@ -581,19 +549,26 @@ class Convolution(_ConvBase):
         if in_grads[1] is not None:
             # as dW^T = columns @ g_out^T: OpenBLAS runs this orientation 20-40% faster at
             # LeNet's shapes (long inner dimension P, short outputs)
-            _write_grad(xp, in_grads[1], _t(xp.matmul(_panel(outputs[1], g, npix), _t(g_gemm))))
+            _write_grad(xp, in_grads[1], _t(_gemm(self, xp, "dwt", _panel(outputs[1], g, npix),
+                                                  _t(g_gemm))))
         if in_grads[0] is not None:
             dx = in_grads[0]
             cg, k = dx.shape[1] // g, math.prod(self.kernel)
             # W^T with its rows in (group, tap, channel) order: d columns come out tap-major
-            wt = weight.reshape(g, nf // g, cg, k).transpose(0, 3, 2, 1).reshape(g, k * cg, -1)
+            wt = self._scratch(xp, "wt", (g, k * cg, nf // g), weight.dtype)
+            wt.reshape(g, k, cg, nf // g)[...] = weight.reshape(g, nf // g, cg, k).transpose(
+                0, 3, 2, 1)
             dcols = _gemm(self, xp, "dcols", wt[0] if g == 1 else wt, g_gemm)
             dcols = dcols.reshape((g, k, cg) + _work_shape(1, n, out_spatial, cn)[1:])
             dxw = _col2im(self, xp, dcols, dx.shape[2:], self.kernel, self.stride, self.dilate,
                           self.pad, out_spatial, cn, groups=g)
             in_grads[0][...] = _from_work(xp, dxw, cn)
         if not self.attrs.no_bias:
-            _write(xp, in_grads[2], _row_sums(self, xp, gw.reshape(nf, npix)))
+            db = in_grads[2]
+            if db is not None:
+                sums = _row_sums(self, xp, gw.reshape(nf, npix), out=db)
+                if sums.base is not db and sums is not db:
+                    db[...] = sums
 
 
 # ----------------------------------------------------------------------------- Deconvolution
@@ -941,7 +916,7 @@ class Pooling(_ScratchMixin, Op):
                 tiles[offs] = gy
         else:
             # every kernel offset at once (two calls): offset k's gradient is gy where mask == k
-            offsets = xp.arange(math.prod(kernel), dtype=mask.dtype).reshape(
+            offsets = _arange(xp, math.prod(kernel), mask.dtype).reshape(
                 tuple(kernel) + (1,) * mask.ndim)
             eq = self._scratch(xp, "eq", tiles.shape, bool)
             xp.equal(mask, offsets, out=eq)
@@ -1064,12 +1039,13 @@ class Activation(Op):
         x, y = inputs[0], out[0]
         act = self.attrs.act_type
         if act == "relu":
-            xp.maximum(x, 0, out=y)
+            xp.maximum(x, _const(xp, 0, y.dtype), out=y)
         elif act == "sigmoid":
-            xp.multiply(x, 0.5, out=y)
+            half = _const(xp, 0.5, y.dtype)
+            xp.multiply(x, half, out=y)
             xp.tanh(y, out=y)
-            y *= 0.5
-            y += 0.5
+            y *= half
+            y += half
         elif act == "tanh":
             xp.tanh(x, out=y)
         elif act == "softrelu":
@@ -1089,17 +1065,20 @@ class Activation(Op):
         # local derivative can be built in dx itself without temporaries
         if act == "tanh":
             xp.multiply(y, y, out=dx)
-            xp.subtract(1, dx, out=dx)
+            xp.subtract(_const(xp, 1, dx.dtype), dx, out=dx)
             dx *= g
             return
         if act == "sigmoid":
-            xp.subtract(1, y, out=dx)
+            xp.subtract(_const(xp, 1, dx.dtype), y, out=dx)
             dx *= y
             dx *= g
             return
         if act == "relu":
-            local = y > 0
-        elif act == "softrelu":
+            # y = max(x, 0) >= 0, so sign(y) is exactly the 0/1 mask, built in dx itself
+            xp.sign(y, out=dx)
+            dx *= g
+            return
+        if act == "softrelu":
             local = -xp.expm1(-y)
         else:
             local = (1 - xp.abs(y)) ** 2
@@ -1399,7 +1378,7 @@ class EmbeddingAttrs:
 
 
 @register
-class Embedding(Op):
+class Embedding(_ScratchMixin, Op):
     """Row lookup: out[i...] = weight[index(data[i...])], out is data.shape + (output_dim,).
 
     data holds indices as numbers; they are truncated to integers and clipped to
@@ -1437,18 +1416,38 @@ class Embedding(Op):
         return in_types, out_types
 
     def _indices(self, xp, data):
-        return xp.clip(data, 0, self.attrs.input_dim - 1).astype("int64")
+        """data as int64 row numbers clipped to the table, in a reused scratch array."""
+        idx = self._scratch(xp, "idx", data.shape, "int64")
+        xp.clip(data, _const(xp, 0, data.dtype), _const(xp, self.attrs.input_dim - 1, data.dtype),
+                out=idx, casting="unsafe")
+        return idx
 
     def forward(self, xp, inputs, aux, out, is_train):
-        out[0][...] = inputs[1][self._indices(xp, inputs[0])]
+        y = out[0]
+        rows = self._indices(xp, inputs[0]).reshape(-1)
+        if y.flags.c_contiguous:
+            xp.take(inputs[1], rows, axis=0, out=y.reshape(rows.shape[0], -1), mode="clip")
+        else:
+            y[...] = inputs[1][rows].reshape(y.shape)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         _write(xp, in_grads[0], 0)
-        if in_grads[1] is not None:
-            in_grads[1][...] = 0
-            idx = self._indices(xp, inputs[0]).reshape(-1)
-            backend.scatter_add(xp, in_grads[1], idx,
-                                out_grads[0].reshape(-1, self.attrs.output_dim))
+        dw = in_grads[1]
+        if dw is None:
+            return
+        dw.fill(0)
+        d = self.attrs.output_dim
+        rows = self._indices(xp, inputs[0]).reshape(-1)
+        grad = out_grads[0].reshape(-1, d)
+        if xp.__name__ == "numpy" and dw.flags.c_contiguous and grad.flags.c_contiguous:
+            # one flat index per element: NumPy's add.at is an order of magnitude faster on a
+            # 1-D index than on whole rows, and sums repeated rows in the same order
+            flat = self._scratch(xp, "flat", grad.shape, "int64")
+            xp.multiply(rows[:, None], _const(xp, d, flat.dtype), out=flat)
+            flat += _arange(xp, d)
+            xp.add.at(dw.reshape(-1), flat.reshape(-1), grad.reshape(-1))
+        else:
+            backend.scatter_add(xp, dw, rows, grad)
 
 
 # ----------------------------------------------------------------------------- softmax family

@@ -62,6 +62,7 @@ from typing import Literal, Optional
 from .. import backend
 from ..base import OpParamError, ShapeError
 from .registry import _REGISTRY, Op, fmt_shape, register
+from .scratch import _const, _ScratchMixin
 
 __all__ = ["RNN", "Reverse", "rnn_param_size", "rnn_param_slices", "rnn_reserve_layout",
            "rnn_reserve_size"]
@@ -166,10 +167,17 @@ def _view(flat, spec):
 
 def _sigmoid_(xp, a) -> None:
     """In-place logistic function (through tanh: no overflow warnings, one transcendental)."""
-    xp.multiply(a, 0.5, out=a)
+    half = _const(xp, 0.5, a.dtype)
+    xp.multiply(a, half, out=a)
     xp.tanh(a, out=a)
-    xp.multiply(a, 0.5, out=a)
-    xp.add(a, 0.5, out=a)
+    xp.multiply(a, half, out=a)
+    xp.add(a, half, out=a)
+
+
+def _dsigmoid_into(xp, s, out) -> None:
+    """out = s * (1 - s), the logistic function's derivative from its value s."""
+    xp.subtract(_const(xp, 1, s.dtype), s, out=out)
+    out *= s
 
 
 def _prev(seq, start, t: int, reverse: bool):
@@ -195,7 +203,7 @@ class RNNAttrs:
 
 
 @register
-class RNN(Op):
+class RNN(_ScratchMixin, Op):
     """MXNet's fused recurrent operator; see the module docstring for the math and layout."""
 
     name = "RNN"
@@ -367,7 +375,7 @@ class RNN(Op):
             gates += w["bh"]
         wh_t = w["wh"].T
         order = range(steps - 1, -1, -1) if reverse else range(steps)
-        rec_buf = xp.empty((batch, gh), dtype=x.dtype)
+        rec_buf = self._scratch(xp, "rec", (batch, gh), x.dtype)
         h_prev = h0
         if a.mode == "lstm":
             cs, tanh_cs, clip_mask = res["c"], res["tanh_c"], res.get("clip")
@@ -381,7 +389,9 @@ class RNN(Op):
                 _sigmoid_(xp, g[:, 3 * hidden:])
                 c = cs[t]
                 xp.multiply(g[:, hidden:2 * hidden], c_prev, out=c)
-                c += g[:, :hidden] * g[:, 2 * hidden:3 * hidden]
+                ic = rec_buf[:, :hidden]  # free again once added into the gates
+                xp.multiply(g[:, :hidden], g[:, 2 * hidden:3 * hidden], out=ic)
+                c += ic
                 if clip_mask is not None:
                     lo, hi = a.lstm_state_clip_min, a.lstm_state_clip_max
                     if a.lstm_state_clip_nan:
@@ -461,7 +471,10 @@ class RNN(Op):
                     mask = _view(reserve, spec["mask"])
                     x = x * mask
             need_dx = layer > 0 or in_grads[0] is not None
-            dx = xp.zeros(x.shape, dtype=data.dtype) if need_dx else None
+            dx = None
+            if need_dx:
+                dx = self._scratch(xp, "dx%d" % (layer % 2), x.shape, data.dtype)
+                dx.fill(0)
             for d in range(dirs):
                 row = layer * dirs + d
                 w = {k: _view(params, s) for k, s in slices[row].items()}
@@ -497,18 +510,25 @@ class RNN(Op):
         gh = w["wh"].shape[0]
         dtype = hs.dtype
         order = list(range(steps - 1, -1, -1) if reverse else range(steps))
-        dh = xp.zeros((batch, hidden), dtype=dtype)
+        # the returned initial-state gradients live in scratch too: the caller copies them out
+        dh = self._scratch(xp, "dh", (batch, hidden), dtype)
         if dh_last is not None:
-            dh += dh_last
-        d_gates = xp.empty((steps, batch, gh), dtype=dtype)
+            dh[...] = dh_last
+        else:
+            dh.fill(0)
+        d_gates = self._scratch(xp, "d_gates", (steps, batch, gh), dtype)
         wh = w["wh"]
-        tmp = xp.empty((batch, hidden), dtype=dtype)
+        tmp = self._scratch(xp, "tmp", (batch, hidden), dtype)
+        tmp2 = self._scratch(xp, "tmp2", (batch, hidden), dtype)
+        one = _const(xp, 1, dtype)
         dc0 = None
         if a.mode == "lstm":
             gates, cs, tanh_cs, clip_mask = res["gates"], res["c"], res["tanh_c"], res.get("clip")
-            dc = xp.zeros((batch, hidden), dtype=dtype)
+            dc = self._scratch(xp, "dc", (batch, hidden), dtype)
             if dc_last is not None:
-                dc += dc_last
+                dc[...] = dc_last
+            else:
+                dc.fill(0)
             for t in reversed(order):
                 dh += dy[t]
                 g = gates[t]
@@ -518,7 +538,7 @@ class RNN(Op):
                 da = d_gates[t]
                 # dc += dh * o * (1 - tanh(c)^2)
                 xp.multiply(tc, tc, out=tmp)
-                xp.subtract(1, tmp, out=tmp)
+                xp.subtract(one, tmp, out=tmp)
                 tmp *= o_g
                 tmp *= dh
                 dc += tmp
@@ -526,16 +546,21 @@ class RNN(Op):
                     dc *= clip_mask[t]
                 da_o = da[:, 3 * hidden:]
                 xp.multiply(dh, tc, out=da_o)
-                da_o *= o_g * (1 - o_g)
+                _dsigmoid_into(xp, o_g, tmp2)
+                da_o *= tmp2
                 da_i = da[:, :hidden]
                 xp.multiply(dc, c_g, out=da_i)
-                da_i *= i_g * (1 - i_g)
+                _dsigmoid_into(xp, i_g, tmp2)
+                da_i *= tmp2
                 da_f = da[:, hidden:2 * hidden]
                 xp.multiply(dc, _prev(cs, c0, t, reverse), out=da_f)
-                da_f *= f_g * (1 - f_g)
+                _dsigmoid_into(xp, f_g, tmp2)
+                da_f *= tmp2
                 da_c = da[:, 2 * hidden:3 * hidden]
                 xp.multiply(dc, i_g, out=da_c)
-                da_c *= 1 - c_g * c_g
+                xp.multiply(c_g, c_g, out=tmp2)
+                xp.subtract(one, tmp2, out=tmp2)
+                da_c *= tmp2
                 dc *= f_g
                 xp.matmul(da, wh, out=dh)
             dc0 = dc
@@ -586,11 +611,13 @@ class RNN(Op):
             else (0, slice(1, steps), slice(0, steps - 1))
         xp.matmul(d_gates_h[rest].reshape(-1, gh).T, hs[prev].reshape(-1, hidden),
                   out=gw["wh"])
-        gw["wh"] += xp.matmul(d_gates_h[first].T, h0)
+        first_wh = self._scratch(xp, "first_wh", gw["wh"].shape, dtype)
+        gw["wh"] += xp.matmul(d_gates_h[first].T, h0, out=first_wh)
         xp.sum(flat_x, axis=0, out=gw["bx"])
         xp.sum(d_gates_h.reshape(steps * batch, gh), axis=0, out=gw["bh"])
         if dx is not None:
-            dx += xp.matmul(flat_x, w["wx"]).reshape(dx.shape)
+            dx_step = self._scratch(xp, "dx_step", (steps * batch, x.shape[-1]), dtype)
+            dx += xp.matmul(flat_x, w["wx"], out=dx_step).reshape(dx.shape)
         return dh, dc0
 
 
