@@ -308,17 +308,24 @@ def _alloc_handler():
         getattr(libc, fn).restype = res
         getattr(libc, fn).argtypes = args
     sizes: list = []
+    stacks: list = []
+
+    def record(size):
+        sizes.append(int(size))
+        if _ALLOC_STATE["trace"]:
+            import traceback
+            stacks.append(traceback.StackSummary.from_list(traceback.extract_stack()[:-2]))
 
     def on_malloc(_ctx, size):
-        sizes.append(int(size))
+        record(size)
         return libc.malloc(size)
 
     def on_calloc(_ctx, count, size):
-        sizes.append(int(count * size))
+        record(count * size)
         return libc.calloc(count, size)
 
     def on_realloc(_ctx, ptr, size):
-        sizes.append(int(size))
+        record(size)
         return libc.realloc(ptr, size)
 
     def on_free(_ctx, ptr, _size):
@@ -340,7 +347,8 @@ def _alloc_handler():
     table = ctypes.cast(get_pointer(core._ARRAY_API, None), ctypes.POINTER(c_void_p))
     set_handler = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(table[304])
     # everything the C side points at must outlive every array the handler made
-    _ALLOC_STATE.update(sizes=sizes, keep=(callbacks, handler, libc),
+    _ALLOC_STATE.update(sizes=sizes, stacks=stacks, trace=False,
+                        keep=(callbacks, handler, libc),
                         capsule=new_capsule(ctypes.addressof(handler), b"mem_handler", None),
                         set_handler=set_handler)
     return _ALLOC_STATE
@@ -351,25 +359,36 @@ class count_allocations:
     allocated in the block (in this thread; CPU arrays only).
 
     Converting a Python scalar argument of a ufunc makes a 0-d array (8 bytes or so): use
-    `sizes.larger_than(16)` to ignore those.
+    `sizes.larger_than(16)` to ignore those. With `trace=True`, `sizes.stacks[i]` is the Python
+    stack (a traceback.StackSummary) that made allocation i.
     """
+
+    def __init__(self, trace: bool = False):
+        self._trace = trace
 
     def __enter__(self) -> "AllocationList":
         state = _alloc_handler()
-        self._sizes = state["sizes"]
-        del self._sizes[:]
+        del state["sizes"][:]
+        del state["stacks"][:]
+        state["trace"] = self._trace
         self._result = AllocationList()
         self._old = state["set_handler"](state["capsule"])
         return self._result
 
     def __exit__(self, *exc) -> None:
-        _ALLOC_STATE["set_handler"](self._old)
-        self._result.extend(self._sizes)
-        del self._sizes[:]
+        state = _ALLOC_STATE
+        state["set_handler"](self._old)
+        state["trace"] = False
+        self._result.extend(state["sizes"])
+        self._result.stacks = list(state["stacks"])
+        del state["sizes"][:]
+        del state["stacks"][:]
 
 
 class AllocationList(list):
     """Sizes in bytes of the array buffers allocated, in order."""
+
+    stacks: list = []
 
     def larger_than(self, nbytes: int) -> list:
         return [s for s in self if s > nbytes]

@@ -113,6 +113,46 @@ class KVStore:
         for flat in flats:
             flat.grad[...] = backend.to_context(total, flat.ctx)
 
+    def pushpull_flat(self, names: list, flats: list) -> None:
+        """`pushpull(name, grads, out=weights)` for every parameter of `FlatParams` buffers laid
+        out alike (one per device), as whole buffers: one reduction, one optimizer pass over
+        the store's own flat copy of the weights, one copy back per device.
+
+        The stored value of each name becomes a view of that flat copy (values already stored
+        are moved into it), so `pull` and the optimizer states keep working per key.
+        """
+        first = flats[0]
+        home = cpu() if self._type == "local" else first.ctx
+        store = self._flat_store(names, first, home)
+        total = store.grad
+        total[...] = backend.to_context(first.grad, home)
+        for flat in flats[1:]:
+            total += backend.to_context(flat.grad, home)
+        if self._updater is not None:
+            self._updater.update_flat(names, store, [store.grads[n] for n in names],
+                                      [store.weights[n] for n in names])
+        else:
+            store.weight[...] = total
+        for flat in flats:
+            flat.weight[...] = backend.to_context(store.weight, flat.ctx)
+
+    def _flat_store(self, names: list, like, home):
+        from ..executor.executor import FlatParams  # a layout type only; no executor runs here
+        stores = self.__dict__.setdefault("_flat_stores", {})
+        key = (tuple(names), like.dtype.str, str(home))
+        store = stores.get(key)
+        if store is None:
+            store = stores[key] = FlatParams(names, like.shapes, like.dtype, home,
+                                             [True] * len(names))
+            if store.names != list(names):
+                raise MXNetError("pushpull_flat: names must come in FlatParams order")
+        for name in names:
+            view = store.weights[name]
+            if self._stored(name) is not view:
+                view._data[...] = backend.to_context(self._store[name]._data, home)
+                self._store[name] = view
+        return store
+
     def push(self, key, value, priority: int = 0) -> None:
         keys, values = _key_list(key, value)
         for k, vals in zip(keys, values):

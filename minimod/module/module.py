@@ -22,7 +22,7 @@ import warnings
 from .. import context as ctx
 from .. import ndarray as nd
 from .. import optimizer as opt
-from ..base import MXNetError, ShapeError, atomic_write
+from ..base import MissingParamError, MXNetError, ShapeError, atomic_write
 from ..executor.group import DataParallelExecutorGroup
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
@@ -168,7 +168,7 @@ class Module(BaseModule):
                     continue
                 missing = sorted(name for name in own if name not in cache)
                 if missing:
-                    raise RuntimeError(
+                    raise MissingParamError(
                         "%s is not presented (parameters missing from the given params: %s; "
                         "pass allow_missing=True to initialize them instead)"
                         % (missing[0], ", ".join(missing)))
@@ -185,7 +185,7 @@ class Module(BaseModule):
                         cache_arr.copyto(arr)
                     return
                 if not allow_missing:
-                    raise RuntimeError("%s is not presented" % name)
+                    raise MissingParamError("%s is not presented" % name)
             if initializer is not None:
                 initializer(name, arr)
 
@@ -395,6 +395,8 @@ class Module(BaseModule):
                  "update: call init_optimizer before update")
         self._params_dirty = True
         if self._update_on_kvstore:
+            if self._update_flat():
+                return
             _update_params_on_kvstore(self._exec_group.param_arrays,
                                       self._exec_group.grad_arrays, self._kvstore,
                                       self._exec_group.param_names)
@@ -408,11 +410,20 @@ class Module(BaseModule):
         kvstore reduction per buffer and device, then one vectorised optimizer pass per buffer
         (`Updater.update_flat`). False, doing nothing, when the layout does not allow it."""
         plan = self._flat_update_plan()
-        if plan is None or not self._updater.flat_capable(plan[0][0][3] if plan[0] else []):
+        kv = self._kvstore
+        updater = kv._updater if self._update_on_kvstore else self._updater
+        if plan is None or not isinstance(updater, opt.Updater) or not plan[0] or \
+                not updater.flat_capable(plan[0][0][3]):
             return False
-        if self._kvstore is not None:
+        if self._update_on_kvstore:
+            names = self._exec_group.param_names
             for per_buffer in zip(*plan):
-                self._kvstore.reduce_flat([entry[0] for entry in per_buffer])
+                kv.pushpull_flat([names[key // len(plan)] for key in per_buffer[0][1]],
+                                 [entry[0] for entry in per_buffer])
+            return True
+        if kv is not None:
+            for per_buffer in zip(*plan):
+                kv.reduce_flat([entry[0] for entry in per_buffer])
         for device_entries in plan:
             for flat, keys, grads, weights in device_entries:
                 self._updater.update_flat(keys, flat, grads, weights)
@@ -423,7 +434,7 @@ class Module(BaseModule):
         every device is a view of a flat buffer laid out alike on all devices; else None."""
         group = self._exec_group
         kv = self._kvstore
-        if not isinstance(self._updater, opt.Updater) or group.grad_arrays is None:
+        if group.grad_arrays is None or (kv is None and self._update_on_kvstore):
             return None
         if kv is not None and (kv.type not in ("local", "device")
                                or getattr(kv, "_compression", None) is not None):

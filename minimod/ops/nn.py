@@ -890,9 +890,11 @@ class Pooling(_ScratchMixin, Op):
                 # bool + float), converted once
                 count = self._scratch(xp, "count", (y.size,), "uint8" if nk <= 256 else "int32")
                 count[...] = ne[0]
+                # bools read as the uint8 0/1 they are: no cast (and no cast buffer) per add
+                ne8 = ne.view("uint8") if count.dtype == xp.uint8 else ne
                 for k in range(1, nk - 1):
                     xp.logical_and(ne[k - 1], ne[k], out=ne[k])
-                    xp.add(count, ne[k], out=count)
+                    xp.add(count, ne8[k], out=count)
                 mf[...] = count
             if not mask.flags.c_contiguous:
                 mask[...] = mf.reshape(mask.shape)

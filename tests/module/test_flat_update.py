@@ -1,0 +1,165 @@
+"""Flat parameter buffers: the vectorised update equals the per-parameter update bit for bit.
+
+Every executor a Module binds keeps its parameters and gradients in one flat buffer per dtype
+(`FlatParams`), and Module.update runs the optimizer once per run of equal hyperparameters over
+the whole buffer (and a kvstore reduces each device's buffer once). These tests train the same
+model twice, once with that path switched off, and compare every parameter exactly.
+"""
+import numpy as np
+import pytest
+
+import minimod as mx
+from minimod import optimizer as opt
+from minimod.executor.executor import FlatParams
+
+OPTIMIZERS = [
+    ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3}),
+    ("sgd", {"learning_rate": 0.1, "clip_gradient": 0.05}),
+    ("nag", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3}),
+    ("adam", {"learning_rate": 0.01, "wd": 1e-3, "clip_gradient": 0.5}),
+    ("rmsprop", {"learning_rate": 0.01, "centered": True, "wd": 1e-3}),
+    ("adagrad", {"learning_rate": 0.1, "wd": 1e-3}),
+    ("adadelta", {"wd": 1e-3}),
+    ("adamax", {"learning_rate": 0.01}),
+    ("signum", {"learning_rate": 0.01, "wd_lh": 1e-3}),
+    ("ftrl", {"learning_rate": 0.1}),
+    ("nadam", {"learning_rate": 0.01}),  # not flat-capable: must fall back, same numbers
+]
+
+
+def _symbol():
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(data, num_hidden=16, name="fc1")
+    net = mx.sym.Activation(net, act_type="relu", name="relu1")
+    net = mx.sym.FullyConnected(net, num_hidden=5, name="fc2")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def _batches(n=4, batch=12):
+    rng = np.random.RandomState(3)
+    return [mx.io.DataBatch(data=[mx.nd.array(rng.uniform(-1, 1, (batch, 7)))],
+                            label=[mx.nd.array(rng.randint(0, 5, (batch,)))]) for _ in range(n)]
+
+
+def _train(monkeypatch, flat, name, params, contexts, kvstore, lr_mult=None):
+    mx.random.seed(11)
+    mod = mx.mod.Module(_symbol(), context=contexts)
+    mod.bind(data_shapes=[("data", (12, 7))], label_shapes=[("softmax_label", (12,))])
+    mod.init_params(initializer=mx.init.Xavier(magnitude=2.0))
+    mod.init_optimizer(kvstore=kvstore, optimizer=name, optimizer_params=dict(params))
+    if lr_mult:
+        optim = mod._kvstore._updater.optimizer if mod._update_on_kvstore else mod._optimizer
+        optim.set_lr_mult(lr_mult)
+    calls = []
+    if not flat:
+        monkeypatch.setattr(mod, "_update_flat", lambda: False)
+    else:
+        real = opt.Updater.update_flat
+
+        def spy(self, *args, **kwargs):
+            calls.append(self.flat_capable(args[3]))
+            return real(self, *args, **kwargs)
+        monkeypatch.setattr(opt.Updater, "update_flat", spy)
+    for batch in _batches() * 2:
+        mod.forward_backward(batch)
+        mod.update()
+    monkeypatch.undo()
+    arg, aux = mod.get_params()
+    return {k: v.asnumpy() for k, v in arg.items()}, calls
+
+
+@pytest.mark.parametrize("name,params", OPTIMIZERS, ids=[o[0] + str(i)
+                                                        for i, o in enumerate(OPTIMIZERS)])
+def test_flat_update_equals_per_parameter_update(monkeypatch, name, params):
+    flat, calls = _train(monkeypatch, True, name, params, [mx.cpu()], None,
+                         lr_mult={"fc2_weight": 0.5})
+    plain, _ = _train(monkeypatch, False, name, params, [mx.cpu()], None,
+                      lr_mult={"fc2_weight": 0.5})
+    # Nadam's schedule moves with every per-parameter call: Module keeps its per-key path
+    assert bool(calls) == (name != "nadam"), "flat path taken: %s" % calls
+    assert all(calls)
+    for key in plain:
+        assert np.array_equal(flat[key], plain[key]), key
+
+
+@pytest.mark.parametrize("kvstore,on_kvstore", [("local", "1"), ("device", "1"),
+                                                ("local", "0"), ("device", "0")])
+def test_flat_update_through_kvstores_equals_per_key(monkeypatch, kvstore, on_kvstore):
+    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", on_kvstore)
+    args = ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3},
+            [mx.cpu(0), mx.cpu(1), mx.cpu(2)], kvstore)
+    flat, calls = _train(monkeypatch, True, *args)
+    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", on_kvstore)
+    plain, _ = _train(monkeypatch, False, *args)
+    assert calls and all(calls)
+    for key in plain:
+        assert np.array_equal(flat[key], plain[key]), key
+
+
+def test_parameters_and_gradients_are_views_of_one_buffer():
+    mod = mx.mod.Module(_symbol(), context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind(data_shapes=[("data", (12, 7))], label_shapes=[("softmax_label", (12,))])
+    for k, exe in enumerate(mod._exec_group.execs):
+        (flat,) = exe.flat_params
+        assert isinstance(flat, FlatParams)
+        # weights first (they take weight decay), then biases
+        assert flat.names == ["fc1_weight", "fc2_weight", "fc1_bias", "fc2_bias"]
+        for name in flat.names:
+            assert np.shares_memory(exe.arg_dict[name]._data, flat.weight)
+            assert np.shares_memory(exe.grad_dict[name]._data, flat.grad)
+        assert flat.weight.size == 7 * 16 + 16 * 5 + 16 + 5
+        assert not np.shares_memory(exe.arg_dict["data"]._data, flat.weight)
+
+
+def test_fixed_parameters_stay_out_of_the_flat_buffer(monkeypatch):
+    mod = mx.mod.Module(_symbol(), context=mx.cpu(), fixed_param_names=["fc1_weight"])
+    mod.bind(data_shapes=[("data", (12, 7))], label_shapes=[("softmax_label", (12,))])
+    mod.init_params(initializer=mx.init.Xavier())
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.5, "wd": 0.1})
+    (flat,) = mod._exec_group.execs[0].flat_params
+    assert "fc1_weight" not in flat.names
+    before = mod.get_params()[0]["fc1_weight"].asnumpy()
+    for batch in _batches():
+        mod.forward_backward(batch)
+        mod.update()
+    assert np.array_equal(mod.get_params()[0]["fc1_weight"].asnumpy(), before)
+
+
+def test_states_loaded_from_a_file_are_moved_into_the_flat_state(tmp_path, monkeypatch):
+    def run(steps_before, reload, load=True):
+        mx.random.seed(5)
+        mod = mx.mod.Module(_symbol(), context=mx.cpu())
+        mod.bind(data_shapes=[("data", (12, 7))], label_shapes=[("softmax_label", (12,))])
+        mod.init_params(initializer=mx.init.Xavier())
+        mod.init_optimizer(optimizer="adam", optimizer_params={"learning_rate": 0.01})
+        batches = _batches()
+        for batch in batches[:steps_before]:
+            mod.forward_backward(batch)
+            mod.update()
+        if reload:
+            fname = str(tmp_path / "m.states")
+            mod.save_optimizer_states(fname)
+            arg, aux = mod.get_params()
+            mod2 = mx.mod.Module(_symbol(), context=mx.cpu())
+            mod2.bind(data_shapes=[("data", (12, 7))],
+                      label_shapes=[("softmax_label", (12,))])
+            mod2.init_params(arg_params=arg, aux_params=aux)
+            mod2.init_optimizer(optimizer="adam", optimizer_params={"learning_rate": 0.01})
+            if load:
+                mod2.load_optimizer_states(fname)
+            mod = mod2
+        for batch in batches[steps_before:]:
+            mod.forward_backward(batch)
+            mod.update()
+        return mod
+    resumed = run(2, reload=True)
+    states = resumed._updater.states
+    record = next(iter(resumed._updater._flat_records.values()))
+    for key, state in states.items():
+        assert state is record["views"][key]
+    # the resumed run continued from the loaded moments: it equals the uninterrupted run and
+    # differs from one that started the moments afresh
+    a = resumed.get_params()[0]["fc1_weight"].asnumpy()
+    assert np.array_equal(a, run(0, reload=False).get_params()[0]["fc1_weight"].asnumpy())
+    forgot = run(2, reload=True, load=False).get_params()[0]["fc1_weight"].asnumpy()
+    assert not np.array_equal(a, forgot)
