@@ -76,8 +76,9 @@ def main() -> None:
     benchutil.add_common_args(parser)
     args = parser.parse_args()
     args.batch = args.batch or benchutil.default_batch(args.net)
-    if args.mode != "module":
-        parser.error("PyTorch has no Module.fit; only --mode module (a plain training loop)")
+    if args.mode == "fit":
+        parser.error("PyTorch has no Module.fit; use --mode module (a plain training loop) "
+                     "or --mode infer")
     torch.set_num_threads(benchutil.THREADS)
     model, opt, batches = build(args.net, args.batch)
     loss_fn = nn.CrossEntropyLoss()
@@ -90,6 +91,15 @@ def main() -> None:
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+
+    if args.mode == "infer":
+        model.eval()
+
+        def step():  # noqa: F811  (inference: forward only, no autograd)
+            x, _ = batches[state["i"] % len(batches)]
+            state["i"] += 1
+            with torch.inference_mode():
+                torch.softmax(model(x), dim=-1)
 
     timer = benchutil.timer_from_args(args, lambda: None, args.batch)  # eager CPU: synchronous
     result = benchutil.measure(step, timer)

@@ -177,8 +177,10 @@ def add_common_args(parser) -> None:
     parser.add_argument("--net", required=True, choices=["mlp", "lenet", "lstm", "lstm_fused"])
     parser.add_argument("--batch", type=int, default=None,
                         help="default: 128 (mlp), 64 (lenet), 32 (lstm, lstm_fused)")
-    parser.add_argument("--mode", default="module", choices=["module", "fit"],
-                        help="fit: Module.fit over an NDArrayIter (MXNet-API libs, mlp only)")
+    parser.add_argument("--mode", default="module", choices=["module", "fit", "infer"],
+                        help="module: training steps through Module (PyTorch: a plain loop); "
+                             "fit: Module.fit over an NDArrayIter (MXNet-API libs, mlp only); "
+                             "infer: forward only, inference mode")
     parser.add_argument("--window", type=float, default=float(os.environ.get("BENCH_WINDOW",
                                                                               "0.4")))
     parser.add_argument("--warmup", type=float, default=float(os.environ.get("BENCH_WARMUP",

@@ -17,28 +17,34 @@ import statistics
 import sys
 from collections import defaultdict
 
-MX_REF = "mxnet_module"
-PT_REF = "torch"
-ORDER = ["minimod_module", "minimod_module_fused", "minimod_fit", "mxnet_module",
-         "mxnet_module_fused", "mxnet_fit", "torch", "torch_lstmcell"]
+ORDER = ["minimod_module", "minimod_module_fused", "minimod_fit", "minimod_infer",
+         "mxnet_module", "mxnet_module_fused", "mxnet_fit", "mxnet_infer", "torch",
+         "torch_lstmcell", "torch_infer"]
 TITLES = {
-    ("mlp", 128): "MLP 784-512-512-10, batch 128",
-    ("mlp", 32): "MLP 784-512-512-10, batch 32",
-    ("lenet", 64): "LeNet (tanh), batch 64",
-    ("lstm", 32): "LSTM LM (vocab 2000, embed 200, hidden 200, T=35), batch 32",
+    ("mlp", 128, "train"): "MLP 784-512-512-10, batch 128, training",
+    ("mlp", 32, "train"): "MLP 784-512-512-10, batch 32, training",
+    ("lenet", 64, "train"): "LeNet (tanh), batch 64, training",
+    ("lstm", 32, "train"): "LSTM LM (vocab 2000, embed 200, hidden 200, T=35), batch 32, "
+                           "training (BucketingModule)",
+    ("mlp", 128, "infer"): "MLP 784-512-512-10, batch 128, inference",
+    ("lenet", 64, "infer"): "LeNet (tanh), batch 64, inference",
 }
+# the peer each table's ratios divide by
+REFS = {"train": ("mxnet_module", "torch"), "infer": ("mxnet_infer", "torch_infer")}
 # Medians of 8 rounds from shared/reference/performance-anchors.md (same machine, 2 threads).
 ANCHORS = {
-    ("mlp", 128): {"mxnet_module": 20463, "mxnet_fit": 12583, "torch": 24870},
-    ("mlp", 32): {"mxnet_module": 6888, "torch": 10877},
-    ("lenet", 64): {"mxnet_module": 3072, "torch": 2721},
-    ("lstm", 32): {"mxnet_module": 382, "mxnet_module_fused": 682, "torch": 714,
-                   "torch_lstmcell": 411},
+    ("mlp", 128, "train"): {"mxnet_module": 20463, "mxnet_fit": 12583, "torch": 24870},
+    ("mlp", 32, "train"): {"mxnet_module": 6888, "torch": 10877},
+    ("lenet", 64, "train"): {"mxnet_module": 3072, "torch": 2721},
+    ("lstm", 32, "train"): {"mxnet_module": 382, "mxnet_module_fused": 682, "torch": 714,
+                            "torch_lstmcell": 411},
 }
 
 
 def peer_of(rec: dict) -> str:
     lib, net, mode = rec["lib"], rec["net"], rec.get("mode", "module")
+    if mode == "infer":
+        return lib + "_infer"
     if lib == "torch":
         return "torch_lstmcell" if net == "lstm" else "torch"
     if mode == "fit":
@@ -69,7 +75,8 @@ def load(paths: list) -> tuple:
                     continue
                 rec = json.loads(line)
                 rec["_round"] = (i, rec.get("round", 0))
-                rec["_wl"] = (family_of(rec["net"]), rec["batch"])
+                rec["_wl"] = (family_of(rec["net"]), rec["batch"],
+                              "infer" if rec.get("mode") == "infer" else "train")
                 rec["_peer"] = peer_of(rec)
                 if "error" in rec:
                     failed[(rec["_wl"], rec["_peer"])] += 1
@@ -87,15 +94,18 @@ def main(paths: list) -> str:
     workloads = sorted({wl for wl, _ in table} | {wl for wl, _ in failed},
                        key=lambda w: (list(TITLES).index(w) if w in TITLES else 99, w))
     n_rounds = len({rec["_round"] for rec in runs})
-    out = ["# minimod vs MXNet 1.9.1 vs PyTorch: training-step throughput", "",
+    out = ["## Throughput", "",
            "Inputs: %s; %d runs in %d rounds%s." % (", ".join(paths), len(runs), n_rounds,
                                                     "; %d failed runs" % sum(failed.values())
                                                     if failed else ""),
-           "", "float32, synthetic data, warm; one step = forward + backward + SGD-momentum "
-           "update. samples/s = median over rounds of each run's median over its quiet "
+           "", "float32, synthetic data, warm; a training step = forward + backward + "
+           "SGD-momentum update, an inference step = one forward pass in inference mode. "
+           "samples/s = median over rounds of each run's median over its quiet "
            "windows, [min-max] over rounds. 'x MXNet' / 'x PyTorch' = per-round ratio of "
            "samples/s to MXNet Module / PyTorch eager in the same round (LSTM: to the "
-           "unrolled mx.rnn.LSTMCell Module / to nn.LSTM), median [min-max] over rounds. "
+           "unrolled mx.rnn.LSTMCell BucketingModule / to nn.LSTM; inference: to MXNet's / "
+           "PyTorch's inference), median [min-max] over rounds. peak RSS = ru_maxrss of the "
+           "benchmark process (import + everything it allocated). "
            "'anchor' = the reference median measured on this machine before minimod "
            "(performance-anchors.md): a peer far below its anchor means the machine was in "
            "its slow mode.", ""]
@@ -105,21 +115,22 @@ def main(paths: list) -> str:
                 "so the 'anchor' column does not apply.**" % threads, ""]
     per_round_lines = []
     for wl in workloads:
-        title = TITLES.get(wl, "%s, batch %d" % wl)
-        out += ["## %s" % title, "",
+        title = TITLES.get(wl, "%s, batch %d, %s" % wl)
+        out += ["### %s" % title, "",
                 "| peer | samples/s median [min-max] | ms/step | peak RSS MB | x MXNet "
-                "| x PyTorch | anchor samples/s | rounds (noisy, failed) |",
-                "|---|---|---|---|---|---|---|---|"]
+                "| x MXNet same API | x PyTorch | anchor samples/s | rounds (noisy, failed) |",
+                "|---|---|---|---|---|---|---|---|---|"]
         peers = sorted({p for w, p in table if w == wl} | {p for w, p in failed if w == wl},
                        key=lambda p: (ORDER.index(p) if p in ORDER else 99, p))
-        mx_runs = table.get((wl, MX_REF), {})
-        pt_runs = table.get((wl, PT_REF), {})
+        mx_ref, pt_ref = REFS[wl[2]]
+        mx_runs = table.get((wl, mx_ref), {})
+        pt_runs = table.get((wl, pt_ref), {})
         for peer in peers:
             by_round = table.get((wl, peer), {})
             recs = [by_round[r] for r in sorted(by_round)]
             nfail = failed.get((wl, peer), 0)
             if not recs:
-                out.append("| %s | - | - | - | - | - | - | 0 (0, %d) |" % (peer, nfail))
+                out.append("| %s | - | - | - | - | - | - | - | 0 (0, %d) |" % (peer, nfail))
                 continue
             sps = [r["samples_per_s"] for r in recs]
             ms = statistics.median(r["ms_per_step"] for r in recs)
@@ -128,17 +139,23 @@ def main(paths: list) -> str:
                     for r in by_round if r in mx_runs]
             x_pt = [by_round[r]["samples_per_s"] / pt_runs[r]["samples_per_s"]
                     for r in by_round if r in pt_runs]
+            # minimod's fit against MXNet's fit, fused RNN against MXNet's fused RNN
+            twin = table.get((wl, "mxnet" + peer[len("minimod"):]), {}) \
+                if peer.startswith("minimod") else {}
+            x_twin = [by_round[r]["samples_per_s"] / twin[r]["samples_per_s"]
+                      for r in by_round if r in twin]
             noisy = sum(1 for r in recs if r.get("noisy"))
             anchor = ANCHORS.get(wl, {}).get(peer)
-            out.append("| %s | %s | %.2f | %.0f | %s | %s | %s | %d (%d, %d) |" % (
+            out.append("| %s | %s | %.2f | %.0f | %s | %s | %s | %s | %d (%d, %d) |" % (
                 peer, fmt_range(sps), ms, rss,
                 fmt_range(x_mx, True) if x_mx else "-",
+                fmt_range(x_twin, True) if x_twin else "-",
                 fmt_range(x_pt, True) if x_pt else "-",
                 "{:,}".format(anchor) if anchor else "-", len(recs), noisy, nfail))
-            per_round_lines.append("- %s b%d %s: %s" % (wl[0], wl[1], peer, ", ".join(
+            per_round_lines.append("- %s b%d %s %s: %s" % (wl[0], wl[1], wl[2], peer, ", ".join(
                 fmt_n(r["samples_per_s"]) + ("*" if r.get("noisy") else "") for r in recs)))
         out.append("")
-    out += ["## Per-round samples/s (rounds in time order; * = noisy run)", "",
+    out += ["### Per-round samples/s (rounds in time order; * = noisy run)", "",
             "The spread shows the machine's two speed modes; compare peers within a round.", ""]
     out += per_round_lines
     return "\n".join(out) + "\n"

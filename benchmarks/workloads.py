@@ -9,9 +9,11 @@ Workloads (float32, synthetic data from a fixed seed, 8 batches cycled):
   mlp         784-512-512-10, ReLU, SoftmaxOutput
   lenet       1x28x28: conv5x5x20 tanh maxpool2, conv5x5x50 tanh maxpool2, fc500 tanh, fc10
   lstm        LM: vocab 2000, embed 200, one LSTM layer of 200, T=35, decoder to 2000;
-              mx.rnn.LSTMCell(...).unroll(35, merge_outputs=True) in a plain Module
+              mx.rnn.LSTMCell(...).unroll(35, merge_outputs=True) in a BucketingModule
+              (one bucket, key 35, as a language model over bucketed sentences runs it)
   lstm_fused  the same LM through mx.rnn.FusedRNNCell (one mx.sym.RNN op, TNC layout)
-One step = forward + backward + SGD update (lr 0.01, momentum 0.9).
+One step = forward + backward + SGD update (lr 0.01, momentum 0.9); in mode "infer" one step is
+a forward pass in inference mode (is_train=False) of a module bound for inference.
 """
 from __future__ import annotations
 
@@ -76,18 +78,18 @@ def lenet_symbol(mx):
     return mx.sym.SoftmaxOutput(net, name="softmax")
 
 
-def lstm_symbol(mx, fused: bool):
+def lstm_symbol(mx, fused: bool, seq_len: int = SEQ_LEN):
     data = mx.sym.Variable("data")                        # (N, T) token ids
     label = mx.sym.Variable("softmax_label")              # (N, T)
     embed = mx.sym.Embedding(data, input_dim=VOCAB, output_dim=EMBED, name="embed")
     if fused:
         cell = mx.rnn.FusedRNNCell(HIDDEN, num_layers=1, mode="lstm", prefix="lstm_")
         tnc = mx.sym.SwapAxis(embed, dim1=0, dim2=1, name="to_tnc")
-        outputs, _ = cell.unroll(SEQ_LEN, inputs=tnc, layout="TNC", merge_outputs=True)
+        outputs, _ = cell.unroll(seq_len, inputs=tnc, layout="TNC", merge_outputs=True)
         outputs = mx.sym.SwapAxis(outputs, dim1=0, dim2=1, name="to_ntc")
     else:
         cell = mx.rnn.LSTMCell(HIDDEN, prefix="lstm_")
-        outputs, _ = cell.unroll(SEQ_LEN, inputs=embed, layout="NTC", merge_outputs=True)
+        outputs, _ = cell.unroll(seq_len, inputs=embed, layout="NTC", merge_outputs=True)
     pred = mx.sym.Reshape(outputs, shape=(-1, HIDDEN), name="flat_out")
     pred = mx.sym.FullyConnected(pred, num_hidden=VOCAB, name="pred")
     label = mx.sym.Reshape(label, shape=(-1,), name="flat_label")
@@ -110,20 +112,45 @@ def initializer(mx, net: str):
     return mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2)
 
 
-def make_module(mx, net: str, batch: int):
-    """A bound Module with initialised parameters and an SGD-momentum optimizer, and its 8
-    DataBatches."""
+def make_module(mx, net: str, batch: int, for_training: bool = True):
+    """A bound module with initialised parameters (and, for training, an SGD-momentum
+    optimizer), and its 8 DataBatches. The LSTM LMs run in a BucketingModule."""
     mx.random.seed(SEED)
-    mod = mx.mod.Module(symbol(mx, net), data_names=("data",),
-                        label_names=("softmax_label",), context=mx.cpu())
-    mod.bind(data_shapes=[("data", data_shape(net, batch))],
-             label_shapes=[("softmax_label", label_shape(net, batch))], for_training=True)
+    data_shapes = [("data", data_shape(net, batch))]
+    label_shapes = [("softmax_label", label_shape(net, batch))]
+    if net.startswith("lstm"):
+        def sym_gen(seq_len):
+            return (lstm_symbol(mx, net == "lstm_fused", seq_len), ("data",),
+                    ("softmax_label",))
+        mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=SEQ_LEN, context=mx.cpu())
+    else:
+        mod = mx.mod.Module(symbol(mx, net), data_names=("data",),
+                            label_names=("softmax_label",), context=mx.cpu())
+    mod.bind(data_shapes=data_shapes, label_shapes=label_shapes, for_training=for_training)
     mod.init_params(initializer=initializer(mx, net))
-    mod.init_optimizer(optimizer="sgd",
-                       optimizer_params={"learning_rate": LR, "momentum": MOMENTUM})
-    batches = [mx.io.DataBatch(data=[mx.nd.array(x)], label=[mx.nd.array(y)])
+    if for_training:
+        mod.init_optimizer(optimizer="sgd",
+                           optimizer_params={"learning_rate": LR, "momentum": MOMENTUM})
+    extra = {}
+    if net.startswith("lstm"):
+        extra = {"bucket_key": SEQ_LEN,
+                 "provide_data": [mx.io.DataDesc(*d) for d in data_shapes],
+                 "provide_label": [mx.io.DataDesc(*d) for d in label_shapes]}
+    batches = [mx.io.DataBatch(data=[mx.nd.array(x)], label=[mx.nd.array(y)], **extra)
                for x, y in numpy_batches(net, batch)]
     return mod, batches
+
+
+def infer_step_fn(mod, batches):
+    """One forward pass in inference mode per call, cycling the batches."""
+    state = {"i": 0}
+
+    def step():
+        b = batches[state["i"] % len(batches)]
+        state["i"] += 1
+        mod.forward(b, is_train=False)
+
+    return step
 
 
 def module_step_fn(mod, batches):
@@ -179,8 +206,10 @@ def main(mx, lib: str) -> None:
         run_fit(mx, args.net, args.batch, timer, benchutil.StopBenchmark)
         result = timer.result()
     else:
-        mod, batches = make_module(mx, args.net, args.batch)
+        training = args.mode != "infer"
+        mod, batches = make_module(mx, args.net, args.batch, for_training=training)
         timer = benchutil.timer_from_args(args, sync, args.batch)
-        result = benchutil.measure(module_step_fn(mod, batches), timer)
+        step = module_step_fn(mod, batches) if training else infer_step_fn(mod, batches)
+        result = benchutil.measure(step, timer)
     benchutil.emit(lib, args, result, version=getattr(mx, "__version__", "?"),
                    numpy=np.__version__)

@@ -1,0 +1,342 @@
+"""Hand-written NumPy training steps of the benchmark's models: the floor a NumPy engine aims at.
+
+Each class holds its parameters, momenta, activations and gradients in arrays allocated once,
+and `step(x, y)` runs forward, backward and the SGD-momentum update (lr 0.01, momentum 0.9,
+gradients scaled by 1/batch like Module's rescale_grad) with in-place ufuncs and BLAS calls
+only: no graph, no framework, no checks. The layouts are whatever is fastest by hand (the
+convolutions keep channels first, (C, N, H, W), so no transposes are needed between layers).
+
+`profile_steps.py` times these beside minimod's Module steps; `--check` below trains each for
+a few steps on a fixed batch and shows the loss going down (they are references for time, so
+that is the sanity check they get).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+LR, MOM = np.float32(0.01), np.float32(0.9)
+
+
+def _init(rng, shape, fan_in):
+    return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+
+
+class _SGD:
+    """Momentum SGD over a list of (weight, grad) pairs: four in-place passes per tensor."""
+
+    def __init__(self, pairs):
+        self.pairs = pairs
+        self.moms = [np.zeros_like(w) for w, _ in pairs]
+
+    def update(self):
+        for (w, g), m in zip(self.pairs, self.moms):
+            m *= MOM
+            g *= LR
+            m -= g
+            w += m
+
+
+def _softmax_xent_grad(z, y, rows, scale, red):
+    """z (N, K) logits -> z holds the gradient (softmax - onehot) * scale; returns the loss."""
+    np.max(z, axis=1, keepdims=True, out=red)
+    z -= red
+    np.exp(z, out=z)
+    np.sum(z, axis=1, keepdims=True, out=red)
+    z /= red
+    loss = -np.log(np.maximum(z[rows, y], 1e-30)).mean()
+    z[rows, y] -= 1
+    z *= scale
+    return float(loss)
+
+
+class MLP:
+    """784-512-512-10, ReLU, softmax cross-entropy."""
+
+    def __init__(self, batch: int, seed: int = 0):
+        rng = np.random.RandomState(seed)
+        dims = [784, 512, 512, 10]
+        self.w = [_init(rng, (o, i), i) for i, o in zip(dims, dims[1:])]
+        self.b = [np.zeros(o, np.float32) for o in dims[1:]]
+        self.gw = [np.empty_like(w) for w in self.w]
+        self.gb = [np.empty_like(b) for b in self.b]
+        self.h = [np.empty((batch, o), np.float32) for o in dims[1:]]
+        self.dh = [np.empty((batch, o), np.float32) for o in dims[1:3]]
+        self.red = np.empty((batch, 1), np.float32)
+        self.rows = np.arange(batch)
+        self.scale = np.float32(1.0 / batch)
+        self.opt = _SGD(list(zip(self.w, self.gw)) + list(zip(self.b, self.gb)))
+
+    def step(self, x, y):
+        w, b, h, gw, gb, dh = self.w, self.b, self.h, self.gw, self.gb, self.dh
+        np.dot(x, w[0].T, out=h[0])
+        h[0] += b[0]
+        np.maximum(h[0], 0, out=h[0])
+        np.dot(h[0], w[1].T, out=h[1])
+        h[1] += b[1]
+        np.maximum(h[1], 0, out=h[1])
+        np.dot(h[1], w[2].T, out=h[2])
+        h[2] += b[2]
+        loss = _softmax_xent_grad(h[2], y, self.rows, self.scale, self.red)
+        dz = h[2]
+        for layer in (2, 1, 0):
+            inp = x if layer == 0 else h[layer - 1]
+            np.dot(dz.T, inp, out=gw[layer])
+            np.sum(dz, axis=0, out=gb[layer])
+            if layer:
+                d = dh[layer - 1]
+                np.dot(dz, w[layer], out=d)
+                d *= np.sign(h[layer - 1])      # ReLU mask: h >= 0
+                dz = d
+        self.opt.update()
+        return loss
+
+
+class LeNet:
+    """conv5x5x20 tanh maxpool2, conv5x5x50 tanh maxpool2, fc500 tanh, fc10; im2col + GEMM
+    with activations kept as (C, N, H, W)."""
+
+    def __init__(self, batch: int, seed: int = 0):
+        rng = np.random.RandomState(seed)
+        n = batch
+        self.n = n
+        self.k1 = _init(rng, (20, 25), 25)
+        self.k2 = _init(rng, (50, 500), 500)
+        self.f1 = _init(rng, (500, 800), 800)
+        self.f2 = _init(rng, (10, 500), 500)
+        self.bs = [np.zeros(c, np.float32) for c in (20, 50, 500, 10)]
+        self.ws = [self.k1, self.k2, self.f1, self.f2]
+        self.gws = [np.empty_like(w) for w in self.ws]
+        self.gbs = [np.empty_like(b) for b in self.bs]
+        e = np.empty
+        self.cols1 = e((25, n * 24 * 24), np.float32)
+        self.c1 = e((20, n, 24, 24), np.float32)
+        self.p1 = e((20, n, 12, 12), np.float32)
+        self.cols2 = e((500, n * 8 * 8), np.float32)
+        self.c2 = e((50, n, 8, 8), np.float32)
+        self.p2 = e((50, n, 4, 4), np.float32)
+        self.flat = e((n, 800), np.float32)
+        self.a3 = e((n, 500), np.float32)
+        self.z = e((n, 10), np.float32)
+        self.d3 = e((n, 500), np.float32)
+        self.dflat = e((n, 800), np.float32)
+        self.dc2 = e((50, n, 8, 8), np.float32)
+        self.dcols2 = e((500, n * 8 * 8), np.float32)
+        self.dp1 = e((20, n, 12, 12), np.float32)
+        self.dc1 = e((20, n, 24, 24), np.float32)
+        self.red = e((n, 1), np.float32)
+        self.m1 = e((20, n, 12, 12, 2, 2), bool)
+        self.m2 = e((50, n, 4, 4, 2, 2), bool)
+        self.tmp = e((n, 500), np.float32)
+        self.rows = np.arange(n)
+        self.scale = np.float32(1.0 / n)
+        self.opt = _SGD(list(zip(self.ws, self.gws)) + list(zip(self.bs, self.gbs)))
+
+    @staticmethod
+    def _im2col(x, k, out):
+        """x (C, N, H, W) -> out (C * k * k, N * Ho * Wo) in one strided copy."""
+        c, n, h, w = x.shape
+        ho, wo = h - k + 1, w - k + 1
+        s = x.strides
+        view = np.lib.stride_tricks.as_strided(x, (c, k, k, n, ho, wo),
+                                               (s[0], s[2], s[3], s[1], s[2], s[3]))
+        out.reshape(c, k, k, n, ho, wo)[...] = view
+
+    @staticmethod
+    def _col2im(cols, c, k, dx):
+        """Adjoint of _im2col: dx (C, N, H, W) = sum of the tap slices of cols."""
+        _, n, h, w = dx.shape
+        ho, wo = h - k + 1, w - k + 1
+        dx.fill(0)
+        taps = cols.reshape(c, k, k, n, ho, wo)
+        for i in range(k):
+            for j in range(k):
+                dx[:, :, i:i + ho, j:j + wo] += taps[:, i, j]
+
+    @staticmethod
+    def _pool(x, out, mask):
+        """2x2 max pool of (C, N, H, W); mask marks the maxima (ties all get the gradient)."""
+        c, n, h, w = x.shape
+        tiles = x.reshape(c, n, h // 2, 2, w // 2, 2).transpose(0, 1, 2, 4, 3, 5)
+        np.max(tiles, axis=(4, 5), out=out)
+        np.equal(tiles, out[..., None, None], out=mask)
+
+    @staticmethod
+    def _unpool(dy, mask, dx):
+        c, n, h, w = dx.shape
+        view = dx.reshape(c, n, h // 2, 2, w // 2, 2).transpose(0, 1, 2, 4, 3, 5)
+        np.multiply(mask, dy[..., None, None], out=view)
+
+    def step(self, x, y):
+        n = self.n
+        xc = x.reshape(n, 1, 28, 28).transpose(1, 0, 2, 3)
+        self._im2col(xc, 5, self.cols1)
+        c1 = self.c1.reshape(20, -1)
+        np.dot(self.k1, self.cols1, out=c1)
+        c1 += self.bs[0][:, None]
+        np.tanh(c1, out=c1)
+        self._pool(self.c1, self.p1, self.m1)
+        self._im2col(self.p1, 5, self.cols2)
+        c2 = self.c2.reshape(50, -1)
+        np.dot(self.k2, self.cols2, out=c2)
+        c2 += self.bs[1][:, None]
+        np.tanh(c2, out=c2)
+        self._pool(self.c2, self.p2, self.m2)
+        self.flat.reshape(n, 50, 16)[...] = self.p2.reshape(50, n, 16).transpose(1, 0, 2)
+        np.dot(self.flat, self.f1.T, out=self.a3)
+        self.a3 += self.bs[2]
+        np.tanh(self.a3, out=self.a3)
+        np.dot(self.a3, self.f2.T, out=self.z)
+        self.z += self.bs[3]
+        loss = _softmax_xent_grad(self.z, y, self.rows, self.scale, self.red)
+        # backward
+        np.dot(self.z.T, self.a3, out=self.gws[3])
+        np.sum(self.z, axis=0, out=self.gbs[3])
+        np.dot(self.z, self.f2, out=self.d3)
+        np.multiply(self.a3, self.a3, out=self.tmp)
+        np.subtract(1, self.tmp, out=self.tmp)
+        self.d3 *= self.tmp
+        np.dot(self.d3.T, self.flat, out=self.gws[2])
+        np.sum(self.d3, axis=0, out=self.gbs[2])
+        np.dot(self.d3, self.f1, out=self.dflat)
+        dp2 = self.dflat.reshape(n, 50, 4, 4).transpose(1, 0, 2, 3)
+        self._unpool(dp2, self.m2, self.dc2)
+        self.dc2 *= 1 - self.c2 * self.c2
+        dc2 = self.dc2.reshape(50, -1)
+        np.dot(dc2, self.cols2.T, out=self.gws[1])
+        np.sum(dc2, axis=1, out=self.gbs[1])
+        np.dot(self.k2.T, dc2, out=self.dcols2)
+        self._col2im(self.dcols2, 20, 5, self.dp1)
+        self._unpool(self.dp1, self.m1, self.dc1)
+        self.dc1 *= 1 - self.c1 * self.c1
+        dc1 = self.dc1.reshape(20, -1)
+        np.dot(dc1, self.cols1.T, out=self.gws[0])
+        np.sum(dc1, axis=1, out=self.gbs[0])
+        self.opt.update()
+        return loss
+
+
+class LSTMLM:
+    """Embedding 2000x200, one LSTM layer of 200 over 35 steps, decoder to 2000 (the fused
+    RNN's arithmetic: one input GEMM for all steps, one recurrent GEMM per step)."""
+
+    def __init__(self, batch: int, seq: int = 35, vocab: int = 2000, embed: int = 200,
+                 hidden: int = 200, seed: int = 0):
+        rng = np.random.RandomState(seed)
+        n, t, e, h, v = batch, seq, embed, hidden, vocab
+        self.dims = (n, t, e, h, v)
+        u = lambda *s: rng.uniform(-0.1, 0.1, s).astype(np.float32)  # noqa: E731
+        self.emb, self.wx, self.wh, self.bx = u(v, e), u(4 * h, e), u(4 * h, h), u(4 * h)
+        self.wd, self.bd = u(v, h), u(v)
+        self.ws = [self.emb, self.wx, self.wh, self.bx, self.wd, self.bd]
+        self.gs = [np.empty_like(w) for w in self.ws]
+        e_ = np.empty
+        self.x = e_((t, n, e), np.float32)
+        self.gates = e_((t, n, 4 * h), np.float32)
+        self.c = e_((t, n, h), np.float32)
+        self.tc = e_((t, n, h), np.float32)
+        self.hs = e_((t, n, h), np.float32)
+        self.z = e_((t * n, v), np.float32)
+        self.dhs = e_((t, n, h), np.float32)
+        self.dg = e_((t, n, 4 * h), np.float32)
+        self.dx = e_((t * n, e), np.float32)
+        self.rec = e_((n, 4 * h), np.float32)
+        self.dh = e_((n, h), np.float32)
+        self.dc = e_((n, h), np.float32)
+        self.tmp = e_((n, h), np.float32)
+        self.zero = np.zeros((n, h), np.float32)
+        self.red = e_((t * n, 1), np.float32)
+        self.rows = np.arange(t * n)
+        self.scale = np.float32(1.0 / n)
+        self.opt = _SGD(list(zip(self.ws, self.gs)))
+
+    @staticmethod
+    def _sigmoid(a):
+        a *= 0.5
+        np.tanh(a, out=a)
+        a *= 0.5
+        a += 0.5
+
+    def step(self, tokens, labels):
+        n, t, e, h, v = self.dims
+        ids = tokens.T.astype(np.int64)                       # (T, N)
+        np.take(self.emb, ids, axis=0, out=self.x)
+        np.dot(self.x.reshape(t * n, e), self.wx.T, out=self.gates.reshape(t * n, 4 * h))
+        self.gates += self.bx
+        h_prev, c_prev = self.zero, self.zero
+        for s in range(t):
+            g = self.gates[s]
+            np.dot(h_prev, self.wh.T, out=self.rec)
+            g += self.rec
+            self._sigmoid(g[:, :2 * h])
+            np.tanh(g[:, 2 * h:3 * h], out=g[:, 2 * h:3 * h])
+            self._sigmoid(g[:, 3 * h:])
+            np.multiply(g[:, h:2 * h], c_prev, out=self.c[s])
+            np.multiply(g[:, :h], g[:, 2 * h:3 * h], out=self.tmp)
+            self.c[s] += self.tmp
+            np.tanh(self.c[s], out=self.tc[s])
+            np.multiply(g[:, 3 * h:], self.tc[s], out=self.hs[s])
+            h_prev, c_prev = self.hs[s], self.c[s]
+        hs2 = self.hs.reshape(t * n, h)
+        np.dot(hs2, self.wd.T, out=self.z)
+        self.z += self.bd
+        loss = _softmax_xent_grad(self.z, labels.T.reshape(-1).astype(np.int64), self.rows,
+                                  self.scale, self.red)
+        g_emb, g_wx, g_wh, g_bx, g_wd, g_bd = self.gs
+        np.dot(self.z.T, hs2, out=g_wd)
+        np.sum(self.z, axis=0, out=g_bd)
+        np.dot(self.z, self.wd, out=self.dhs.reshape(t * n, h))
+        dh, dc, tmp = self.dh, self.dc, self.tmp
+        dh.fill(0)
+        dc.fill(0)
+        for s in range(t - 1, -1, -1):
+            g = self.gates[s]
+            i_g, f_g, c_g, o_g = g[:, :h], g[:, h:2 * h], g[:, 2 * h:3 * h], g[:, 3 * h:]
+            dh += self.dhs[s]
+            da = self.dg[s]
+            np.multiply(self.tc[s], self.tc[s], out=tmp)
+            np.subtract(1, tmp, out=tmp)
+            tmp *= o_g
+            tmp *= dh
+            dc += tmp
+            np.multiply(dh, self.tc[s], out=da[:, 3 * h:])
+            da[:, 3 * h:] *= o_g * (1 - o_g)
+            np.multiply(dc, c_g, out=da[:, :h])
+            da[:, :h] *= i_g * (1 - i_g)
+            np.multiply(dc, self.c[s - 1] if s else self.zero, out=da[:, h:2 * h])
+            da[:, h:2 * h] *= f_g * (1 - f_g)
+            np.multiply(dc, i_g, out=da[:, 2 * h:3 * h])
+            da[:, 2 * h:3 * h] *= 1 - c_g * c_g
+            dc *= f_g
+            np.dot(da, self.wh, out=dh)
+        dg2 = self.dg.reshape(t * n, 4 * h)
+        np.dot(dg2.T, self.x.reshape(t * n, e), out=g_wx)
+        np.dot(self.dg[1:].reshape(-1, 4 * h).T, self.hs[:-1].reshape(-1, h), out=g_wh)
+        np.sum(dg2, axis=0, out=g_bx)
+        np.dot(dg2, self.wx, out=self.dx)
+        g_emb.fill(0)
+        np.add.at(g_emb, ids.reshape(-1), self.dx)
+        self.opt.update()
+        return loss
+
+
+MODELS = {"mlp": MLP, "lenet": LeNet, "lstm": LSTMLM}
+
+
+def data(net: str, batch: int, seed: int = 0):
+    rng = np.random.RandomState(seed)
+    if net == "mlp":
+        return (rng.uniform(-1, 1, (batch, 784)).astype(np.float32),
+                rng.randint(0, 10, batch))
+    if net == "lenet":
+        return (rng.uniform(-1, 1, (batch, 1, 28, 28)).astype(np.float32),
+                rng.randint(0, 10, batch))
+    return rng.randint(0, 2000, (batch, 35)), rng.randint(0, 2000, (batch, 35))
+
+
+if __name__ == "__main__":
+    for name, batch in (("mlp", 32), ("lenet", 16), ("lstm", 8)):
+        model = MODELS[name](batch)
+        x, y = data(name, batch)
+        losses = [model.step(x, y) for _ in range(30)]
+        print("%-6s loss %.3f -> %.3f" % (name, losses[0], losses[-1]))
+        assert losses[-1] < losses[0], name

@@ -1,0 +1,155 @@
+"""Where minimod's training step spends its time, beside a hand-written NumPy step.
+
+    python3 benchmarks/profile_steps.py [--quick]       (prints a Markdown section)
+
+For each workload it times minimod's Module step (median of windows), then runs it again with
+timers around every op, around the optimizer update, and around NumPy's GEMM entry points
+(`numpy.matmul` and `numpy.dot`, swapped for timed wrappers while profiling), and splits the
+step into:
+  BLAS         time inside matmul/dot calls (the GEMMs of FullyConnected, Convolution, RNN)
+  other ops    the rest of the ops' own time: elementwise work, im2col copies, reductions
+  update       Module.update (kvstore and optimizer)
+  framework    the plain step time minus the three above: the executor's loop, Module's
+               bookkeeping, loading the batch (the timers' own cost stays out of it)
+The hand-written NumPy step (handwritten.py, same model, preallocated buffers) is timed the
+same way, so the last columns show what is left between minimod and code with no framework.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import handwritten
+import numpy as np
+import workloads
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+import minimod as mx  # noqa: E402
+
+WORKLOADS = [("mlp", 128, "mlp"), ("mlp", 32, "mlp"), ("lenet", 64, "lenet"),
+             ("lstm", 32, "lstm"), ("lstm_fused", 32, "lstm")]
+
+
+class Clock:
+    """Accumulates seconds per category."""
+
+    def __init__(self):
+        self.total = {}
+
+    def add(self, key, seconds):
+        self.total[key] = self.total.get(key, 0.0) + seconds
+
+
+def _timed(fn, clock, key):
+    def wrapper(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            clock.add(key, time.perf_counter() - t0)
+    return wrapper
+
+
+def median_step_ms(step, seconds: float, windows: int = 5) -> float:
+    for _ in range(3):
+        step()
+    per = []
+    for _ in range(windows):
+        n, t0 = 0, time.perf_counter()
+        while True:
+            step()
+            n += 1
+            if time.perf_counter() - t0 >= seconds / windows:
+                break
+        per.append((time.perf_counter() - t0) / n)
+    return statistics.median(per) * 1e3
+
+
+def run_instrumented(step, seconds: float, clock: Clock) -> int:
+    """Run `step` for about `seconds` with NumPy's GEMMs timed; returns the step count."""
+    real = np.matmul, np.dot
+    np.matmul = _timed(real[0], clock, "blas")
+    np.dot = _timed(real[1], clock, "blas")
+    try:
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            step()
+            n += 1
+    finally:
+        np.matmul, np.dot = real
+    return n
+
+
+def _executor(mod):
+    inner = getattr(mod, "_curr_module", None) or mod
+    return inner, inner._exec_group.execs[0]
+
+
+def profile_minimod(net: str, batch: int, seconds: float) -> dict:
+    mod, batches = workloads.make_module(mx, net, batch)
+    step = workloads.module_step_fn(mod, batches)
+    plain = median_step_ms(step, seconds)
+    inner, exe = _executor(mod)
+    clock = Clock()
+    # the executor calls these tuples' functions; wrap each op's step, then the update
+    exe._fwd_steps = [(nid, _timed(fn, clock, "ops")) for nid, fn in exe._fwd_steps]
+    exe._bwd_steps = [(nid, _timed(fn, clock, "ops")) for nid, fn in exe._bwd_steps]
+    real_update = mod.update
+    mod.update = _timed(real_update, clock, "update")
+    n = run_instrumented(step, seconds, clock)
+    per = {k: v / n * 1e3 for k, v in clock.total.items()}
+    nodes = len(exe._fwd_steps) + len(exe._bwd_steps)
+    blas = per.get("blas", 0.0)
+    # BLAS inside the update (none for SGD) would be counted twice; ops hold the rest
+    other = max(per.get("ops", 0.0) - blas, 0.0)
+    framework = plain - blas - other - per.get("update", 0.0)
+    return {"plain": plain, "blas": blas, "other": other, "update": per.get("update", 0.0),
+            "framework": framework, "nodes": nodes}
+
+
+def profile_handwritten(kind: str, batch: int, seconds: float) -> dict:
+    model = handwritten.MODELS[kind](batch)
+    x, y = handwritten.data(kind, batch)
+    step = lambda: model.step(x, y)  # noqa: E731
+    plain = median_step_ms(step, seconds)
+    clock = Clock()
+    n = run_instrumented(step, seconds, clock)
+    return {"plain": plain, "blas": clock.total.get("blas", 0.0) / n * 1e3}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seconds", type=float, default=2.0)
+    args = parser.parse_args()
+    seconds = 0.3 if args.quick else args.seconds
+    rows = []
+    for net, batch, kind in WORKLOADS:
+        m = profile_minimod(net, batch, seconds)
+        h = profile_handwritten(kind, batch, seconds)
+        rows.append((net, batch, m, h))
+        print("profiled %s b%d" % (net, batch), file=sys.stderr, flush=True)
+    out = ["## Profile: where a minimod training step goes", "",
+           "Measured by `benchmarks/profile_steps.py` in one process right after the rounds "
+           "above (ms per step; see the script's docstring for the split). 'hand NumPy' is "
+           "the same model written directly in NumPy with preallocated buffers "
+           "(`benchmarks/handwritten.py`; the LSTM one has the fused RNN's arithmetic).", "",
+           "| workload | minimod step | BLAS | other op work | update | framework "
+           "| nodes | framework per node | hand NumPy step | its BLAS | minimod / hand |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for net, batch, m, h in rows:
+        out.append("| %s b%d | %.2f | %.2f (%.0f%%) | %.2f (%.0f%%) | %.2f | %.2f (%.0f%%) "
+                   "| %d | %.1f us | %.2f | %.2f | %.2f |" % (
+                       net, batch, m["plain"], m["blas"], 100 * m["blas"] / m["plain"],
+                       m["other"], 100 * m["other"] / m["plain"], m["update"],
+                       m["framework"], 100 * m["framework"] / m["plain"], m["nodes"],
+                       1e3 * m["framework"] / max(m["nodes"], 1), h["plain"], h["blas"],
+                       m["plain"] / h["plain"]))
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
