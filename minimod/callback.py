@@ -21,23 +21,32 @@ def _period(period: int) -> int:
     return int(max(1, period))
 
 
+def _writes_checkpoints() -> bool:
+    """False on workers other than rank 0 of a dist kvstore: rank 0 alone writes checkpoints
+    (every replica holds the same parameters; the folder is assumed shared)."""
+    from .kvstore.dist import worker_rank
+    return worker_rank() == 0
+
+
 def module_checkpoint(mod: Any, prefix: str, period: int = 1,
                       save_optimizer_states: bool = False) -> Callable:
-    """Epoch-end callback: `mod.save_checkpoint(prefix, epoch + 1, ...)` every `period` epochs."""
+    """Epoch-end callback: `mod.save_checkpoint(prefix, epoch + 1, ...)` every `period` epochs
+    (on rank 0 only in distributed training)."""
     period = _period(period)
 
     def _callback(iter_no, sym=None, arg=None, aux=None):
-        if (iter_no + 1) % period == 0:
+        if (iter_no + 1) % period == 0 and _writes_checkpoints():
             mod.save_checkpoint(prefix, iter_no + 1, save_optimizer_states)
     return _callback
 
 
 def do_checkpoint(prefix: str, period: int = 1) -> Callable:
-    """Epoch-end callback saving symbol and parameters as epoch `epoch + 1` every `period`."""
+    """Epoch-end callback saving symbol and parameters as epoch `epoch + 1` every `period`
+    (on rank 0 only in distributed training)."""
     period = _period(period)
 
     def _callback(iter_no, sym, arg, aux):
-        if (iter_no + 1) % period == 0:
+        if (iter_no + 1) % period == 0 and _writes_checkpoints():
             from .model import save_checkpoint  # model imports module code; load it late
             save_checkpoint(prefix, iter_no + 1, sym, arg, aux)
     return _callback

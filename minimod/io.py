@@ -215,6 +215,37 @@ def _init_data(data: Any, allow_empty: bool, default_name: str,
     return sorted(named, key=lambda item: item[0])
 
 
+def shard_positions(num_data: int, num_parts: int, part_index: int) -> np.ndarray:
+    """The sample positions of part `part_index` of `num_parts` (strided, equal sizes).
+
+    Part k takes samples k, k + P, k + 2P, ... Every part gets ceil(n / P) samples, the last
+    parts wrapping around to the first samples when P does not divide n, so that every worker
+    runs the same number of batches (workers running different numbers would wait forever in
+    the gradient allreduce). Striding makes P workers with batch size b see, step for step,
+    exactly the samples one process with batch size P * b sees (no shuffle, n a multiple of
+    P * b), so distributed training reproduces single-process training.
+    """
+    per_part = -(-num_data // num_parts)
+    return (part_index + num_parts * np.arange(per_part)) % num_data
+
+
+def _check_part(num_parts: Any, part_index: Any, num_data: int) -> tuple[int, int]:
+    try:
+        parts, index = int(num_parts), int(part_index)
+    except (TypeError, ValueError):
+        raise DataIterError(f"NDArrayIter: num_parts and part_index must be integers, got "
+                            f"{num_parts!r} and {part_index!r}") from None
+    if parts < 1:
+        raise DataIterError(f"NDArrayIter: num_parts must be at least 1, got {parts}")
+    if not 0 <= index < parts:
+        raise DataIterError(f"NDArrayIter: part_index must be in [0, {parts}) for "
+                            f"num_parts={parts}, got {index}")
+    if parts > num_data:
+        raise DataIterError(f"NDArrayIter: num_parts={parts} is more than the {num_data} "
+                            f"samples; every part needs at least one")
+    return parts, index
+
+
 def _take(arr: NDArray, axis: int, positions: Any) -> NDArray:
     """A copy of `arr` at sample `positions` along `axis` (a slice or an index array)."""
     data = arr._data
@@ -258,11 +289,16 @@ class NDArrayIter(DataIter):
     With `shuffle=True` the samples are permuted with NumPy's global `np.random` at
     construction and at every `reset()`; like MXNet, the permuted copy is made with
     `mx.nd.array`, so shuffled inputs become float32.
+
+    `num_parts`/`part_index` (MXNet has them on its C++ iterators; an extension here) make the
+    iterator walk only its worker's shard, for distributed training (`kv.num_workers`,
+    `kv.rank`): see `shard_positions`. Shuffling then permutes the shard.
     """
 
     def __init__(self, data: Any, label: Any = None, batch_size: int = 1, shuffle: bool = False,
                  last_batch_handle: str = "pad", data_name: str = "data",
-                 label_name: str = "softmax_label", layout: str = "NCHW"):
+                 label_name: str = "softmax_label", layout: str = "NCHW",
+                 num_parts: int = 1, part_index: int = 0):
         super().__init__(batch_size)
         if last_batch_handle not in _LAST_BATCH_HANDLES:
             raise DataIterError(f"NDArrayIter: last_batch_handle must be one of "
@@ -280,6 +316,13 @@ class NDArrayIter(DataIter):
                 raise DataIterError(
                     f"NDArrayIter: {name!r} has {arr.shape[0]} samples but "
                     f"{self.data[0][0]!r} has {self.num_data}; every input needs as many")
+        self.num_parts, self.part_index = _check_part(num_parts, part_index, self.num_data)
+        if self.num_parts > 1:
+            positions = shard_positions(self.num_data, self.num_parts, self.part_index)
+            axis = max(layout.find("N"), 0)
+            self.data = [(name, _take(arr, axis, positions)) for name, arr in self.data]
+            self.label = [(name, _take(arr, axis, positions)) for name, arr in self.label]
+            self.num_data = len(positions)
         self.idx = np.arange(self.num_data)
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle

@@ -57,21 +57,29 @@ def _create_kvstore(kvstore, num_device: int, arg_params: dict):
 
 
 def _initialize_kvstore(kvstore, param_arrays, arg_params, param_names, update_on_kvstore):
-    """Put every parameter in the store; with update_on_kvstore also broadcast it to devices."""
-    for idx, param_on_devs in enumerate(param_arrays):
-        name = param_names[idx]
-        if not update_on_kvstore:
-            kvstore.init(name, arg_params[name])
-        else:
-            kvstore.broadcast(name, arg_params[name], out=param_on_devs)
+    """Put every parameter in the store; with update_on_kvstore (or several workers, which
+    must all start from rank 0's values) also pull it back to the devices. One call for all
+    keys, so a dist store broadcasts the whole model at once."""
+    names = [param_names[idx] for idx in range(len(param_arrays))]
+    if not names:
+        return
+    kvstore.init(names, [arg_params[name] for name in names])
+    if update_on_kvstore or getattr(kvstore, "num_workers", 1) > 1:
+        kvstore.pull(names, out=[list(devs) for devs in param_arrays])
 
 
 def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names):
-    """Push every gradient list to the store (which updates) and pull the new weights back."""
+    """Push every gradient list to the store (which updates) and pull the new weights back,
+    all keys in one call (a dist store sends them as one flat buffer per dtype)."""
+    keys, grads, outs = [], [], []
     for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays)):
         if grad_list[0] is None:
             continue
-        kvstore.pushpull(param_names[index], grad_list, out=arg_list, priority=-index)
+        keys.append(param_names[index])
+        grads.append(grad_list)
+        outs.append(arg_list)
+    if keys:
+        kvstore.pushpull(keys, grads, out=outs)
 
 
 def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
@@ -82,12 +90,13 @@ def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
     call `updater(indices, grads, weights)`.
     """
     updates = [[] for _ in range(num_device)]
+    live = [i for i, grads in enumerate(grad_arrays) if grads[0] is not None]
+    if kvstore and live:
+        # sum, don't average: rescale_grad already divides by the batch size
+        kvstore.pushpull([param_names[i] for i in live], [grad_arrays[i] for i in live])
     for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays)):
         if grad_list[0] is None:
             continue
-        if kvstore:
-            # sum, don't average: rescale_grad already divides by the batch size
-            kvstore.pushpull(param_names[index], grad_list, priority=-index)
         for k, (weight, grad) in enumerate(zip(arg_list, grad_list)):
             updates[k].append((index * num_device + k, grad, weight))
     for dev_updates in updates:

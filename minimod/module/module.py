@@ -329,6 +329,8 @@ class Module(BaseModule):
             _initialize_kvstore(kvstore=kvstore, param_arrays=self._exec_group.param_arrays,
                                 arg_params=self._arg_params, param_names=self._param_names,
                                 update_on_kvstore=update_on_kvstore)
+            if getattr(kvstore, "num_workers", 1) > 1:
+                self._params_dirty = True  # the devices now hold rank 0's values
         if not update_on_kvstore:
             self._updater = opt.get_updater(optimizer)
         self.optimizer_initialized = True
@@ -436,7 +438,7 @@ class Module(BaseModule):
         kv = self._kvstore
         if group.grad_arrays is None or (kv is None and self._update_on_kvstore):
             return None
-        if kv is not None and (kv.type not in ("local", "device")
+        if kv is not None and (kv.type not in ("local", "device", "dist_sync", "dist_device_sync")
                                or getattr(kv, "_compression", None) is not None):
             return None
         ident = tuple(id(a) for arrays in group.param_arrays for a in arrays)
