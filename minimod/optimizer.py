@@ -1283,14 +1283,14 @@ class Updater:
         opt._update_count(list(indices))
         lrs, wds = opt._get_lrs(indices), opt._get_wds(indices)
         counts = opt._index_update_count
+        hyper = [(lr, wd, counts[i]) for lr, wd, i in zip(lrs, wds, indices)]
+        starts = tuple(i for i in range(len(hyper)) if i == 0 or hyper[i] != hyper[i - 1])
         runs = record["runs"]
-        key = tuple(lrs) + tuple(wds) + tuple(counts[i] for i in indices)
-        if runs is None or record["key"] != key:
-            runs = record["runs"] = self._flat_runs(indices, flat, record, lrs, wds,
-                                                    [counts[i] for i in indices])
-            record["key"] = key
-        for idx, w, g, state, lr, wd in runs:
-            opt._step(idx, w, g, state, lr, wd)
+        if runs is None or record["key"] != starts:
+            runs = record["runs"] = self._flat_runs(indices, flat, record, starts)
+            record["key"] = starts
+        for (idx, w, g, state), start in zip(runs, starts):
+            opt._step(idx, w, g, state, lrs[start], wds[start])
 
     _FLAT_SAFE = ("SGD", "ccSGD", "NAG", "Adam", "AdaGrad", "RMSProp", "AdaDelta", "Adamax",
                   "Signum", "Ftrl")
@@ -1331,19 +1331,15 @@ class Updater:
         return record
 
     @staticmethod
-    def _flat_runs(indices, flat, record, lrs, wds, counts) -> list:
-        """(key, weight, grad, state, lr, wd) per run of equal hyperparameters, as flat views."""
-        runs, start = [], 0
+    def _flat_runs(indices, flat, record, starts) -> list:
+        """(key, weight, grad, state) views of the flat arrays for each run of parameters with
+        equal hyperparameters; runs begin at the parameter positions `starts`."""
+        runs = []
         bounds = flat.offsets
-        for i in range(1, len(indices) + 1):
-            if i < len(indices) and (lrs[i], wds[i], counts[i]) == \
-                    (lrs[start], wds[start], counts[start]):
-                continue
-            lo, hi = bounds[start], bounds[i]
+        for start, stop in zip(starts, starts[1:] + (len(indices),)):
+            lo, hi = bounds[start], bounds[stop]
             runs.append((indices[start], flat.weight[lo:hi], flat.grad[lo:hi],
-                         _state_slice(record["state"], lo, hi, (hi - lo,)),
-                         lrs[start], wds[start]))
-            start = i
+                         _state_slice(record["state"], lo, hi, (hi - lo,))))
         return runs
 
     def _aggregated(self, indices, grads, weights) -> None:

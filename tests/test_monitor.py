@@ -60,3 +60,26 @@ def test_statistic_is_the_root_mean_square():
     value = mon.stat_func(x)
     assert value.shape == (1,)
     assert value.asscalar() == pytest.approx(5.0 / np.sqrt(2.0))
+
+
+def test_monitor_during_fit_reports_forward_nodes_only():
+    import numpy as np
+
+    import minimod as mx
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(data, num_hidden=3, name="fc")
+    net = mx.sym.SoftmaxOutput(net, name="softmax")
+    seen = []
+    mon = mx.mon.Monitor(1, stat_func=lambda x: x, pattern=".*")
+    real_toc = mon.toc
+
+    def toc():
+        res = real_toc()
+        seen.extend(name for _, name, _ in res)
+        return res
+    mon.toc = toc
+    it = mx.io.NDArrayIter(np.ones((8, 4), np.float32), np.zeros(8, np.float32), batch_size=4)
+    mod = mx.mod.Module(net)
+    mod.fit(it, num_epoch=1, monitor=mon, optimizer_params={"learning_rate": 0.1})
+    assert "fc_output" in seen and "softmax_output" in seen
+    assert not any("backward" in name for name in seen)

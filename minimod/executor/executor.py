@@ -22,7 +22,7 @@ from ..ndarray.ndarray import NDArray
 from ..passes import Plan, compile_graph, normalize_grad_req
 from ..passes.memory import entry_nbytes
 
-__all__ = ["Executor", "MemoryPool", "simple_bind", "bind", "assign"]
+__all__ = ["Executor", "MemoryPool", "FlatParams", "simple_bind", "bind", "assign"]
 
 
 class MemoryPool:
@@ -214,7 +214,9 @@ class Executor:
             with backend.device_scope(self._ctx):
                 for nid, fn in steps:
                     fn(xp, is_train)
-                    if self._monitor is not None:
+                    # MXNet's monitor sees the forward nodes' outputs (and, with monitor_all,
+                    # their inputs); gradient steps are not reported
+                    if self._monitor is not None and nid < self._plan.num_forward_nodes:
                         self._report(nid)
         except MXNetError as err:
             raise type(err)("%s: %s" % (self._where(nid), err)) from err

@@ -14,7 +14,7 @@ from typing import Literal
 
 from ..base import ShapeError
 from .registry import Op, fmt_shape, merge_shape, register, shape_is_known
-from .scratch import _const, _row_starts, _ScratchMixin
+from .scratch import _const, _max, _row_starts, _ScratchMixin, _sum
 
 __all__ = [
     "SoftmaxOutput", "LinearRegressionOutput", "LogisticRegressionOutput",
@@ -34,9 +34,9 @@ def _softmax(xp, x, axis: int, out, op=None) -> None:
         shape = list(x.shape)
         shape[axis] = 1
         red = op._scratch(xp, "softmax_red", shape, out.dtype)
-    xp.subtract(x, xp.max(x, axis=axis, keepdims=True, out=red), out=out)
+    xp.subtract(x, _max(xp, x, axis, red, keepdims=True), out=out)
     xp.exp(out, out=out)
-    out /= xp.sum(out, axis=axis, keepdims=True, out=red)
+    out /= _sum(xp, out, axis, red, keepdims=True)
 
 
 def _batch_from_label(op: Op, in_shapes: list) -> None:

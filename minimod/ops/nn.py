@@ -24,7 +24,7 @@ from typing import Literal, Optional
 from .. import backend
 from ..base import OpParamError, ShapeError
 from .registry import Op, fmt_shape, register
-from .scratch import _arange, _const, _ScratchMixin
+from .scratch import _arange, _const, _ScratchMixin, _sum
 
 __all__ = [
     "LRN",
@@ -394,7 +394,7 @@ class FullyConnected(Op):
         db = None if self.attrs.no_bias else in_grads[2]
         if db is not None:
             if db.flags.c_contiguous and db.dtype == g2.dtype:
-                xp.sum(g2, axis=0, out=db)
+                _sum(xp, g2, 0, db)
             else:
                 db[...] = g2.sum(axis=0)
 
@@ -876,7 +876,7 @@ class Pooling(_ScratchMixin, Op):
         panel.reshape(tiles.shape)[...] = tiles
         yf = self._flat(xp, "y", y)
         if mask is None:
-            xp.sum(panel, axis=0, out=yf)
+            _sum(xp, panel, 0, yf)
         else:
             xp.max(panel, axis=0, out=yf)
             mf = self._flat(xp, "mask", mask)

@@ -62,7 +62,7 @@ from typing import Literal, Optional
 from .. import backend
 from ..base import OpParamError, ShapeError
 from .registry import _REGISTRY, Op, fmt_shape, register
-from .scratch import _const, _ScratchMixin
+from .scratch import _const, _ScratchMixin, _sum
 
 __all__ = ["RNN", "Reverse", "rnn_param_size", "rnn_param_slices", "rnn_reserve_layout",
            "rnn_reserve_size"]
@@ -613,8 +613,8 @@ class RNN(_ScratchMixin, Op):
                   out=gw["wh"])
         first_wh = self._scratch(xp, "first_wh", gw["wh"].shape, dtype)
         gw["wh"] += xp.matmul(d_gates_h[first].T, h0, out=first_wh)
-        xp.sum(flat_x, axis=0, out=gw["bx"])
-        xp.sum(d_gates_h.reshape(steps * batch, gh), axis=0, out=gw["bh"])
+        _sum(xp, flat_x, 0, gw["bx"])
+        _sum(xp, d_gates_h.reshape(steps * batch, gh), 0, gw["bh"])
         if dx is not None:
             dx_step = self._scratch(xp, "dx_step", (steps * batch, x.shape[-1]), dtype)
             dx += xp.matmul(flat_x, w["wx"], out=dx_step).reshape(dx.shape)
