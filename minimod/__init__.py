@@ -31,6 +31,7 @@ _LAZY = {
     "kv": "kvstore", "module": "module", "mod": "module", "monitor": "monitor",
     "mon": "monitor", "visualization": "visualization", "viz": "visualization",
     "rnn": "rnn", "executor_manager": "executor_manager", "profiler": "profiler",
+    "numerics": "numerics",
 }
 
 

@@ -10,7 +10,9 @@ from typing import Any, Union
 
 __all__ = [
     "MXNetError", "ShapeError", "DTypeError", "OpParamError", "BindError", "GraphError",
-    "_as_list", "string_types", "numeric_types", "integer_types", "atomic_write",
+    "FileFormatError", "MissingDependencyError", "MissingParamError", "NonFiniteError",
+    "_as_list", "string_types",
+    "numeric_types", "integer_types", "atomic_write",
 ]
 
 string_types = (str,)
@@ -42,6 +44,25 @@ class GraphError(MXNetError, ValueError):
     """A symbol graph that is malformed (bad JSON, unknown operator, bad composition)."""
 
 
+class FileFormatError(MXNetError, ValueError):
+    """A file (`.params`, `.states`, symbol JSON) that is missing, truncated, corrupt or
+    hostile; the message names the file."""
+
+
+class MissingParamError(MXNetError, RuntimeError):
+    """Parameters a module needs that the given arg_params/aux_params lack (a RuntimeError,
+    as in MXNet)."""
+
+
+class MissingDependencyError(MXNetError, ImportError):
+    """An optional package (graphviz, matplotlib) that a feature needs is not installed."""
+
+
+class NonFiniteError(MXNetError, FloatingPointError):
+    """The NaN guard (`mx.numerics.nan_guard`) found a NaN or infinity in an output or a
+    gradient; the message names the node (and, under `fit`, the epoch and batch)."""
+
+
 def _as_list(obj: Any) -> list:
     """Return `obj` as a list: lists and tuples as a list of their items, anything else wrapped."""
     if isinstance(obj, (list, tuple)):
@@ -68,7 +89,23 @@ def atomic_write(fname, payload: Union[bytes, str]) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, fname)
+        _fsync_directory(directory)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make a rename in `directory` durable (POSIX); a no-op where directories cannot be
+    opened (Windows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

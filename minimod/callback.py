@@ -13,6 +13,8 @@ import math
 import time
 from typing import Any, Callable
 
+from .base import MXNetError
+
 __all__ = ["module_checkpoint", "do_checkpoint", "log_train_metric", "Speedometer", "ProgressBar",
            "LogValidationMetricsCallback"]
 
@@ -114,18 +116,45 @@ class Speedometer:
 
 
 class ProgressBar:
-    """Logs a text progress bar `[====----] NN%` of `length` characters for `total` batches."""
+    """Batch-end callback showing how far an epoch has come.
 
-    def __init__(self, total: int, length: int = 80):
-        self.bar_len = length
-        self.total = total
+    By default it does what MXNet's does, line for line: log `[====----] NN%` through
+    `logging.info` for batch `nbatch` of `total` (so the last batch shows just under 100%).
+    With `stream` (e.g. `sys.stderr`) it instead draws one line on that terminal, redrawn in
+    place with a carriage return, counting batch `nbatch` as done and ending the line at the
+    epoch's last batch: `Epoch[1] [=====-----]  50% (50/100 batches)`. `total` is the number of
+    batches in an epoch (`math.ceil(num_samples / batch_size)`).
+    """
+
+    def __init__(self, total: int, length: int = 80, stream: Any = None):
+        if int(total) < 1:
+            raise MXNetError("ProgressBar: total must be a positive number of batches, got %r"
+                             % (total,))
+        self.bar_len = int(length)
+        self.total = int(total)
+        self.stream = stream
+
+    def render(self, epoch: int, done: int) -> str:
+        """The terminal line for `done` of `total` batches (without the carriage return)."""
+        done = min(max(int(done), 0), self.total)
+        filled = int(round(self.bar_len * done / float(self.total)))
+        percent = int(math.floor(100.0 * done / self.total))
+        return "Epoch[%d] [%s%s] %3d%% (%d/%d batches)" % (
+            epoch, "=" * filled, "-" * (self.bar_len - filled), percent, done, self.total)
 
     def __call__(self, param: Any) -> None:
-        count = param.nbatch
-        filled_len = int(round(self.bar_len * count / float(self.total)))
-        percents = math.ceil(100.0 * count / float(self.total))
-        prog_bar = "=" * filled_len + "-" * (self.bar_len - filled_len)
-        logging.info("[%s] %s%s\r", prog_bar, percents, "%")
+        if self.stream is None:
+            count = param.nbatch
+            filled_len = int(round(self.bar_len * count / float(self.total)))
+            percents = math.ceil(100.0 * count / float(self.total))
+            prog_bar = "=" * filled_len + "-" * (self.bar_len - filled_len)
+            logging.info("[%s] %s%s\r", prog_bar, percents, "%")
+            return
+        done = param.nbatch + 1
+        self.stream.write("\r" + self.render(param.epoch, done))
+        if done >= self.total:
+            self.stream.write("\n")
+        self.stream.flush()
 
 
 class LogValidationMetricsCallback:

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import ndarray as nd
 from . import symbol as sym
-from .base import MXNetError
+from .base import FileFormatError
 from .context import cpu
 from .kvstore import KVStore
 from .kvstore import create as create_kvstore
@@ -107,7 +107,12 @@ def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
 
 def save_checkpoint(prefix: str, epoch: int, symbol, arg_params: dict, aux_params: dict,
                     remove_amp_cast: bool = True) -> None:
-    """Write `prefix-symbol.json` (if symbol is given) and `prefix-%04d.params`."""
+    """Write `prefix-symbol.json` (if symbol is given) and `prefix-%04d.params`.
+
+    Each file is written to a temporary file in the same folder, flushed, fsynced and renamed
+    over its target, so a crash at any moment leaves every file either the previous version or
+    the new one, never a mix (tests/test_crash_safety.py kills a saving process to show it).
+    """
     if symbol is not None:
         symbol.save("%s-symbol.json" % prefix, remove_amp_cast=remove_amp_cast)
     param_name = "%s-%04d.params" % (prefix, epoch)
@@ -126,14 +131,16 @@ def load_params(prefix: str, epoch: int):
     """(arg_params, aux_params) from `prefix-%04d.params`."""
     fname = "%s-%04d.params" % (prefix, epoch)
     if not os.path.exists(fname):
-        raise MXNetError("checkpoint parameters %s not found" % fname)
+        raise FileFormatError("checkpoint parameters %r not found (was the checkpoint of epoch "
+                              "%d saved under prefix %r?)" % (fname, epoch, prefix))
     save_dict = nd.load(fname)
     arg_params, aux_params = {}, {}
     if not save_dict:
         logging.warning("Params file '%s' is empty", fname)
         return arg_params, aux_params
     if isinstance(save_dict, list):
-        raise MXNetError("%s holds an unnamed list of arrays, not named parameters" % fname)
+        raise FileFormatError("%r holds an unnamed list of arrays, not named parameters "
+                              "('arg:NAME'/'aux:NAME' keys)" % fname)
     for key, value in save_dict.items():
         kind, _, name = key.partition(":")
         if kind == "arg":

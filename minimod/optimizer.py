@@ -934,6 +934,14 @@ def _safe_bytearray(*args):
     return bytearray(*args)
 
 
+def _safe_bytes(*args):
+    if args and not isinstance(args[0], (bytes, bytearray, str)):
+        # bytes(n) would allocate n bytes named by the file
+        raise UnsafeStatesError("refused global builtins.bytes called with a "
+                                f"{type(args[0]).__name__} (only bytes are accepted)")
+    return bytes(*args)
+
+
 def _safe_codecs_encode(text, encoding="utf-8"):
     if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
         raise UnsafeStatesError("refused global _codecs.encode with arguments other than "
@@ -946,7 +954,7 @@ _ALLOWED_GLOBALS: dict[tuple[str, str], Any] = {
     ("minimod.ndarray.ndarray", "NDArray"): NDArray,
     ("builtins", "bytearray"): _safe_bytearray,
     ("__builtin__", "bytearray"): _safe_bytearray,
-    ("builtins", "bytes"): bytes,
+    ("builtins", "bytes"): _safe_bytes,
     ("builtins", "tuple"): tuple,
     ("builtins", "list"): list,
     ("builtins", "dict"): dict,
@@ -994,6 +1002,7 @@ def _decode_states(data: bytes) -> tuple[dict, dict | None]:
     if data[:8] == _LIST_PREFIX:
         return _decode_native(data)
     try:
+        _check_pickle_sizes(data)
         loaded = SafeStatesUnpickler(io.BytesIO(data)).load()
     except UnsafeStatesError:
         raise
@@ -1010,6 +1019,24 @@ def _decode_states(data: bytes) -> tuple[dict, dict | None]:
     for key, state in loaded.items():
         _check_state(key, state)
     return loaded, None
+
+
+def _check_pickle_sizes(data: bytes) -> None:
+    """Walk the pickle's opcodes (pickletools runs nothing) so that a forged length is caught
+    before the unpickler allocates a buffer of that length."""
+    import pickletools
+    try:
+        for opcode, arg, pos in pickletools.genops(data):
+            # the unpickler grows its memo table to the index it is given: a forged index
+            # would allocate gigabytes, while a real pickle never indexes past its own length
+            if opcode.name in _MEMO_OPCODES and not 0 <= int(arg) <= len(data):
+                raise ValueError(f"memo index {arg} at byte {pos} is out of range")
+    except Exception as err:
+        raise MXNetError(f"cannot read optimizer states: not minimod's format and not a "
+                         f"readable MXNet pickle ({err})") from None
+
+
+_MEMO_OPCODES = frozenset(["PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"])
 
 
 def _check_state(key, state) -> None:
@@ -1110,6 +1137,16 @@ def _simple_attrs(optimizer: Optimizer) -> dict:
 
 
 def _decode_native(data: bytes) -> tuple[dict, dict]:
+    try:
+        return _decode_native_unchecked(data)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as err:
+        if isinstance(err, MXNetError):
+            raise
+        raise MXNetError(f"optimizer states: malformed header ({type(err).__name__}: "
+                         f"{err})") from None
+
+
+def _decode_native_unchecked(data: bytes) -> tuple[dict, dict]:
     loaded = serialization.load_from_bytes(data, source="optimizer states")
     if not isinstance(loaded, dict) or _NATIVE_HEADER_KEY not in loaded:
         raise MXNetError("optimizer states: an NDArray file without the minimod states header "
@@ -1119,23 +1156,68 @@ def _decode_native(data: bytes) -> tuple[dict, dict]:
         header = json.loads(backend.asnumpy(raw._data).astype(np.uint8).tobytes().decode())
     except (UnicodeDecodeError, ValueError) as err:
         raise MXNetError(f"optimizer states: unreadable header ({err})") from None
-    if header.get("format") != _NATIVE_FORMAT or header.get("version") != 1:
-        raise MXNetError(f"optimizer states: unknown format {header.get('format')!r} version "
-                         f"{header.get('version')!r}")
+    if not isinstance(header, dict) or (header.get("format"), header.get("version")) != (
+            _NATIVE_FORMAT, 1):
+        found = header if not isinstance(header, dict) else (header.get("format"),
+                                                             header.get("version"))
+        raise MXNetError(f"optimizer states: unknown header {found!r} (expected format "
+                         f"{_NATIVE_FORMAT!r} version 1)")
+    _check_native_header(header)
+    slots_per_label: dict = {}
+    for name in loaded:
+        label = name.rpartition(":")[0]
+        slots_per_label[label] = slots_per_label.get(label, 0) + 1
     states = {}
     for entry in header["keys"]:
         key = entry["key"]
         key = int(key) if entry["type"] == "int" else str(key)
         label = str(key)
-        count = sum(1 for name in loaded if name.rpartition(":")[0] == label)
-        arrays = [loaded.get(f"{label}:{slot}") for slot in range(count)]
+        arrays = [loaded.get(f"{label}:{slot}") for slot in range(slots_per_label.get(label, 0))]
         states[key] = _unflatten(entry["state"], arrays, key)
     return states, header
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _header_error(what: str) -> MXNetError:
+    return MXNetError(f"optimizer states: malformed header: {what}")
+
+
+def _check_native_header(header: dict) -> None:
+    """Check every field later code reads, so a forged header fails here, by name."""
+    keys = header.get("keys")
+    if not isinstance(keys, list):
+        raise _header_error("'keys' must be a list")
+    for entry in keys:
+        if not isinstance(entry, dict) or entry.get("type") not in ("int", "str") or not (
+                _is_int(entry.get("key")) or isinstance(entry.get("key"), str)):
+            raise _header_error(f"bad key entry {entry!r:.80}")
+    counters = header.get("counters", {})
+    if not isinstance(counters, dict) or not all(
+            _is_int(counters.get(k, 0)) for k in ("num_update", "begin_num_update")):
+        raise _header_error("'counters' must hold integer update counts")
+    per_device = counters.get("index_update_counts", [])
+    if not isinstance(per_device, list) or not all(
+            isinstance(item, list) and len(item) == 2 and _is_int(item[0])
+            and isinstance(item[1], list)
+            and all(isinstance(kc, list) and len(kc) == 2 and _is_int(kc[1])
+                    and (_is_int(kc[0]) or isinstance(kc[0], str)) for kc in item[1])
+            for item in per_device):
+        raise _header_error("'index_update_counts' must be [[device, [[key, count] ...]] ...]")
+    name_counts = header.get("name_counts", {})
+    if not isinstance(name_counts, dict) or not all(_is_int(c) for c in name_counts.values()):
+        raise _header_error("'name_counts' must map names to integer counts")
+    record = header.get("optimizer", {})
+    if not isinstance(record, dict) or not isinstance(record.get("class", ""), str) or \
+            not isinstance(record.get("attrs", {}), dict):
+        raise _header_error("'optimizer' must be {'class': str, 'attrs': {...}}")
+
+
 def _restore_counters(optimizer: Optimizer, counters: dict) -> None:
-    optimizer.num_update = max(optimizer.num_update, int(counters["num_update"]))
-    for device, counts in counters["index_update_counts"]:
+    optimizer.num_update = max(optimizer.num_update, int(counters.get("num_update", 0)))
+    for device, counts in counters.get("index_update_counts", []):
         table = optimizer._all_index_update_counts.setdefault(device, {})
         for key, count in counts:
             table[key] = count
@@ -1386,9 +1468,15 @@ class Updater:
     def _apply_optimizer_attrs(self, record: dict) -> None:
         name = record.get("class", "")
         if type(self.optimizer).__name__.lower() != name:
+            if name not in Optimizer.opt_registry:
+                raise MXNetError(f"optimizer states name an unknown optimizer {name!r}")
             self.optimizer = create(name)
             self.aggregate_updates = self.optimizer.aggregate_num > 0
         for attr, value in record.get("attrs", {}).items():
+            # only plain hyperparameters the optimizer already has (what get_states wrote)
+            if attr.startswith("_") or not hasattr(self.optimizer, attr) or callable(
+                    getattr(self.optimizer, attr)):
+                continue
             setattr(self.optimizer, attr, value)
 
     # ------------------------------------------------------------------ keyed by name

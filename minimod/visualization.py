@@ -1,4 +1,5 @@
-"""`mx.viz`: a Keras-style layer table (`print_summary`) and a graphviz drawing (`plot_network`).
+"""`mx.viz`: a Keras-style layer table (`print_summary`), a graphviz drawing (`plot_network`),
+and training curves read back from `fit`'s log (`parse_fit_log`, `plot_training_curve`).
 
 Both read the symbol's JSON, so they see the graph exactly as MXNet's versions do, and print
 the same table: parameter counts follow MXNet's rules, including its quirks (FullyConnected and
@@ -10,13 +11,15 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import warnings
 from typing import Any, Optional, Sequence
 
+from .base import MissingDependencyError, MXNetError
 from .symbol import Symbol
 
-__all__ = ["print_summary", "plot_network"]
+__all__ = ["print_summary", "plot_network", "parse_fit_log", "plot_training_curve"]
 
 
 def _str2tuple(text: str) -> list:
@@ -174,9 +177,10 @@ def plot_network(symbol: Symbol, title: str = "plot", save_format: str = "pdf",
     """
     try:
         from graphviz import Digraph
-    except ImportError as err:
-        raise ImportError("plot_network needs the 'graphviz' Python package "
-                          "(pip install graphviz) and the Graphviz programs to render") from err
+    except ImportError:
+        raise MissingDependencyError(
+            "plot_network needs the 'graphviz' Python package (pip install 'minimod[viz]' or "
+            "pip install graphviz), and the Graphviz 'dot' program to render") from None
     if not isinstance(symbol, Symbol):
         raise TypeError("symbol must be a Symbol")
     shape_dict = None if shape is None else _shape_dict(symbol, shape)
@@ -228,3 +232,94 @@ def plot_network(symbol: Symbol, title: str = "plot", save_format: str = "pdf",
                 attr["label"] += "(" + type_dict[key].__name__ + ")"
             dot.edge(tail_name=node["name"], head_name=source["name"], **attr)
     return dot
+
+
+# ---------------------------------------------------------------------------- training curves
+
+_EPOCH_VALUE = re.compile(r"Epoch\[(\d+)\] (Train|Validation)-([^=\s]+)=([-+0-9.eE]+|nan|inf)")
+_BATCH_LINE = re.compile(r"Epoch\[(\d+)\] Batch \[(\d+)-(\d+)\]\tSpeed: ([0-9.eE+-]+|inf) "
+                         r"samples/sec((?:\t[^=\t]+=[^\t]+)*)")
+_TIME_COST = re.compile(r"Epoch\[(\d+)\] Time cost=([0-9.eE+-]+)")
+
+
+def parse_fit_log(log: str | os.PathLike) -> dict:
+    """The numbers in a `fit` log (text, or the path of a log file).
+
+    Reads the lines `fit`, `Speedometer` and `LogValidationMetricsCallback` write (with any
+    logging prefix in front): returns `{"train": {metric: [(epoch, value)]}, "validation":
+    {metric: [(epoch, value)]}, "batches": [(epoch, last_batch, samples_per_sec, {metric:
+    value})], "time_cost": [(epoch, seconds)]}`. Lines it does not know are ignored.
+    """
+    text = os.fspath(log)
+    if "\n" not in text and os.path.isfile(text):
+        with open(text, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    curves: dict = {"train": {}, "validation": {}, "batches": [], "time_cost": []}
+    for line in text.splitlines():
+        match = _EPOCH_VALUE.search(line)
+        if match:
+            epoch, kind, name, value = match.groups()
+            curves[kind.lower()].setdefault(name, []).append((int(epoch), float(value)))
+            continue
+        match = _BATCH_LINE.search(line)
+        if match:
+            epoch, _first, last, speed, rest = match.groups()
+            values = {}
+            for field in rest.split("\t")[1:]:
+                name, _, value = field.partition("=")
+                try:
+                    values[name] = float(value)
+                except ValueError:
+                    continue
+            curves["batches"].append((int(epoch), int(last), float(speed), values))
+            continue
+        match = _TIME_COST.search(line)
+        if match:
+            curves["time_cost"].append((int(match.group(1)), float(match.group(2))))
+    return curves
+
+
+def plot_training_curve(log: str | os.PathLike, metric: Optional[str] = None,
+                        fname: Optional[str | os.PathLike] = None, title: str = "training") -> Any:
+    """Plot a metric per epoch (train and validation) from a `fit` log, with the per-batch
+    values Speedometer logged in between; returns the matplotlib Figure and, with `fname`,
+    saves it there (the format follows the extension). Needs matplotlib (the `viz` extra).
+
+    `metric` defaults to the first metric the log names. MXNetError when the log has none.
+    """
+    curves = parse_fit_log(log)
+    names = list(curves["train"]) + [n for n in curves["validation"] if n not in curves["train"]]
+    names += [n for b in curves["batches"] for n in b[3] if n not in names]
+    if not names:
+        raise MXNetError("plot_training_curve: the log has no 'Epoch[n] Train-<metric>=', "
+                         "'Validation-' or Speedometer lines to plot")
+    metric = names[0] if metric is None else metric
+    if metric not in names:
+        raise MXNetError("plot_training_curve: the log has no metric %r (it has: %s)"
+                         % (metric, ", ".join(names)))
+    try:
+        from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
+    except ImportError:
+        raise MissingDependencyError(
+            "plot_training_curve needs matplotlib (pip install 'minimod[viz]' or pip install "
+            "matplotlib); parse_fit_log gives the numbers without it") from None
+    figure = Figure(figsize=(6, 4))
+    axes = figure.add_subplot(1, 1, 1)
+    batches = [(e, b, vals[metric]) for e, b, _, vals in curves["batches"] if metric in vals]
+    if batches:
+        per_epoch = {}
+        for epoch, batch, _ in batches:
+            per_epoch[epoch] = max(per_epoch.get(epoch, 0), batch)
+        xs = [epoch + batch / (per_epoch[epoch] + 1.0) for epoch, batch, _ in batches]
+        axes.plot(xs, [v for _, _, v in batches], ".", alpha=0.4, label="train (batches)")
+    for kind, style in (("train", "o-"), ("validation", "s-")):
+        points = curves[kind].get(metric, [])
+        if points:
+            axes.plot([e + 1 for e, _ in points], [v for _, v in points], style, label=kind)
+    axes.set_xlabel("epoch")
+    axes.set_ylabel(metric)
+    axes.set_title(title)
+    axes.legend()
+    if fname is not None:
+        figure.savefig(os.fspath(fname))
+    return figure

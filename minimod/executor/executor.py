@@ -16,6 +16,7 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from .. import backend
+from .. import numerics as _numerics
 from ..base import BindError, MXNetError
 from ..context import Context
 from ..ndarray.ndarray import NDArray
@@ -207,7 +208,10 @@ class Executor:
         return run
 
     # ------------------------------------------------------------------ running
-    def _run(self, steps, is_train: bool) -> None:
+    def _run(self, steps, is_train: bool, guard: bool = True) -> None:
+        if guard and _numerics.GUARD.enabled:  # opt-in NaN guard (minimod/numerics.py)
+            _numerics.run_guarded(self, steps, is_train)  # calls back with guard=False
+            return
         xp = self._xp
         nid = -1
         try:

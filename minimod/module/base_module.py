@@ -16,10 +16,11 @@ import numpy as np
 
 from .. import metric
 from .. import ndarray as nd
-from ..base import MXNetError, _as_list
+from ..base import MXNetError, NonFiniteError, _as_list
 from ..initializer import Uniform
 from ..io import DataBatch, DataDesc, DataIter
 from ..model import BatchEndParam, _save_param_dict
+from ..numerics import at_batch
 
 __all__ = ["BaseModule", "_check_input_names", "_check_names_match", "_parse_data_desc",
            "_as_list"]
@@ -228,8 +229,11 @@ class BaseModule:
                 data_batch = next_data_batch
                 if monitor is not None:
                     monitor.tic()
-                self.forward_backward(data_batch)
-                self.update()
+                try:
+                    self.forward_backward(data_batch)
+                    self.update()
+                except NonFiniteError as err:  # the opt-in NaN guard: say where in training
+                    raise at_batch(err, epoch, nbatch) from None
                 if isinstance(data_batch, list):
                     self.update_metric(eval_metric, [db.label for db in data_batch],
                                        pre_sliced=True)

@@ -493,10 +493,10 @@ class Module(BaseModule):
         """Load states saved by minimod or MXNet (whose pickles are read safely)."""
         _require(self.optimizer_initialized, "load_optimizer_states: call init_optimizer first")
         updater, idx2name, devices = self._state_updater_and_keys()
-        with open(fname, "rb") as f:
-            data = f.read()
-        updater.set_states_by_name(data, idx2name, saved_idx2name=self._idx2name(False),
-                                   key_devices=devices)
+        data = nd.serialization.read_file(fname, "optimizer states")
+        with nd.serialization.naming_file(fname):
+            updater.set_states_by_name(data, idx2name, saved_idx2name=self._idx2name(False),
+                                       key_devices=devices)
 
     def install_monitor(self, mon):
         _require(self.binded, "install_monitor: call bind first")

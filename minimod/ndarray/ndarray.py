@@ -618,9 +618,12 @@ class NDArray:
 
     def __setstate__(self, state: dict) -> None:
         from .serialization import read_record
-        raw = state.get("handle")
+        raw = state.get("handle") if isinstance(state, dict) else state
         if raw is None:
             return
+        if not isinstance(raw, (bytes, bytearray)):  # bytes(n) would allocate n bytes
+            raise MXNetError("pickled NDArray state must hold bytes, got %s"
+                             % type(raw).__name__)
         loaded, _ = read_record(bytes(raw), 0, source="pickled NDArray")
         if loaded is None:
             raise MXNetError("pickled NDArray holds a 'none' array record")

@@ -23,12 +23,23 @@ then move to the saved GPU when one exists, else stay on cpu(0) (MXNet does the 
 Writing: dense V2 records with dev_type 1 / dev_id 0 (MXNet's `.params` convention). 0-d arrays
 cannot be written: MXNet's V2 format has no scalar shape (MXNet writes a record it cannot read
 back), so minimod refuses them with a clear error. Files are written to a temporary file in the
-target directory and renamed over the target, so a crash never leaves a half-written file.
-Malformed input raises MXNetError naming the source and the problem.
+target directory, flushed and fsynced, and renamed over the target, so a crash never leaves a
+half-written file.
+
+Reading is safe on hostile input. Every size read from a header (array count, ndim, dims, name
+lengths) is checked against the bytes that remain before anything is allocated, products of
+dims are computed in Python integers (no int64 wrap-around), a dense array can never be larger
+than the file, and only regular files are opened (a FIFO or device would hang the reader).
+The one allocation a record may make beyond the file's size is densifying a sparse record:
+it is refused above `MAX_SPARSE_DENSE_BYTES` (1 GiB, or `MINIMOD_MAX_SPARSE_DENSE_BYTES`).
+Malformed input raises `FileFormatError` (an MXNetError) naming the source and the problem.
 """
 from __future__ import annotations
 
+import contextlib
+import math
 import os
+import stat
 import struct
 from collections.abc import Mapping, Sequence
 from typing import Optional, Union
@@ -36,7 +47,7 @@ from typing import Optional, Union
 import numpy as np
 
 from .. import backend
-from ..base import MXNetError, atomic_write
+from ..base import FileFormatError, MXNetError, atomic_write
 from ..context import Context
 from .ndarray import NDArray, wrap
 
@@ -47,6 +58,8 @@ __all__ = [
     "V3_MAGIC",
     "load",
     "load_from_bytes",
+    "naming_file",
+    "read_file",
     "read_record",
     "save",
     "save_to_bytes",
@@ -66,6 +79,10 @@ _BF16_FLAG = 12
 _DTYPE_TO_FLAG = {dt.type: flag for flag, dt in _FLAG_TO_DTYPE.items()}
 _AUX_COUNT = {0: 0, 1: 1, 2: 2}  # default, row_sparse (idx), csr (indptr, idx)
 _STYPE_NAMES = {0: "default", 1: "row_sparse", 2: "csr"}
+
+# The largest dense array a sparse record may expand to (the only allocation a reader makes
+# that the file's length does not bound).
+MAX_SPARSE_DENSE_BYTES = int(os.environ.get("MINIMOD_MAX_SPARSE_DENSE_BYTES", 1 << 30))
 
 SaveData = Union[NDArray, Sequence[NDArray], Mapping[str, NDArray]]
 Loaded = Union[list[Optional[NDArray]], dict[str, Optional[NDArray]]]
@@ -107,6 +124,8 @@ class _Reader:
 def _check_dims(dims: Sequence[int], what: str) -> tuple[int, ...]:
     if any(d < 0 for d in dims):
         raise _FormatError(f"{what} has a negative dimension: {tuple(dims)}")
+    if math.prod(max(int(d), 1) for d in dims) >= 1 << 56:  # even an empty array: numpy refuses
+        raise _FormatError(f"{what} has implausible dimensions {tuple(dims)}")
     return tuple(int(d) for d in dims)
 
 
@@ -130,31 +149,50 @@ def _dtype_of_flag(flag: int) -> np.dtype:
 
 def _read_values(reader: _Reader, flag: int, shape: tuple[int, ...], what: str) -> np.ndarray:
     dtype = _dtype_of_flag(flag)
-    count = int(np.prod(shape, dtype=np.int64))
-    raw = reader.take(count * dtype.itemsize, what)
+    count = math.prod(shape)  # a Python int: a forged shape cannot wrap around to a small size
+    raw = reader.take(count * dtype.itemsize, what)  # checked against the bytes left first
     values = np.frombuffer(raw, dtype=dtype).reshape(shape)
     if flag == _BF16_FLAG:  # bfloat16 is the top half of a float32
         return (values.astype(np.uint32) << 16).view(np.float32)
     return values.astype(dtype.newbyteorder("="), copy=True)
 
 
+def _check_dense_size(shape: tuple[int, ...], dtype: np.dtype, what: str) -> None:
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > MAX_SPARSE_DENSE_BYTES:
+        raise _FormatError(f"{what} of shape {shape} would densify to {nbytes} bytes, over the "
+                           f"limit of {MAX_SPARSE_DENSE_BYTES} (MINIMOD_MAX_SPARSE_DENSE_BYTES)")
+
+
 def _densify(stype: int, shape, values: np.ndarray, aux: list[np.ndarray]) -> np.ndarray:
-    dense = np.zeros(shape, dtype=values.dtype)
+    """The dense array a sparse record describes; every index is checked before allocating."""
+    shape = tuple(shape)
     if stype == 1:
-        rows = aux[0].astype(np.int64)
+        rows = aux[0].astype(np.int64).reshape(-1)
+        if not shape or values.shape != (len(rows),) + shape[1:]:
+            raise _FormatError(f"row_sparse record of shape {shape} stores values of shape "
+                               f"{values.shape} for {len(rows)} rows")
         if rows.size and (rows.min() < 0 or rows.max() >= shape[0]):
             raise _FormatError(f"row_sparse record has row indices outside [0, {shape[0]})")
-        dense[rows] = values.reshape((len(rows),) + tuple(shape[1:]))
+        _check_dense_size(shape, values.dtype, "row_sparse record")
+        dense = np.zeros(shape, dtype=values.dtype)
+        dense[rows] = values
         return dense
-    indptr, cols = aux[0].astype(np.int64), aux[1].astype(np.int64)
+    indptr = aux[0].astype(np.int64).reshape(-1)
+    cols = aux[1].astype(np.int64).reshape(-1)
     if len(shape) != 2 or len(indptr) != shape[0] + 1:
-        raise _FormatError(f"csr record has shape {tuple(shape)} with {len(indptr)} "
-                           "row pointers")
-    for row in range(shape[0]):
-        lo, hi = int(indptr[row]), int(indptr[row + 1])
-        if not 0 <= lo <= hi <= len(cols):
-            raise _FormatError("csr record has invalid row pointers")
-        dense[row, cols[lo:hi]] = values[lo:hi]
+        raise _FormatError(f"csr record has shape {shape} with {len(indptr)} row pointers")
+    values = values.reshape(-1)
+    if len(values) != len(cols):
+        raise _FormatError(f"csr record has {len(values)} values for {len(cols)} column indices")
+    if (indptr[0] != 0 or indptr[-1] != len(cols) or np.any(np.diff(indptr) < 0)):
+        raise _FormatError("csr record has invalid row pointers")
+    if cols.size and (cols.min() < 0 or cols.max() >= shape[1]):
+        raise _FormatError(f"csr record has column indices outside [0, {shape[1]})")
+    _check_dense_size(shape, values.dtype, "csr record")
+    dense = np.zeros(shape, dtype=values.dtype)
+    row_of = np.repeat(np.arange(shape[0]), np.diff(indptr))
+    dense[row_of, cols] = values
     return dense
 
 
@@ -213,7 +251,7 @@ def read_record(buf: bytes, offset: int = 0,
     try:
         array = _read(reader)
     except _FormatError as err:
-        raise MXNetError(f"{source}: malformed NDArray record: {err}") from None
+        raise FileFormatError(f"{source}: malformed NDArray record: {err}") from None
     return array, reader.pos
 
 
@@ -273,8 +311,9 @@ def load_from_bytes(buf: bytes, source: str = "<bytes>") -> Loaded:
             raise _FormatError(f"not an NDArray list file (header 0x{magic:X}, "
                                f"expected 0x{LIST_MAGIC:X})")
         count = reader.u64("array count")
-        if count > len(buf):
-            raise _FormatError(f"implausible array count {count}")
+        if count * 4 > len(buf) - reader.pos:  # every record takes at least its 4-byte magic
+            raise _FormatError(f"array count {count} does not fit in the "
+                               f"{len(buf) - reader.pos} bytes left")
         arrays = [_read(reader) for _ in range(count)]
         n_names = reader.u64("name count")
         if n_names not in (0, count):
@@ -289,7 +328,7 @@ def load_from_bytes(buf: bytes, source: str = "<bytes>") -> Loaded:
         if reader.pos != len(buf):
             raise _FormatError(f"{len(buf) - reader.pos} unexpected bytes after the last name")
     except _FormatError as err:
-        raise MXNetError(f"{source}: corrupt NDArray file: {err}") from None
+        raise FileFormatError(f"{source}: corrupt NDArray file: {err}") from None
     return dict(zip(names, arrays)) if names else arrays
 
 
@@ -298,13 +337,36 @@ def save(fname: str | os.PathLike, data: SaveData) -> None:
     atomic_write(fname, save_to_bytes(data))
 
 
-def load(fname: str | os.PathLike) -> Loaded:
-    """Read an NDArray list file written by MXNet or minimod: a dict if names are stored, else
-    a list. Missing or corrupt files raise MXNetError naming the file."""
+def read_file(fname: str | os.PathLike, what: str = "file") -> bytes:
+    """The bytes of the regular file `fname`; FileFormatError naming it (and `what` it should
+    be) when it is missing, unreadable, or not a regular file (a FIFO or device would hang)."""
     path = os.fspath(fname)
     try:
+        # stat before open: opening a FIFO for reading blocks until a writer appears
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise FileFormatError(f"cannot read {what} {path!r}: not a regular file")
         with open(path, "rb") as handle:
-            buf = handle.read()
+            return handle.read()
     except OSError as err:
-        raise MXNetError(f"cannot read NDArray file {path!r}: {err.strerror}") from err
-    return load_from_bytes(buf, source=repr(path))
+        raise FileFormatError(f"cannot read {what} {path!r}: {err.strerror}") from None
+
+
+def load(fname: str | os.PathLike) -> Loaded:
+    """Read an NDArray list file written by MXNet or minimod: a dict if names are stored, else
+    a list. Missing or corrupt files raise FileFormatError (an MXNetError) naming the file."""
+    path = os.fspath(fname)
+    return load_from_bytes(read_file(path, "NDArray file"), source=repr(path))
+
+
+@contextlib.contextmanager
+def naming_file(fname: str | os.PathLike):
+    """Inside this block, an MXNetError that does not yet name `fname` is re-raised with the
+    file's name in front (a plain MXNetError becomes a FileFormatError)."""
+    path = repr(os.fspath(fname))
+    try:
+        yield
+    except MXNetError as err:
+        if path in str(err):
+            raise
+        kind = FileFormatError if type(err) is MXNetError else type(err)
+        raise kind(f"{path}: {err}") from None

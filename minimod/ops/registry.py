@@ -316,7 +316,7 @@ class Op:
             try:
                 merged = merge_shape(merged, in_shapes[i])
             except ValueError:
-                raise ShapeError("input '%s' has shape %s but input '%s' has %s"
+                raise ShapeError("input '%s' has shape %s but input %s has %s"
                                  % (self._in_name(i), fmt_shape(in_shapes[i]), source,
                                     fmt_shape(merged))) from None
             if in_shapes[i] is not None and source is None:

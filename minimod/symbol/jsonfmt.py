@@ -91,51 +91,100 @@ def _node_attrs(spec: dict, legacy: bool, where: str) -> dict:
             raise GraphError("%s: '%s' must be an object" % (where, key))
         for k, v in part.items():
             if not isinstance(v, str):
-                raise GraphError("%s: attribute %s has a non-string value %r" % (where, k, v))
+                raise GraphError("%s: attribute %s has a non-string value %.80r" % (where, k, v))
             if legacy and k in HIDDEN_KEYS:
                 k = "__%s__" % k
             attrs[k] = v
     return attrs
 
 
-def graph_from_json(text: str) -> tuple:
-    """Output entries of the graph described by MXNet symbol JSON `text`."""
+def _entry(raw, nodes: list, limit: int, where: str) -> Entry:
+    """An input or head entry `[node, index(, version)]` referring to one of `nodes[:limit]`."""
+    if (not isinstance(raw, list) or len(raw) not in (2, 3)
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in raw)):
+        raise GraphError("%s: entry %.80r is not [node, index(, version)] of integers"
+                         % (where, raw))
+    src, index = raw[0], raw[1]
+    if not 0 <= src < limit:
+        raise GraphError("%s: entry refers to node %d, which does not come before it"
+                         % (where, src))
+    num_outputs = nodes[src].num_outputs()
+    if not 0 <= index < num_outputs:
+        raise GraphError("%s: entry asks for output %d of node '%s', which has %d"
+                         % (where, index, nodes[src].name, num_outputs))
+    return Entry(nodes[src], index)
+
+
+def _parse(text) -> dict:
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise GraphError("symbol JSON is not UTF-8 text (%s)" % err) from None
+    if not isinstance(text, str):
+        raise GraphError("symbol JSON must be a str, got %s" % type(text).__name__)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise GraphError("symbol JSON does not parse: %s" % err) from None
-    if not isinstance(doc, dict) or "nodes" not in doc or "heads" not in doc:
-        raise GraphError("symbol JSON must be an object with 'nodes' and 'heads'")
-    version = None
+    except (ValueError, RecursionError) as err:  # a number too long, nesting too deep
+        raise GraphError("symbol JSON does not parse: %s" % err) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) or \
+            not isinstance(doc.get("heads"), list):
+        raise GraphError("symbol JSON must be an object with lists 'nodes' and 'heads'")
+    return doc
+
+
+def _version(doc: dict):
     top_attrs = doc.get("attrs") or {}
-    if "mxnet_version" in top_attrs:
-        version = top_attrs["mxnet_version"][1]
+    if not isinstance(top_attrs, dict):
+        raise GraphError("symbol JSON: top-level 'attrs' must be an object")
+    if "mxnet_version" not in top_attrs:
+        return None
+    tagged = top_attrs["mxnet_version"]
+    if (not isinstance(tagged, list) or len(tagged) != 2 or not isinstance(tagged[1], int)
+            or isinstance(tagged[1], bool)):
+        raise GraphError("symbol JSON: 'mxnet_version' must be [\"int\", N], got %.80r"
+                         % (tagged,))
+    return tagged[1]
+
+
+def graph_from_json(text: str) -> tuple:
+    """Output entries of the graph described by MXNet symbol JSON `text`.
+
+    Anything malformed raises GraphError saying which node or entry is at fault; nothing in
+    the text is executed (op names are looked up in the registry, attributes are parsed as
+    data).
+    """
+    doc = _parse(text)
+    version = _version(doc)
     legacy = version is None or version < 900
     nodes: list = []
     for nid, spec in enumerate(doc["nodes"]):
-        where = "node %d (%s)" % (nid, spec.get("name", "?"))
+        if not isinstance(spec, dict):
+            raise GraphError("node %d: must be an object, got %.80r" % (nid, spec))
         op_name = spec.get("op")
         name = spec.get("name")
-        if op_name is None or name is None:
-            raise GraphError("%s: missing 'op' or 'name'" % where)
+        where = "node %d (%.80s)" % (nid, name if isinstance(name, str) else "?")
+        if not isinstance(op_name, str) or not isinstance(name, str):
+            raise GraphError("%s: 'op' and 'name' must be strings" % where)
         attrs = _node_attrs(spec, legacy, where)
-        inputs = []
-        for raw in spec.get("inputs", []):
-            if not isinstance(raw, list) or len(raw) not in (2, 3):
-                raise GraphError("%s: input entry %r is not [node, index(, version)]"
-                                 % (where, raw))
-            src, index = int(raw[0]), int(raw[1])
-            if not 0 <= src < nid:
-                raise GraphError("%s: input refers to node %d, which does not come before it"
-                                 % (where, src))
-            inputs.append(Entry(nodes[src], index))
+        raw_inputs = spec.get("inputs", [])
+        if not isinstance(raw_inputs, list):
+            raise GraphError("%s: 'inputs' must be a list" % where)
+        inputs = [_entry(raw, nodes, nid, where) for raw in raw_inputs]
         if op_name == "null":
+            if inputs:
+                raise GraphError("%s: a variable ('null' op) cannot have inputs" % where)
             nodes.append(Node(None, name, attrs))
             continue
         try:
             op = create_op(op_name, attrs)
         except MXNetError as err:
             raise GraphError("%s: %s" % (where, err)) from None
+        except (ValueError, TypeError, KeyError, OverflowError) as err:
+            raise GraphError("%s: bad attributes for %s (%s: %s)"
+                             % (where, op_name, type(err).__name__, err)) from None
         slots = op.arguments() + op.aux_states()
         if len(inputs) > len(slots):
             raise GraphError("%s: %s takes %d inputs, the JSON gives %d"
@@ -143,10 +192,7 @@ def graph_from_json(text: str) -> tuple:
         for slot in slots[len(inputs):]:  # legacy files omit aux-state variables
             inputs.append(Entry(Node(None, "%s_%s" % (name, slot), dict(attrs)), 0))
         nodes.append(Node(op, name, attrs, inputs))
-    heads = []
-    for raw in doc["heads"]:
-        src, index = int(raw[0]), int(raw[1])
-        if not 0 <= src < len(nodes):
-            raise GraphError("head %r refers to a missing node" % (raw,))
-        heads.append(Entry(nodes[src], index))
-    return tuple(heads)
+    if not doc["heads"]:
+        raise GraphError("symbol JSON: 'heads' is empty (a symbol needs an output)")
+    return tuple(_entry(raw, nodes, len(nodes), "head %d" % k)
+                 for k, raw in enumerate(doc["heads"]))

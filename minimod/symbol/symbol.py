@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..base import GraphError, MXNetError, ShapeError, atomic_write
+from ..base import MXNetError, ShapeError, atomic_write
 from ..ops.registry import create_op, get_op_class
 from .graph import Entry, Graph, Node
 from .naming import HIDDEN_KEYS, current_attr_scope, current_name_manager, hidden_key
@@ -623,15 +623,11 @@ def load_json(json_str: str) -> Symbol:
 
 
 def load(fname: str) -> Symbol:
-    try:
-        with open(fname) as f:
-            text = f.read()
-    except OSError as err:
-        raise MXNetError("cannot read symbol file %s: %s" % (fname, err)) from None
-    try:
-        return load_json(text)
-    except GraphError as err:
-        raise GraphError("%s: %s" % (fname, err)) from None
+    """A Symbol from a JSON file; any failure is an MXNetError naming the file."""
+    from ..ndarray.serialization import naming_file, read_file
+    data = read_file(fname, "symbol file")
+    with naming_file(fname):
+        return load_json(data)
 
 
 # Symbol methods that apply an operator to the symbol (MXNet's fluent API).
