@@ -347,9 +347,10 @@ def _alloc_handler():
     table = ctypes.cast(get_pointer(core._ARRAY_API, None), ctypes.POINTER(c_void_p))
     set_handler = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(table[304])
     # everything the C side points at must outlive every array the handler made
+    name = ctypes.create_string_buffer(b"mem_handler")  # the capsule keeps only a pointer
     _ALLOC_STATE.update(sizes=sizes, stacks=stacks, trace=False,
-                        keep=(callbacks, handler, libc),
-                        capsule=new_capsule(ctypes.addressof(handler), b"mem_handler", None),
+                        keep=(callbacks, handler, libc, name),
+                        capsule=new_capsule(ctypes.addressof(handler), name, None),
                         set_handler=set_handler)
     return _ALLOC_STATE
 
