@@ -27,7 +27,7 @@ MINIMOD_PY="${MINIMOD_PY:-python3}"
 MXNET_PY="${MXNET_PY:-/tmp/mxenv/bin/python}"
 TORCH_PY="${TORCH_PY:-/tmp/ptenv/bin/python}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-300}"
-WORKLOADS="${WORKLOADS:-mlp:128:module mlp:32:module mlp:128:fit lenet:64:module lstm:32:module lstm_fused:32:module}"
+WORKLOADS="${WORKLOADS:-mlp:128:module mlp:32:module mlp:128:fit lenet:64:module lstm:32:module lstm_fused:32:module mlp:128:infer lenet:64:infer}"
 
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "$1" ]; }
 
@@ -73,7 +73,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         k=$(((r - 1) % 3))
         peers=("${peers[@]:k}" "${peers[@]:0:k}")
         for peer in "${peers[@]}"; do
-            if [ "$peer" = torch ] && [ "$mode" != module ]; then continue; fi
+            if [ "$peer" = torch ] && [ "$mode" = fit ]; then continue; fi
             if ! peer_ok "$peer"; then continue; fi
             wait_quiet
             echo "# $(date +%T) round $r: $peer $net b$batch $mode" | tee -a "$LOG" >&2
