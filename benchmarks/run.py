@@ -42,6 +42,8 @@ DEFAULT_WORKLOADS = ("mlp:128:module mlp:32:module mlp:128:fit lenet:64:module "
 PEER_PACKAGES = {
     "mxnet": (["mxnet==1.9.1", "numpy==1.23.5"], "import mxnet, numpy; print(mxnet.__version__)"),
     "torch": (["torch==2.13.0", "numpy"], "import torch; print(torch.__version__)"),
+    # the `dist` extra's MPI (bench_dist.py puts this checkout first on sys.path)
+    "dist": (["mpi4py>=3.1", "mpich>=4.1", "numpy"], "import mpi4py.MPI"),
 }
 
 
@@ -139,6 +141,8 @@ def dist_section(args, env: dict) -> str:
     candidates = [args.dist_python] if args.dist_python else [
         sys.executable, str(ROOT / ".venv" / "bin" / "python")]
     python = next((p for p in candidates if p and Path(p).exists() and _has_mpi4py(p)), None)
+    if python is None and not args.dist_python:
+        python = ensure_peer("dist", None, [])
     head = ["## Multi-process: dist_sync over MPI, MLP batch 128", ""]
     if python is None:
         return "\n".join(head + ["Not run: no interpreter with mpi4py (install the `dist` "

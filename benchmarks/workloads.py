@@ -211,5 +211,6 @@ def main(mx, lib: str) -> None:
         timer = benchutil.timer_from_args(args, sync, args.batch)
         step = module_step_fn(mod, batches) if training else infer_step_fn(mod, batches)
         result = benchutil.measure(step, timer)
-    benchutil.emit(lib, args, result, version=getattr(mx, "__version__", "?"),
+    version = getattr(mx, "__minimod_version__", None) or getattr(mx, "__version__", "?")
+    benchutil.emit(lib, args, result, version=version,
                    numpy=np.__version__)
