@@ -150,7 +150,9 @@ def run_config(args, procs: int, threads: int) -> dict:
                str(limit), "--", sys.executable] + inner
     else:
         cmd = [sys.executable] + inner
-    env = dict(os.environ, BENCH_THREADS=str(threads))
+    # the rank runner imports NumPy before the worker pins its threads: set them here
+    env = dict(os.environ, BENCH_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+               OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=limit + 30,
                           cwd=ROOT)

@@ -189,3 +189,30 @@ def test_other_programs_go_to_mpiexec_unchanged():
                         timeout=60)
     assert rc == 0, out
     assert out.count("plain program") == 2
+
+
+def test_rank_threads_share_the_cores_of_each_host():
+    assert L.rank_threads(1, cores=8) == 8
+    assert L.rank_threads(2, cores=2) == 1
+    assert L.rank_threads(3, cores=2) == 1  # never below one
+    assert L.rank_threads(4, [("a", 2), ("b", 2)], cores=8) == 4
+    # the busiest host decides: 4 ranks over slots 1 and 3 put 3 ranks on host b
+    assert L.rank_threads(4, [("a", 1), ("b", 3)], cores=6) == 2
+
+
+@needs_mpi
+@pytest.mark.parametrize("preset, expected", [("", None), ("3", "3")])
+def test_ranks_get_a_share_of_the_blas_threads_unless_the_caller_set_them(
+        tmp_path, preset, expected):
+    script = _script(tmp_path, "threads.py", """
+        import os
+        from mpi4py import MPI
+        print("rank %d threads %s" % (MPI.COMM_WORLD.Get_rank(), os.environ["OMP_NUM_THREADS"]))
+    """)
+    blank = {name: preset for name in L._THREAD_VARS}
+    rc, out, _ = launch(["-n", "2", "--timeout", "60", "--", "python", script], timeout=60,
+                        env=blank)
+    assert rc == 0, out
+    expected = expected or str(L.rank_threads(2))
+    for r in range(2):
+        assert "rank %d threads %s" % (r, expected) in out

@@ -14,8 +14,9 @@ def launch(args, timeout=60.0, cwd=None, env=None):
     On timeout the launcher gets SIGTERM (it then kills mpiexec's process group and every
     local rank); whatever is left of its own process group is SIGKILLed, and the test fails.
     """
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               **(env or {}))
+    overrides = env
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env.update(overrides or {})
     env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
     t0 = time.time()
     proc = subprocess.Popen([sys.executable, "-m", "minimod.launch"] + list(args),
