@@ -1,16 +1,27 @@
 """GPU benchmark: minimod with context=mx.gpu(0) (CuPy) against PyTorch CUDA, one training step
-(forward + backward + SGD-momentum update) of the MLP, LeNet and LSTM workloads.
+(forward + backward + SGD-momentum update) of the MLP (batch 128), LeNet (batch 64) and LSTM
+language-model (batch 32) workloads.
 
-    python benchmarks/bench_gpu.py                      # every net, both libraries
+    python benchmarks/bench_gpu.py                                # every net, both libraries
+    python benchmarks/bench_gpu.py --results benchmarks/RESULTS.md   # also append the table
     python benchmarks/bench_gpu.py --nets mlp --libs minimod
-    python benchmarks/bench_gpu.py --one minimod --net lenet   # one run, one JSON line
+    python benchmarks/bench_gpu.py --one minimod --net lenet      # one run, one JSON line
 
-Each (library, net) pair runs in its own process (`--one`), so the libraries never share a GPU
-memory pool; the driver prints every JSON line as it comes and a Markdown table at the end.
 The networks, data, initialisation and optimizer are those of workloads.py (the CPU
-benchmarks'); the timer is benchutil's WindowTimer with a device synchronisation
-(`mx.nd.waitall()` / `torch.cuda.synchronize()`) closing every window, so queued GPU work is
-counted. Needs CuPy (`pip install minimod[gpu]`) and a CUDA build of PyTorch on a GPU machine.
+benchmarks' builders, `make_module(..., context=mx.gpu(0))` and bench_torch.py's `build`); the
+8 batches sit on the GPU before timing, as a prefetching loader would leave them. Each (library,
+net) pair runs in its own process (`--one`), so the libraries never share a GPU memory pool.
+The timer is benchutil's WindowTimer: warm-up, then windows of about 0.4 s each closed by a
+device synchronisation (`mx.nd.waitall()`, i.e. cudaDeviceSynchronize on every GPU, /
+`torch.cuda.synchronize()`), so the queued GPU work is counted; the figure is the median step
+time over at least 5 windows (7 quiet ones by default).
+
+The driver prints each run's JSON line as it comes, then a Markdown table naming the GPU (CUDA's
+device name); `--results PATH` appends that table to PATH. A library that cannot run (PyTorch not
+installed, or a CPU-only build) gets a row saying why. torch is imported only in the process that
+runs it. Without a usable GPU the script prints one line and exits with code 2.
+Needs CuPy (`pip install minimod[gpu]`) on a CUDA machine, and a CUDA build of PyTorch for its
+rows (`--torch-python` names another interpreter for them).
 """
 import benchutil  # isort: skip  (pins the thread pools before numpy is imported)
 import argparse
@@ -18,61 +29,53 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import workloads as wl
 
+# minimod from this checkout (the repo root goes first on sys.path), as bench_minimod.py
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
 NETS = ("mlp", "lenet", "lstm")
 LIBS = ("minimod", "torch")
+MIN_WINDOWS = 5
+NO_GPU_EXIT = 2
 
 
-def _minimod_module(mx, net: str, batch: int):
-    """workloads.make_module on gpu(0): the same symbol, initializer and optimizer."""
-    ctx = mx.gpu(0)
-    mx.random.seed(wl.SEED)
-    data_shapes = [("data", wl.data_shape(net, batch))]
-    label_shapes = [("softmax_label", wl.label_shape(net, batch))]
-    extra = {}
-    if net.startswith("lstm"):
-        def sym_gen(seq_len):
-            return (wl.lstm_symbol(mx, net == "lstm_fused", seq_len), ("data",),
-                    ("softmax_label",))
-        mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=wl.SEQ_LEN, context=ctx)
-        extra = {"bucket_key": wl.SEQ_LEN,
-                 "provide_data": [mx.io.DataDesc(*d) for d in data_shapes],
-                 "provide_label": [mx.io.DataDesc(*d) for d in label_shapes]}
-    else:
-        mod = mx.mod.Module(wl.symbol(mx, net), data_names=("data",),
-                            label_names=("softmax_label",), context=ctx)
-    mod.bind(data_shapes=data_shapes, label_shapes=label_shapes)
-    mod.init_params(initializer=wl.initializer(mx, net))
-    mod.init_optimizer(optimizer="sgd",
-                       optimizer_params={"learning_rate": wl.LR, "momentum": wl.MOMENTUM})
-    # the batches live on the GPU already, as a prefetching data loader would leave them
-    batches = [mx.io.DataBatch(data=[mx.nd.array(x, ctx=ctx)], label=[mx.nd.array(y, ctx=ctx)],
-                               **extra) for x, y in wl.numpy_batches(net, batch)]
-    return mod, batches
+def _gpu_status():
+    """(GPU count, a line on the backend) from minimod's backend, which needs only NumPy to
+    import; CuPy is imported there only if it is installed."""
+    from minimod import backend
+    return backend.gpu_count(), backend.cupy_status()
 
 
 def run_minimod(args) -> dict:
     import minimod as mx
     if mx.num_gpus() == 0:
         raise SystemExit("minimod sees no GPU: %s" % mx.backend.cupy_status())
-    mod, batches = _minimod_module(mx, args.net, args.batch)
+    import cupy
+    ctx = mx.gpu(0)
+    mod, batches = wl.make_module(mx, args.net, args.batch, context=ctx)
+    for b in batches:  # on the GPU before timing
+        b.data = [d.as_in_context(ctx) for d in b.data]
+        b.label = [lab.as_in_context(ctx) for lab in b.label]
     step = wl.module_step_fn(mod, batches)
     timer = benchutil.timer_from_args(args, mx.nd.waitall, args.batch)
     result = benchutil.measure(step, timer)
-    import cupy
-    return dict(result, version=mx.__version__,
-                cupy=cupy.__version__, device=cupy.cuda.runtime.getDeviceProperties(0)[
-                    "name"].decode())
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+    return dict(result, version=mx.__version__, cupy=cupy.__version__,
+                device=name.decode() if isinstance(name, bytes) else str(name))
 
 
 def run_torch(args) -> dict:
-    import torch
+    try:
+        import torch
+    except ImportError as err:
+        raise SystemExit("PyTorch is not installed in %s (%s)" % (sys.executable, err))
     from bench_torch import build
     if not torch.cuda.is_available():
-        raise SystemExit("PyTorch sees no CUDA device")
+        raise SystemExit("PyTorch %s sees no CUDA device (a CPU-only build?)" % torch.__version__)
     device = torch.device("cuda:0")
     model, _, batches = build(args.net, args.batch)
     model = model.to(device)
@@ -97,65 +100,115 @@ def run_one(args) -> None:
     args.batch = args.batch or benchutil.default_batch(args.net)
     args.mode = "module"
     result = (run_minimod if args.one == "minimod" else run_torch)(args)
+    if result["windows"] < MIN_WINDOWS:
+        result["too_few_windows"] = True
     benchutil.emit(args.one + "-gpu", args, result, numpy=np.__version__)
+
+
+def _cell(record) -> str:
+    if record is None:
+        return "-"
+    if "error" in record:
+        return "not run: %s" % record["error"]
+    flag = " (noisy)" if record.get("noisy") or record.get("too_few_windows") else ""
+    return "%.1f (%.2f ms)%s" % (record["samples_per_s"], record["ms_per_step"], flag)
 
 
 def table(records: list) -> str:
     """The runs as a Markdown table, one row per net, with the minimod/torch ratio."""
     by = {(r["lib"], r["net"]): r for r in records}
-    nets = [n for n in NETS if any(k[1] == n for k in by)]
+    nets = [n for n in (NETS + ("lstm_fused",)) if any(k[1] == n for k in by)]
     device = next((r.get("device") for r in records if r.get("device")), "unknown GPU")
-    lines = ["GPU: %s" % device, "",
-             "| net | batch | minimod gpu (samples/s) | torch cuda (samples/s) | minimod/torch |",
+    versions = sorted({"%s %s" % (r["lib"].replace("-gpu", ""), r["version"])
+                       for r in records if "version" in r}
+                      | {"cupy %s" % r["cupy"] for r in records if "cupy" in r})
+    lines = ["GPU: %s; %s; median step time over >= %d timed windows, each closed by a device "
+             "synchronisation" % (device, ", ".join(versions) or "no run", MIN_WINDOWS), "",
+             "| net | batch | minimod gpu: samples/s (ms/step) | torch cuda: samples/s "
+             "(ms/step) | minimod/torch |",
              "|---|---|---|---|---|"]
     for net in nets:
         mm, pt = by.get(("minimod-gpu", net)), by.get(("torch-gpu", net))
-        ratio = ("%.2f" % (mm["samples_per_s"] / pt["samples_per_s"])) if mm and pt else "-"
-        batch = (mm or pt)["batch"]
-        lines.append("| %s | %d | %s | %s | %s |" % (
-            net, batch, "%.1f" % mm["samples_per_s"] if mm else "-",
-            "%.1f" % pt["samples_per_s"] if pt else "-", ratio))
+        ok = [r for r in (mm, pt) if r is not None and "error" not in r]
+        ratio = ("%.2f" % (mm["samples_per_s"] / pt["samples_per_s"])) if len(ok) == 2 else "-"
+        batch = next((r["batch"] for r in (mm, pt) if r and r.get("batch")), "-")
+        lines.append("| %s | %s | %s | %s | %s |" % (net, batch, _cell(mm), _cell(pt), ratio))
     return "\n".join(lines)
+
+
+def append_results(path: str, text: str) -> None:
+    """Append the table under a dated heading (a temp file, then os.replace)."""
+    old = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    block = "\n## GPU: minimod (CuPy) vs PyTorch CUDA (%s)\n\n%s\n" % (
+        time.strftime("%Y-%m-%d"), text)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(old.rstrip("\n") + "\n" + block if old else block.lstrip("\n"))
+    os.replace(tmp, path)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--one", choices=LIBS, help="run one library on --net and print its "
                         "JSON line (the driver calls itself this way)")
-    parser.add_argument("--net", choices=NETS)
+    parser.add_argument("--net", choices=NETS + ("lstm_fused",))
     parser.add_argument("--nets", default=",".join(NETS))
     parser.add_argument("--libs", default=",".join(LIBS))
-    parser.add_argument("--batch", type=int, default=None)
+    parser.add_argument("--batch", type=int, default=None,
+                        help="default: 128 (mlp), 64 (lenet), 32 (lstm)")
+    parser.add_argument("--results", metavar="PATH", help="append the table to this Markdown "
+                        "file (e.g. benchmarks/RESULTS.md)")
+    parser.add_argument("--torch-python", default=sys.executable,
+                        help="interpreter with a CUDA build of PyTorch (default: this one)")
     for name, default in (("--window", 0.4), ("--warmup", 2.0), ("--max-s", 30.0)):
         parser.add_argument(name, type=float, default=default)
     parser.add_argument("--quiet-windows", type=int, default=7)
     parser.add_argument("--quiet-cores", type=float, default=0.15)
     args = parser.parse_args()
+    if args.quiet_windows < MIN_WINDOWS:
+        parser.error("--quiet-windows must be at least %d" % MIN_WINDOWS)
+    if args.one and not args.net:
+        parser.error("--one needs --net")
+    if args.one != "torch":  # a torch run checks CUDA itself, maybe in an interpreter without CuPy
+        count, status = _gpu_status()
+        if count == 0:
+            sys.stderr.write("bench_gpu: no usable GPU, nothing measured (%s)\n" % status)
+            sys.exit(NO_GPU_EXIT)
     if args.one:
-        if not args.net:
-            parser.error("--one needs --net")
         run_one(args)
         return
     records = []
     here = os.path.dirname(os.path.abspath(__file__))
     for net in args.nets.split(","):
         for lib in args.libs.split(","):
-            cmd = [sys.executable, os.path.join(here, "bench_gpu.py"), "--one", lib,
-                   "--net", net, "--window", str(args.window), "--warmup", str(args.warmup),
+            python = args.torch_python if lib == "torch" else sys.executable
+            cmd = [python, os.path.join(here, "bench_gpu.py"), "--one", lib, "--net", net,
+                   "--window", str(args.window), "--warmup", str(args.warmup),
                    "--max-s", str(args.max_s), "--quiet-windows", str(args.quiet_windows),
                    "--quiet-cores", str(args.quiet_cores)]
             if args.batch:
                 cmd += ["--batch", str(args.batch)]
             proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+            if proc.returncode != 0 or not lines:
+                why = (proc.stderr.strip().splitlines() or ["exit code %d" % proc.returncode])
+                record = {"lib": lib + "-gpu", "net": net, "error": why[-1][:200]}
                 sys.stderr.write("%s %s failed:\n%s\n" % (lib, net, proc.stderr[-2000:]))
+                print(json.dumps(record), flush=True)
+                records.append(record)
                 continue
-            for line in proc.stdout.splitlines():
-                if line.startswith("{"):
-                    print(line, flush=True)
-                    records.append(json.loads(line))
+            for line in lines:
+                print(line, flush=True)
+                records.append(json.loads(line))
+    text = table(records)
     print()
-    print(table(records))
+    print(text)
+    if args.results:
+        append_results(args.results, text)
+        print("\nappended to %s" % args.results)
 
 
 if __name__ == "__main__":

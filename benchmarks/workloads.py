@@ -112,9 +112,11 @@ def initializer(mx, net: str):
     return mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2)
 
 
-def make_module(mx, net: str, batch: int, for_training: bool = True):
+def make_module(mx, net: str, batch: int, for_training: bool = True, context=None):
     """A bound module with initialised parameters (and, for training, an SGD-momentum
-    optimizer), and its 8 DataBatches. The LSTM LMs run in a BucketingModule."""
+    optimizer), and its 8 DataBatches. The LSTM LMs run in a BucketingModule. `context`
+    (default cpu()) is where the module runs (bench_gpu.py passes gpu(0))."""
+    context = context or mx.cpu()
     mx.random.seed(SEED)
     data_shapes = [("data", data_shape(net, batch))]
     label_shapes = [("softmax_label", label_shape(net, batch))]
@@ -122,10 +124,10 @@ def make_module(mx, net: str, batch: int, for_training: bool = True):
         def sym_gen(seq_len):
             return (lstm_symbol(mx, net == "lstm_fused", seq_len), ("data",),
                     ("softmax_label",))
-        mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=SEQ_LEN, context=mx.cpu())
+        mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=SEQ_LEN, context=context)
     else:
         mod = mx.mod.Module(symbol(mx, net), data_names=("data",),
-                            label_names=("softmax_label",), context=mx.cpu())
+                            label_names=("softmax_label",), context=context)
     mod.bind(data_shapes=data_shapes, label_shapes=label_shapes, for_training=for_training)
     mod.init_params(initializer=initializer(mx, net))
     if for_training:

@@ -76,7 +76,11 @@ def cpu_pinned(device_id: int = 0) -> Context:
 
 
 def gpu(device_id: int = 0) -> Context:
-    """The GPU `device_id` (needs CuPy: `pip install minimod[gpu]`)."""
+    """The GPU `device_id`: its arrays are CuPy arrays on `cupy.cuda.Device(device_id)`.
+
+    Making the Context needs nothing; putting an array or an executor on it needs CuPy
+    (`pip install minimod[gpu]`) and that GPU, else an MXNetError says which is missing.
+    """
     return Context("gpu", device_id)
 
 

@@ -13,6 +13,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import backend
 from . import ndarray as nd
 from . import symbol as sym
 from .base import FileFormatError
@@ -102,7 +103,8 @@ def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
     for dev_updates in updates:
         if dev_updates:
             indices, grads, weights = zip(*dev_updates)
-            updater(list(indices), list(grads), list(weights))
+            with backend.device_scope(weights[0].context):  # kernels on the weights' device
+                updater(list(indices), list(grads), list(weights))
 
 
 def save_checkpoint(prefix: str, epoch: int, symbol, arg_params: dict, aux_params: dict,

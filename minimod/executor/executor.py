@@ -294,11 +294,13 @@ class Executor:
                 raise MXNetError("backward: out_grad for '%s' has shape %s, the output is %s"
                                  % (plan.output_names[i], tuple(src.shape),
                                     self._head_grads[i].shape))
-            self._head_grads[i][...] = backend.to_context(src, self._ctx)
+            backend.copy_into(self._head_grads[i], src)
         self._check_pool()
         self._run(self._bwd_steps, True)
-        for dst, req, src in self._grad_copies:
-            assign(dst, req, src)
+        if self._grad_copies:
+            with backend.device_scope(self._ctx):
+                for dst, req, src in self._grad_copies:
+                    assign(dst, req, src)
 
     def _normalize_out_grads(self, out_grads) -> list:
         n = len(self._plan.output_eids)
@@ -459,7 +461,7 @@ def _copy_into(dst: NDArray, src, name: str) -> None:
     if tuple(np.shape(data)) != dst.shape:
         raise BindError("parameter '%s' has shape %s but the executor needs %s"
                         % (name, tuple(np.shape(data)), dst.shape))
-    dst._data[...] = backend.to_context(data, dst.context).astype(dst._data.dtype, copy=False)
+    backend.copy_into(dst._data, data)  # casts to dst's dtype, on dst's device
 
 
 def _zeros_nd(shape, dtype, ctx) -> NDArray:
@@ -631,7 +633,8 @@ def _as_nd(value, ctx) -> NDArray:
     if isinstance(value, NDArray):
         return value
     xp = backend.xp_for(ctx)
-    return NDArray(xp.asarray(value, dtype=np.float32), ctx)
+    with backend.device_scope(ctx):
+        return NDArray(xp.asarray(value, dtype=np.float32), ctx)
 
 
 def _as_named_list(values, names: list, what: str, required: bool) -> list:

@@ -78,7 +78,7 @@ def _copy_slice(src: NDArray, dst: NDArray, islice: Optional[slice], axis: int) 
     if data.shape != dst._data.shape:
         raise ShapeError("a batch input of shape %s does not fit the bound shape %s "
                          "(slice %s of the batch)" % (tuple(src.shape), dst.shape, islice))
-    dst._data[...] = backend.to_context(data, dst.context)
+    backend.copy_into(dst._data, data)  # host -> device (or device -> device) transfer
 
 
 def _as_nd(value) -> NDArray:
@@ -127,10 +127,11 @@ def _merge_multi_context(outputs: list, major_axis: Sequence[int]) -> list:
         if len(tensors) == 1:
             merged.append(tensors[0])
         elif axis >= 0:
-            ctx = tensors[0].context
-            merged.append(nd.NDArray(
-                backend.xp_for(ctx).concatenate(
-                    [backend.to_context(t._data, ctx) for t in tensors], axis=axis), ctx))
+            ctx = tensors[0].context  # joined on the first device, as MXNet
+            with backend.device_scope(ctx):
+                merged.append(nd.NDArray(
+                    backend.xp_for(ctx).concatenate(
+                        [backend.to_context(t._data, ctx) for t in tensors], axis=axis), ctx))
         else:
             merged.append(tensors[0])
     return merged
@@ -449,5 +450,5 @@ def _average_into(block: Sequence[NDArray], dst: NDArray) -> None:
         total += backend.asnumpy(arr._data)
     if len(block) > 1:
         total /= len(block)
-    dst._data[...] = backend.to_context(total.astype(dst._data.dtype, copy=False), dst.context)
+    backend.copy_into(dst._data, total.astype(dst._data.dtype, copy=False))
 

@@ -1,4 +1,6 @@
-"""The single-process KVStore: 'local' (reduce on the CPU) and 'device' (on the first device).
+"""The single-process KVStore: 'local' (reduce on the CPU), 'device' (on the first device, by
+peer copies between GPUs) and 'nccl' (NCCL all-reduce over the GPUs when it loads, else as
+'device'; see `nccl.py`).
 
 MXNet's per-key API: `init`, `push` (a list of values per key is summed; without an updater the
 stored value is replaced by the sum, with one it is `updater(key, sum, stored)`), `pull`
@@ -65,6 +67,16 @@ class KVStore:
     def _home(self, value: NDArray):
         return cpu() if self._type == "local" else value.context
 
+    def _nccl_reducer(self, contexts):
+        """The NCCL reducer for these contexts when this is an 'nccl' store and NCCL fits them,
+        else None (the copy-based path)."""
+        if self._type != "nccl":
+            return None
+        from . import nccl
+        if nccl.reduce_method(contexts) != "nccl":
+            return None
+        return nccl.get_reducer(contexts)
+
     def init(self, key, value) -> None:
         keys, values = _key_list(key, value)
         for k, vals in zip(keys, values):
@@ -84,12 +96,13 @@ class KVStore:
         stored = self._stored(key)
         home = stored.context
         xp = backend.xp_for(home)
-        parts = [backend.to_context(v._data, home) for v in values]
-        if self._compression is not None and len(parts) > 1:
-            parts = [self._compression.compress(xp, key, i, p) for i, p in enumerate(parts)]
-        total = xp.array(parts[0], copy=True)
-        for part in parts[1:]:
-            total += part
+        with backend.device_scope(home):  # every addition runs on the home device
+            parts = [backend.to_context(v._data, home) for v in values]
+            if self._compression is not None and len(parts) > 1:
+                parts = [self._compression.compress(xp, key, i, p) for i, p in enumerate(parts)]
+            total = xp.array(parts[0], copy=True)
+            for part in parts[1:]:
+                total += part
         return NDArray(total, home)
 
     def reduce_flat(self, flats: list) -> None:
@@ -99,19 +112,23 @@ class KVStore:
         not touched (Module reduces this way only when the optimizer runs outside the store).
         """
         first = flats[0]
+        reducer = self._nccl_reducer([flat.ctx for flat in flats])
+        if reducer is not None:
+            reducer.allreduce([flat.grad for flat in flats])
+            return
         home = cpu() if self._type == "local" else first.ctx
         xp = backend.xp_for(home)
         key = (str(home), first.grad.shape, first.grad.dtype.str)
         sums = self.__dict__.setdefault("_flat_sums", {})
         total = sums.get(key)
-        if total is None:
-            with backend.device_scope(home):
+        with backend.device_scope(home):
+            if total is None:
                 total = sums[key] = xp.empty(first.grad.shape, dtype=first.grad.dtype)
-        total[...] = backend.to_context(first.grad, home)
-        for flat in flats[1:]:
-            total += backend.to_context(flat.grad, home)
+            backend.copy_into(total, first.grad)
+            for flat in flats[1:]:
+                total += backend.to_context(flat.grad, home)
         for flat in flats:
-            flat.grad[...] = backend.to_context(total, flat.ctx)
+            backend.copy_into(flat.grad, total)
 
     def pushpull_flat(self, names: list, flats: list) -> None:
         """`pushpull(name, grads, out=weights)` for every parameter of `FlatParams` buffers laid
@@ -125,16 +142,21 @@ class KVStore:
         home = cpu() if self._type == "local" else first.ctx
         store = self._flat_store(names, first, home)
         total = store.grad
-        total[...] = backend.to_context(first.grad, home)
-        for flat in flats[1:]:
-            total += backend.to_context(flat.grad, home)
-        if self._updater is not None:
-            self._updater.update_flat(names, store, [store.grads[n] for n in names],
-                                      [store.weights[n] for n in names])
-        else:
-            store.weight[...] = total
+        reducer = self._nccl_reducer([flat.ctx for flat in flats])
+        if reducer is not None:  # every device's gradient becomes the sum, on the GPUs
+            reducer.allreduce([flat.grad for flat in flats])
+        with backend.device_scope(home):
+            backend.copy_into(total, first.grad)
+            if reducer is None:
+                for flat in flats[1:]:
+                    total += backend.to_context(flat.grad, home)
+            if self._updater is not None:
+                self._updater.update_flat(names, store, [store.grads[n] for n in names],
+                                          [store.weights[n] for n in names])
+            else:
+                store.weight[...] = total
         for flat in flats:
-            flat.weight[...] = backend.to_context(store.weight, flat.ctx)
+            backend.copy_into(flat.weight, store.weight)
 
     def _flat_store(self, names: list, like, home):
         from ..executor.executor import FlatParams  # a layout type only; no executor runs here
@@ -149,7 +171,7 @@ class KVStore:
         for name in names:
             view = store.weights[name]
             if self._stored(name) is not view:
-                view._data[...] = backend.to_context(self._store[name]._data, home)
+                backend.copy_into(view._data, self._store[name]._data)
                 self._store[name] = view
         return store
 
@@ -158,10 +180,11 @@ class KVStore:
         for k, vals in zip(keys, values):
             merged = self._reduce(k, vals)
             stored = self._store[k]
-            if self._updater is not None:
-                self._updater(k, merged, stored)
-            else:
-                stored._data[...] = merged._data
+            with backend.device_scope(stored.context):
+                if self._updater is not None:
+                    self._updater(k, merged, stored)
+                else:
+                    stored._data[...] = merged._data
 
     def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
         if out is None:
@@ -173,7 +196,7 @@ class KVStore:
                 if target.shape != stored.shape:
                     raise MXNetError("pull of key %r: out has shape %s, stored value %s"
                                      % (k, target.shape, stored.shape))
-                target._data[...] = backend.to_context(stored._data, target.context)
+                backend.copy_into(target._data, stored._data)
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
         self.push(key, value, priority)
@@ -218,14 +241,19 @@ class KVStore:
 
 
 def create(name: str = "local") -> KVStore:
-    """A KVStore of type `name`: 'local' or 'device' (dist_* need the `dist` extra)."""
+    """A KVStore of type `name`: 'local', 'device' or 'nccl' (dist_* need the `dist` extra).
+
+    'nccl' sums gradients of several GPUs with NCCL when CuPy's NCCL bindings load and
+    behaves as 'device' otherwise (CPU contexts, mixed contexts, no NCCL)."""
     if not isinstance(name, str):
         raise TypeError("name must be a string")
     kind = name.lower()
     if kind in ("local", "local_update_cpu", "local_allreduce_cpu"):
         return KVStore("local")
-    if kind in ("device", "local_allreduce_device", "nccl"):
+    if kind in ("device", "local_allreduce_device"):
         return KVStore("device")
+    if kind == "nccl":
+        return KVStore("nccl")
     if kind.startswith("dist"):
         from .dist import create_dist
         return create_dist(kind)

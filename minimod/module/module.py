@@ -19,6 +19,7 @@ import logging
 import os
 import warnings
 
+from .. import backend
 from .. import context as ctx
 from .. import ndarray as nd
 from .. import optimizer as opt
@@ -428,7 +429,8 @@ class Module(BaseModule):
                 kv.reduce_flat([entry[0] for entry in per_buffer])
         for device_entries in plan:
             for flat, keys, grads, weights in device_entries:
-                self._updater.update_flat(keys, flat, grads, weights)
+                with backend.device_scope(flat.ctx):  # the update runs on the buffer's device
+                    self._updater.update_flat(keys, flat, grads, weights)
         return True
 
     def _flat_update_plan(self):

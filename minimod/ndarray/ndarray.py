@@ -125,7 +125,8 @@ def as_backend_operand(value, ctx: Context, dtype: type | None = None):
         with device_scope(ctx):
             data = backend.xp_for(ctx).asarray(np.asarray(value))
     if dtype is not None and data.dtype != dtype:
-        data = data.astype(dtype)
+        with device_scope(ctx):  # the cast runs on ctx's GPU, where the data now lives
+            data = data.astype(dtype)
     return data
 
 
@@ -209,12 +210,16 @@ def binary_op(name: str, lhs, rhs, out: NDArray | None = None):
     return wrap(result, ref._ctx)
 
 
-def _index_to_backend(key, xp):
-    """An index with NDArrays replaced by integer backend arrays (advanced indexing)."""
+def _index_to_backend(key, xp, ctx: Context | None = None):
+    """An index with NDArrays replaced by integer backend arrays (advanced indexing) of the
+    indexed array's device (`ctx`): an index array from another device is copied over."""
     if isinstance(key, NDArray):
-        return key._data.astype(np.int64)
+        data = key._data
+        if ctx is not None and key._ctx != ctx:
+            data = backend.to_context(data, ctx)
+        return data.astype(np.int64)
     if isinstance(key, tuple):
-        return tuple(_index_to_backend(k, xp) for k in key)
+        return tuple(_index_to_backend(k, xp, ctx) for k in key)
     if isinstance(key, list):
         return xp.asarray(np.asarray(key, dtype=np.int64))
     return key
@@ -375,11 +380,13 @@ class NDArray:
     @property
     def T(self) -> NDArray:
         """A transposed copy (axes reversed)."""
-        return wrap(self._data.transpose().copy(), self._ctx)
+        with device_scope(self._ctx):
+            return wrap(self._data.transpose().copy(), self._ctx)
 
     # ------------------------------------------------------------------ conversion
     def asnumpy(self) -> np.ndarray:
-        """A NumPy copy of the values (a new array even on CPU, as MXNet)."""
+        """A NumPy copy of the values (a new array even on CPU, as MXNet). On a GPU this waits
+        for the work queued on the array's device, like MXNet's `asnumpy`."""
         return np.array(backend.asnumpy(self._data), copy=True)
 
     def asscalar(self):
@@ -405,7 +412,8 @@ class NDArray:
 
     def copyto(self, other: NDArray | Context) -> NDArray:
         """Copy into NDArray `other` (same shape; dtype is converted) or to a new array on a
-        Context. Returns the destination."""
+        Context. Returns the destination. Any pair of devices works: cpu <-> gpu is one host
+        transfer, gpu(i) -> gpu(j) a peer copy."""
         if isinstance(other, Context):
             return wrap(backend.to_context(self._data, other, copy=True), other)
         if not isinstance(other, NDArray):
@@ -416,7 +424,7 @@ class NDArray:
             raise ShapeError(f"copyto: source shape {self.shape} does not match destination "
                              f"shape {other.shape}")
         other._check_writable()
-        other._data[...] = as_backend_operand(self, other._ctx)
+        backend.copy_into(other._data, self._data)
         return other
 
     def as_in_context(self, context: Context) -> NDArray:
@@ -456,7 +464,7 @@ class NDArray:
         return wrap(self._data.reshape(target), self._ctx)
 
     def wait_to_read(self) -> None:
-        """Block until pending writes finish (immediate with NumPy)."""
+        """Block until the work queued on this array's GPU finishes (immediate with NumPy)."""
         if self._ctx.device_typeid == 2:
             backend.synchronize(self._ctx)
 
@@ -477,9 +485,9 @@ class NDArray:
         as_slices = _int_key_as_slices(key, data.shape)
         if as_slices is not None:
             return wrap(data[as_slices].reshape((1,)), self._ctx)
-        result = data[_index_to_backend(key, self._xp)]
-        if not _is_backend_array(result) or result.ndim == 0:
-            with device_scope(self._ctx):
+        with device_scope(self._ctx):
+            result = data[_index_to_backend(key, self._xp, self._ctx)]
+            if not _is_backend_array(result) or result.ndim == 0:
                 result = self._xp.asarray(result).reshape((1,))
         return wrap(result, self._ctx)
 
@@ -490,7 +498,8 @@ class NDArray:
         else:
             operand = as_backend_operand(value, self._ctx)
         try:
-            self._data[_index_to_backend(key, self._xp)] = operand
+            with device_scope(self._ctx):
+                self._data[_index_to_backend(key, self._xp, self._ctx)] = operand
         except ValueError as err:
             raise ShapeError(f"cannot assign a value of shape {tuple(operand.shape)} to index "
                              f"{key!r} of an array of "
@@ -538,20 +547,23 @@ class NDArray:
         return binary_op("power", other, self)
 
     def __neg__(self):
-        return wrap(-self._data, self._ctx)
+        with device_scope(self._ctx):
+            return wrap(-self._data, self._ctx)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return wrap(self._xp.abs(self._data), self._ctx)
+        with device_scope(self._ctx):
+            return wrap(self._xp.abs(self._data), self._ctx)
 
     def _inplace(self, name, other):
         self._check_writable()
         result = binary_op(name, self, other)
         if result.shape != self.shape:
             raise ShapeError(f"in-place {name} would change shape {self.shape} to {result.shape}")
-        self._data[...] = result._data
+        with device_scope(self._ctx):
+            self._data[...] = result._data
         return self
 
     def __iadd__(self, other):
@@ -726,5 +738,5 @@ def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: i
 
 
 def waitall() -> None:
-    """Block until all pending device work finishes."""
+    """Block until the work queued on every GPU finishes (immediate without GPUs)."""
     backend.synchronize()

@@ -91,8 +91,8 @@ def randint(low: int, high: int, shape: ShapeArg = None, dtype: Any = None,
 def shuffle(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
     """A copy of `data` with its rows (axis 0) in random order."""
     xp = data._xp
-    order = backend.rng(xp).permutation(data.shape[0])
-    with device_scope(data.context):
+    with device_scope(data.context):  # the generator of the array's own device
+        order = backend.rng(xp).permutation(data.shape[0])
         result = data._data[xp.asarray(order)]
     if out is not None:
         out[:] = wrap(result, data.context)

@@ -200,12 +200,15 @@ def add_n(*args: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
 def clip(data: NDArray, a_min: float, a_max: float, out: NDArray | None = None) -> NDArray:
     """Values limited to [a_min, a_max]."""
     dtype = data._data.dtype
-    lo, hi = np.array(a_min).astype(dtype), np.array(a_max).astype(dtype)
-    return _result(data._xp.clip(data._data, lo, hi), data, out)
+    # NumPy scalars (not 0-d arrays): CuPy takes them as kernel arguments
+    lo, hi = np.array(a_min).astype(dtype)[()], np.array(a_max).astype(dtype)[()]
+    with device_scope(data.context):
+        return _result(data._xp.clip(data._data, lo, hi), data, out)
 
 
 def cast(data: NDArray, dtype: Any, out: NDArray | None = None) -> NDArray:
-    return _result(data._data.astype(normalize_dtype(dtype)), data, out)
+    with device_scope(data.context):
+        return _result(data._data.astype(normalize_dtype(dtype)), data, out)
 
 
 # --------------------------------------------------------------------------- reductions
@@ -301,11 +304,12 @@ def topk(data: NDArray, axis: int = -1, k: int = 1, ret_typ: str = "indices",
          out: NDArray | None = None) -> NDArray | list[NDArray]:
     """The k largest (or smallest) entries along `axis`: indices, values or both."""
     xp, x = data._xp, data._data
-    order = xp.argsort(x if is_ascend else -x, axis=axis, kind="stable")
-    idx = xp.take(order, xp.arange(int(k)), axis=axis)
-    values = xp.take_along_axis(x, idx, axis=axis)
     ctx = data.context
-    indices = wrap(idx.astype(normalize_dtype(dtype)), ctx)
+    with device_scope(ctx):
+        order = xp.argsort(x if is_ascend else -x, axis=axis, kind="stable")
+        idx = xp.take(order, xp.arange(int(k)), axis=axis)
+        values = xp.take_along_axis(x, idx, axis=axis)
+        indices = wrap(idx.astype(normalize_dtype(dtype)), ctx)
     if ret_typ == "indices":
         return _result(indices._data, data, out)
     if ret_typ == "value":
@@ -313,25 +317,28 @@ def topk(data: NDArray, axis: int = -1, k: int = 1, ret_typ: str = "indices",
     if ret_typ == "both":
         return [wrap(values, ctx), indices]
     if ret_typ == "mask":
-        mask = xp.zeros_like(x)
-        xp.put_along_axis(mask, idx, 1, axis=axis)
+        with device_scope(ctx):
+            mask = xp.zeros_like(x)
+            xp.put_along_axis(mask, idx, 1, axis=axis)
         return _result(mask, data, out)
     raise MXNetError(f"topk: unknown ret_typ {ret_typ!r}")
 
 
 def sort(data: NDArray, axis: int = -1, is_ascend: bool = True,
          out: NDArray | None = None) -> NDArray:
-    result = data._xp.sort(data._data, axis=axis)
-    if not is_ascend:
-        result = data._xp.flip(result, axis=axis)
-    return _result(result.copy(), data, out)
+    with device_scope(data.context):
+        result = data._xp.sort(data._data, axis=axis)
+        if not is_ascend:
+            result = data._xp.flip(result, axis=axis)
+        return _result(result.copy(), data, out)
 
 
 def argsort(data: NDArray, axis: int = -1, is_ascend: bool = True, dtype: Any = np.float32,
             out: NDArray | None = None) -> NDArray:
     x = data._data
-    result = data._xp.argsort(x if is_ascend else -x, axis=axis, kind="stable")
-    return _result(result.astype(normalize_dtype(dtype)), data, out)
+    with device_scope(data.context):
+        result = data._xp.argsort(x if is_ascend else -x, axis=axis, kind="stable")
+        return _result(result.astype(normalize_dtype(dtype)), data, out)
 
 
 # --------------------------------------------------------------------------- indexing
@@ -355,12 +362,13 @@ def pick(data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False,
     """data[..., index[...], ...]: one entry along `axis` per position of `index`."""
     xp, x = data._xp, data._data
     axis = int(axis) % x.ndim
-    idx = _indices(index, x.shape[axis], mode, xp)
-    idx = xp.expand_dims(idx.reshape(x.shape[:axis] + x.shape[axis + 1:]), axis)
-    result = xp.take_along_axis(x, idx, axis=axis)
-    if not keepdims:
-        result = result.squeeze(axis)
-    return _result(_at_least_1d(result), data, out)
+    with device_scope(data.context):
+        idx = _indices(index.as_in_context(data.context), x.shape[axis], mode, xp)
+        idx = xp.expand_dims(idx.reshape(x.shape[:axis] + x.shape[axis + 1:]), axis)
+        result = xp.take_along_axis(x, idx, axis=axis)
+        if not keepdims:
+            result = result.squeeze(axis)
+        return _result(_at_least_1d(result), data, out)
 
 
 def take(a: NDArray, indices: NDArray, axis: int = 0, mode: str = "clip",
@@ -368,8 +376,9 @@ def take(a: NDArray, indices: NDArray, axis: int = 0, mode: str = "clip",
     """Entries of `a` along `axis` at `indices` (result shape: indices.shape spliced in)."""
     xp = a._xp
     axis = int(axis) % a.ndim
-    idx = _indices(indices, a.shape[axis], mode, xp)
-    return _result(xp.take(a._data, idx, axis=axis), a, out)
+    with device_scope(a.context):
+        idx = _indices(indices.as_in_context(a.context), a.shape[axis], mode, xp)
+        return _result(xp.take(a._data, idx, axis=axis), a, out)
 
 
 def one_hot(indices: NDArray, depth: int, on_value: float = 1.0, off_value: float = 0.0,
@@ -378,11 +387,13 @@ def one_hot(indices: NDArray, depth: int, on_value: float = 1.0, off_value: floa
     all `off_value`."""
     xp = indices._xp
     kind = normalize_dtype(dtype)
-    idx = indices._data.astype(np.int64)
     with device_scope(indices.context):
+        idx = indices._data.astype(np.int64)
         hot = idx[..., None] == xp.arange(int(depth))
-        result = xp.where(hot, np.array(on_value).astype(kind), np.array(off_value).astype(kind))
-    return _result(result.astype(kind, copy=False), indices, out)
+        # NumPy scalars (not 0-d arrays): CuPy takes them as kernel arguments
+        result = xp.where(hot, np.array(on_value).astype(kind)[()],
+                          np.array(off_value).astype(kind)[()])
+        return _result(result.astype(kind, copy=False), indices, out)
 
 
 def where(condition: NDArray, x: NDArray, y: NDArray, out: NDArray | None = None) -> NDArray:
@@ -394,16 +405,19 @@ def where(condition: NDArray, x: NDArray, y: NDArray, out: NDArray | None = None
             raise ShapeError(f"where: condition shape {tuple(cond.shape)} must be {x.shape} "
                              f"or ({x.shape[0]},)")
         cond = cond.reshape((-1,) + (1,) * (x.ndim - 1))
-    return _result(xp.where(cond, x._data, as_backend_operand(y, x.context)), x, out)
+    with device_scope(x.context):
+        return _result(xp.where(cond, x._data, as_backend_operand(y, x.context)), x, out)
 
 
 def fill_element_0index(lhs: NDArray, mhs: NDArray, rhs: NDArray,
                         out: NDArray | None = None) -> NDArray:
     """A copy of `lhs` with lhs[i, rhs[i]] = mhs[i]."""
-    result = lhs._data.copy()
-    rows = lhs._xp.arange(lhs.shape[0])
-    result[rows, rhs._data.astype(np.int64)] = mhs._data
-    return _result(result, lhs, out)
+    with device_scope(lhs.context):
+        result = lhs._data.copy()
+        rows = lhs._xp.arange(lhs.shape[0])
+        result[rows, as_backend_operand(rhs, lhs.context).astype(np.int64)] = \
+            as_backend_operand(mhs, lhs.context)
+        return _result(result, lhs, out)
 
 
 # --------------------------------------------------------------------------- joining, splitting
@@ -445,36 +459,41 @@ def stack(*data: NDArray, axis: int = 0, out: NDArray | None = None, **_ignored)
 def split(data: NDArray, num_outputs: int, axis: int = 1,
           squeeze_axis: bool = False) -> NDArray | list[NDArray]:
     """`num_outputs` equal parts along `axis` (a single NDArray when num_outputs is 1)."""
-    if data.shape[axis] % num_outputs:
-        raise ShapeError(f"split: dim {axis} of shape {data.shape} is not divisible by "
-                         f"num_outputs={num_outputs}")
-    parts = data._xp.split(data._data, num_outputs, axis=axis)
-    if squeeze_axis:
-        parts = [p.squeeze(axis) for p in parts]
-    outs = [wrap(p.copy(), data.context) for p in parts]
-    return outs[0] if num_outputs == 1 else outs
+    with device_scope(data.context):
+        if data.shape[axis] % num_outputs:
+            raise ShapeError(f"split: dim {axis} of shape {data.shape} is not divisible by "
+                             f"num_outputs={num_outputs}")
+        parts = data._xp.split(data._data, num_outputs, axis=axis)
+        if squeeze_axis:
+            parts = [p.squeeze(axis) for p in parts]
+        outs = [wrap(p.copy(), data.context) for p in parts]
+        return outs[0] if num_outputs == 1 else outs
 
 
 def slice_axis(data: NDArray, axis: int, begin: int, end: int | None,
                out: NDArray | None = None) -> NDArray:
     """A copy of data[begin:end] along `axis` (negative begin/end count from the end)."""
-    axis = int(axis) % data.ndim
-    key = (slice(None),) * axis + (slice(begin, end),)
-    return _result(data._data[key].copy(), data, out)
+    with device_scope(data.context):
+        axis = int(axis) % data.ndim
+        key = (slice(None),) * axis + (slice(begin, end),)
+        return _result(data._data[key].copy(), data, out)
 
 
 def tile(data: NDArray, reps: Sequence[int], out: NDArray | None = None) -> NDArray:
-    return _result(data._xp.tile(data._data, tuple(reps)), data, out)
+    with device_scope(data.context):
+        return _result(data._xp.tile(data._data, tuple(reps)), data, out)
 
 
 def repeat(data: NDArray, repeats: int, axis: int | None = None,
            out: NDArray | None = None) -> NDArray:
-    return _result(data._xp.repeat(data._data, int(repeats), axis=axis), data, out)
+    with device_scope(data.context):
+        return _result(data._xp.repeat(data._data, int(repeats), axis=axis), data, out)
 
 
 def flip(data: NDArray, axis: int | Sequence[int],
          out: NDArray | None = None) -> NDArray:
-    return _result(data._xp.flip(data._data, axis=axis).copy(), data, out)
+    with device_scope(data.context):
+        return _result(data._xp.flip(data._data, axis=axis).copy(), data, out)
 
 
 # --------------------------------------------------------------------------- products
@@ -514,29 +533,32 @@ def batch_dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b
 def softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
             out: NDArray | None = None, **_ignored) -> NDArray:
     """exp(x / T) normalised to sum 1 along `axis`."""
-    xp, x = data._xp, data._data
-    scaled = x / temperature if temperature else x
-    shifted = scaled - xp.max(scaled, axis=axis, keepdims=True)
-    e = xp.exp(shifted)
-    result = e / xp.sum(e, axis=axis, keepdims=True)
-    return _result(result.astype(x.dtype, copy=False), data, out)
+    with device_scope(data.context):
+        xp, x = data._xp, data._data
+        scaled = x / temperature if temperature else x
+        shifted = scaled - xp.max(scaled, axis=axis, keepdims=True)
+        e = xp.exp(shifted)
+        result = e / xp.sum(e, axis=axis, keepdims=True)
+        return _result(result.astype(x.dtype, copy=False), data, out)
 
 
 def log_softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
                 out: NDArray | None = None, **_ignored) -> NDArray:
     """log(softmax(x / T)) along `axis`, computed stably."""
-    xp, x = data._xp, data._data
-    scaled = x / temperature if temperature else x
-    shifted = scaled - xp.max(scaled, axis=axis, keepdims=True)
-    result = shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
-    return _result(result.astype(x.dtype, copy=False), data, out)
+    with device_scope(data.context):
+        xp, x = data._xp, data._data
+        scaled = x / temperature if temperature else x
+        shifted = scaled - xp.max(scaled, axis=axis, keepdims=True)
+        result = shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+        return _result(result.astype(x.dtype, copy=False), data, out)
 
 
 def smooth_l1(data: NDArray, scalar: float = 1.0, out: NDArray | None = None) -> NDArray:
-    xp, x = data._xp, data._data
-    s2 = scalar * scalar
-    result = xp.where(xp.abs(x) < 1.0 / s2, 0.5 * s2 * x * x, xp.abs(x) - 0.5 / s2)
-    return _result(result.astype(x.dtype, copy=False), data, out)
+    with device_scope(data.context):
+        xp, x = data._xp, data._data
+        s2 = scalar * scalar
+        result = xp.where(xp.abs(x) < 1.0 / s2, 0.5 * s2 * x * x, xp.abs(x) - 0.5 / s2)
+        return _result(result.astype(x.dtype, copy=False), data, out)
 
 
 # --------------------------------------------------------------------------- shapes
@@ -544,54 +566,63 @@ def smooth_l1(data: NDArray, scalar: float = 1.0, out: NDArray | None = None) ->
 def transpose(data: NDArray, axes: Sequence[int] | None = None,
               out: NDArray | None = None) -> NDArray:
     """A copy with axes permuted (reversed by default or for axes=())."""
-    axes = tuple(axes) if axes else None
-    return _result(data._data.transpose(axes).copy(), data, out)
+    with device_scope(data.context):
+        axes = tuple(axes) if axes else None
+        return _result(data._data.transpose(axes).copy(), data, out)
 
 
 def swapaxes(data: NDArray, dim1: int = 0, dim2: int = 0,
              out: NDArray | None = None) -> NDArray:
-    return _result(data._xp.swapaxes(data._data, dim1, dim2).copy(), data, out)
+    with device_scope(data.context):
+        return _result(data._xp.swapaxes(data._data, dim1, dim2).copy(), data, out)
 
 
 def expand_dims(data: NDArray, axis: int, out: NDArray | None = None) -> NDArray:
-    return _result(data._xp.expand_dims(data._data, int(axis)).copy(), data, out)
+    with device_scope(data.context):
+        return _result(data._xp.expand_dims(data._data, int(axis)).copy(), data, out)
 
 
 def squeeze(data: NDArray, axis: int | Sequence[int] | None = None,
             out: NDArray | None = None) -> NDArray:
-    axis = tuple(axis) if isinstance(axis, (list, tuple)) else axis
-    return _result(_at_least_1d(data._data.squeeze(axis)).copy(), data, out)
+    with device_scope(data.context):
+        axis = tuple(axis) if isinstance(axis, (list, tuple)) else axis
+        return _result(_at_least_1d(data._data.squeeze(axis)).copy(), data, out)
 
 
 def flatten(data: NDArray, out: NDArray | None = None) -> NDArray:
     """A copy of shape (dim0, product of the other dims)."""
-    n = data.shape[0] if data.ndim else 1
-    return _result(data._data.reshape((n, -1)).copy(), data, out)
+    with device_scope(data.context):
+        n = data.shape[0] if data.ndim else 1
+        return _result(data._data.reshape((n, -1)).copy(), data, out)
 
 
 def reshape(data: NDArray, shape: Sequence[int], reverse: bool = False,
             out: NDArray | None = None, **_ignored) -> NDArray:
     """A copy with a new shape (MXNet's 0/-1/-2/-3/-4 codes allowed)."""
-    result = data.reshape(shape=shape, reverse=reverse)._data.copy()
-    return _result(result, data, out)
+    with device_scope(data.context):
+        result = data.reshape(shape=shape, reverse=reverse)._data.copy()
+        return _result(result, data, out)
 
 
 def broadcast_to(data: NDArray, shape: Sequence[int], out: NDArray | None = None) -> NDArray:
     """A copy broadcast to `shape`; a 0 in `shape` keeps that input dim."""
-    target = tuple(d if t == 0 else t for t, d in zip(shape, data.shape))
-    try:
-        result = data._xp.broadcast_to(data._data, target).copy()
-    except ValueError as err:
-        raise ShapeError(f"broadcast_to: cannot broadcast {data.shape} to {target}") from err
-    return _result(result, data, out)
+    with device_scope(data.context):
+        target = tuple(d if t == 0 else t for t, d in zip(shape, data.shape))
+        try:
+            result = data._xp.broadcast_to(data._data, target).copy()
+        except ValueError as err:
+            raise ShapeError(f"broadcast_to: cannot broadcast {data.shape} to {target}") from err
+        return _result(result, data, out)
 
 
 def zeros_like(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
-    return _result(data._xp.zeros_like(data._data), data, out)
+    with device_scope(data.context):
+        return _result(data._xp.zeros_like(data._data), data, out)
 
 
 def ones_like(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
-    return _result(data._xp.ones_like(data._data), data, out)
+    with device_scope(data.context):
+        return _result(data._xp.ones_like(data._data), data, out)
 
 
 def _method_broadcast_to(data: NDArray, shape: Sequence[int]) -> NDArray:

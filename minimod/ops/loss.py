@@ -191,6 +191,11 @@ class SoftmaxOutput(_ScratchMixin, Op):
         if p.ndim == 2 and not a.use_ignore and a.normalization != "valid" \
                 and self._index_grad_rows(xp, label, gv):
             return
+        if xp.__name__ != "numpy":
+            # boolean-mask indexing below would wait for the GPU to count the hits: the
+            # one-hot form computes the same numbers without leaving the device
+            xp.copyto(gv, self._index_grad(xp, out, label).reshape(gv.shape))
+            return
         if self.mode == "flat":
             lab = label.reshape(-1)[:p.shape[0]]
         elif self.mode == "preserve":
@@ -233,12 +238,22 @@ class SoftmaxOutput(_ScratchMixin, Op):
         lab = label.reshape(-1)[:rows] if self.mode == "flat" else label.reshape(-1)
         flat = self._scratch(xp, "label_at", (rows,), "int64")
         xp.copyto(flat, lab, casting="unsafe")  # truncation toward zero, like astype
-        if rows:
+        if xp.__name__ != "numpy":
+            # no range check on the host (int() of a device value would stall the GPU every
+            # step): out-of-range labels subtract nothing, as the general path does, through a
+            # 0/1 mask at a clipped index (one index per row, so no two writes collide)
+            hit = ((flat >= 0) & (flat < classes)).astype(gv.dtype)
+            xp.clip(flat, 0, classes - 1, out=flat)
+            flat += _row_starts(xp, rows, classes)
+            gv_flat = gv.reshape(-1)
+            gv_flat[flat] -= hit
+        elif rows:
             bound = self._scratch(xp, "label_bound", (), "int64")
             if int(xp.min(flat, out=bound)) < 0 or int(xp.max(flat, out=bound)) >= classes:
                 return False
-        flat += _row_starts(xp, rows, classes)
-        xp.subtract.at(gv.reshape(-1), flat, _const(xp, 1, gv.dtype))
+        if xp.__name__ == "numpy":
+            flat += _row_starts(xp, rows, classes)
+            xp.subtract.at(gv.reshape(-1), flat, _const(xp, 1, gv.dtype))
         scale = a.grad_scale
         if self.mode != "preserve":
             scale /= label.size // rows

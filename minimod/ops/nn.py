@@ -1420,6 +1420,9 @@ class Embedding(_ScratchMixin, Op):
     def _indices(self, xp, data):
         """data as int64 row numbers clipped to the table, in a reused scratch array."""
         idx = self._scratch(xp, "idx", data.shape, "int64")
+        if xp.__name__ != "numpy":  # CuPy's clip takes no casting: clip, then cast
+            xp.copyto(idx, xp.clip(data, 0, self.attrs.input_dim - 1), casting="unsafe")
+            return idx
         xp.clip(data, _const(xp, 0, data.dtype), _const(xp, self.attrs.input_dim - 1, data.dtype),
                 out=idx, casting="unsafe")
         return idx
@@ -1427,7 +1430,9 @@ class Embedding(_ScratchMixin, Op):
     def forward(self, xp, inputs, aux, out, is_train):
         y = out[0]
         rows = self._indices(xp, inputs[0]).reshape(-1)
-        if y.flags.c_contiguous:
+        if y.flags.c_contiguous and xp.__name__ != "numpy":  # rows are clipped already
+            xp.take(inputs[1], rows, axis=0, out=y.reshape(rows.shape[0], -1))
+        elif y.flags.c_contiguous:
             xp.take(inputs[1], rows, axis=0, out=y.reshape(rows.shape[0], -1), mode="clip")
         else:
             y[...] = inputs[1][rows].reshape(y.shape)

@@ -200,7 +200,9 @@ class NanprodOp(_Reduce):
     def grad(self, xp, dy, x, y, dx):
         nan = xp.isnan(x)
         _product_grad(xp, dy, xp.where(nan, 1, x), self._axes(x.shape), dx)
-        dx[nan] = 0
+        # a masked copy, not dx[nan] = 0: CuPy's boolean-mask assignment counts the hits on the
+        # host, a GPU round trip
+        xp.copyto(dx, 0, where=nan)
 
 
 @register
@@ -699,6 +701,8 @@ def _fix_indices(xp, indices, size: int, mode: str):
     elif mode == "wrap":
         xp.mod(idx, size, out=idx)
     elif bool(((idx < 0) | (idx >= size)).any()):
+        # mode='raise' must raise before the op returns, so it reads the check on the host: the
+        # one deliberate GPU round trip among the ops ('clip', the default, and 'wrap' have none)
         raise MXNetError("take: indices out of bounds for an axis of size %d (mode='raise')"
                          % size)
     return idx

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import math
 
+from .. import backend
+
 _SCRATCH_CACHE: dict = {}
 _ARANGE_CACHE: dict = {}
 
 
 def _arange(xp, n: int, dtype="int64"):
-    """A shared, read-only arange(n) (index arithmetic without a fresh array)."""
-    key = (xp.__name__, n, xp.dtype(dtype))
+    """A shared, read-only arange(n) (index arithmetic without a fresh array). Under CuPy one
+    per GPU: a kernel may only read arrays of the device it runs on."""
+    key = (xp.__name__, backend.current_device(xp), n, xp.dtype(dtype))
     arr = _ARANGE_CACHE.get(key)
     if arr is None:
         if len(_ARANGE_CACHE) > 64:
@@ -67,8 +70,8 @@ _ROW_STARTS: dict = {}
 
 def _row_starts(xp, rows: int, width: int):
     """A shared, read-only int64 array [0, width, 2 * width, ...] of `rows` entries: the flat
-    offsets of the rows of a (rows, width) array."""
-    key = (xp.__name__, rows, width)
+    offsets of the rows of a (rows, width) array (one per GPU under CuPy, like `_arange`)."""
+    key = (xp.__name__, backend.current_device(xp), rows, width)
     arr = _ROW_STARTS.get(key)
     if arr is None:
         if len(_ROW_STARTS) > 64:

@@ -1118,7 +1118,7 @@ class SequenceMask(_SequenceOp):
         x_tm = self._time_major(x)
         mask = self._mask(xp, inputs, x_tm)
         xp.copyto(self._time_major(out[0]),
-                  xp.where(mask, x_tm, xp.asarray(self.attrs.value, dtype=x.dtype)))
+                  xp.where(mask, x_tm, x.dtype.type(self.attrs.value)))  # no host transfer
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         g = in_grads[0]

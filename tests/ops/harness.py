@@ -7,20 +7,34 @@ From it `check_case` proves three things:
 2. forward equals the reference;
 3. backward equals a float64 central-difference gradient of sum(head * output) (or, for loss
    heads whose backward ignores the head gradient, the case's `grad_ref`).
+
+`check_case(case, ctx)` with a GPU context runs the case on that device instead: the inputs are
+moved there (`backend.to_context`), forward and backward run through `backend.xp_for(ctx)`
+(CuPy), and the results, brought back to the host, must equal the reference (forward) and the
+host's float64 backward (or `grad_ref`) within the float32 tolerance of the GPU table
+(`GPU_TOLERANCES` in tests/conftest.py). Random ops draw their numbers from the host generator
+there (moved to the device), so the device run sees the very draws of the reference.
+`check_case_on` is that device check for any context; on cpu(0) it checks the harness itself.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Callable, Optional, Sequence
+from unittest import mock
 
 import numpy as np
 
 from minimod import backend
 from minimod.ops.registry import create_op
+from tests.conftest import GPU_TOLERANCES
 
 TOLERANCES = {
     "forward": dict(rtol=1e-5, atol=1e-6),
     "grad": dict(rtol=1e-4, atol=1e-5),
+    # a case run on another device, compared on the host
+    "device": dict(rtol=GPU_TOLERANCES["op_vs_float64_cpu"],
+                   atol=GPU_TOLERANCES["op_vs_float64_cpu"]),
 }
 
 
@@ -91,7 +105,11 @@ def numeric_grad(op, inputs, heads, index, is_train, eps):
     return grad
 
 
-def check_case(case: Case):
+def check_case(case: Case, ctx=None):
+    """Check `case` on the host, or on `ctx` when it is a GPU context (see the module doc)."""
+    if ctx is not None and ctx.device_typeid == 2:
+        check_case_on(case, ctx)
+        return
     op = create_op(case.op, case.attrs)
     inputs = [np.asarray(a) for a in case.inputs]
     expected = [np.asarray(r) for r in case.reference(*inputs)]
@@ -136,3 +154,97 @@ def check_case(case: Case):
         np.testing.assert_allclose(in_grads[i], want,
                                    err_msg="%s grad of input %d (%s)"
                                    % (case, i, op._in_name(i)), **TOLERANCES["grad"])
+
+
+# ------------------------------------------------------------------ running on a device
+
+@contextlib.contextmanager
+def _host_draws(ctx):
+    """Within the block, the ops' generator for `ctx`'s array module draws with the host's
+    (seeded) generator and moves the numbers to the device: the device run of a random op then
+    sees the draws its NumPy reference made."""
+    real = backend.rng
+    xp_dev = backend.xp_for(ctx)
+    if xp_dev is np:
+        yield
+        return
+
+    class _HostDraws:
+        def __getattr__(self, name):
+            method = getattr(real(np), name)
+
+            def draw(*args, **kwargs):
+                value = method(*args, **kwargs)
+                if isinstance(value, np.ndarray):
+                    return backend.to_context(value, ctx)
+                return value
+            return draw
+
+    proxy = _HostDraws()
+    with mock.patch.object(backend, "rng", lambda xp: proxy if xp is xp_dev else real(xp)):
+        yield
+
+
+def run_on(ctx, op, inputs, is_train=True, heads=None, wrt=()):
+    """Forward (and, given head gradients, backward) of `op` on `ctx`'s device.
+
+    Returns (outputs, input gradients) as host arrays; a gradient not in `wrt` is None.
+    """
+    xp = backend.xp_for(ctx)
+    n_args = len(op.arguments())
+    _, out_shapes = infer(op, [a.shape for a in inputs])
+    _, out_types = op.infer_type([a.dtype for a in inputs], [None] * op.num_outputs())
+    with backend.device_scope(ctx), _host_draws(ctx):
+        dev = [backend.to_context(np.array(a), ctx, copy=True) for a in inputs]
+        args, aux = dev[:n_args], dev[n_args:]
+        outs = [xp.full(s, np.nan if np.dtype(t).kind == "f" else 0, dtype=t)
+                for s, t in zip(out_shapes, out_types)]
+        backend.seed(0)
+        op.forward(xp, args, aux, outs, is_train)
+        grads = None
+        if heads is not None:
+            in_grads = [xp.full(a.shape, np.nan, a.dtype) if i in wrt else None
+                        for i, a in enumerate(args)]
+            nvis = op.num_visible_outputs()
+            out_grads = [backend.to_context(np.asarray(heads[i], dtype=outs[i].dtype), ctx)
+                         if (i < nvis and op.needs_out_grad) else None
+                         for i in range(len(outs))]
+            op.backward(xp, out_grads, list(args), list(outs), in_grads, list(aux))
+            grads = [None if g is None else backend.asnumpy(g) for g in in_grads]
+        outs = [backend.asnumpy(o) for o in outs]
+    return outs, grads
+
+
+def check_case_on(case: Case, ctx):
+    """`case` run on `ctx`: forward against the reference, backward (float64) against the
+    host's backward or `grad_ref`, both within TOLERANCES['device']."""
+    op = create_op(case.op, case.attrs)
+    inputs = [np.asarray(a) for a in case.inputs]
+    expected = [np.asarray(r) for r in case.reference(*inputs)]
+    nvis = op.num_visible_outputs()
+    tol = TOLERANCES["device"]
+
+    outs, _ = run_on(ctx, op, inputs, case.is_train)
+    for i, (got, want) in enumerate(zip(outs[:nvis], expected)):
+        assert got.shape == want.shape, "%s output %d on %s: shape %s, reference %s" % (
+            case, i, ctx, got.shape, want.shape)
+        np.testing.assert_allclose(got, want, err_msg="%s output %d on %s" % (case, i, ctx),
+                                   **tol)
+    if not case.check_grad:
+        return
+    n_args = len(op.arguments())
+    wrt = list(range(n_args)) if case.grad_wrt is None else list(case.grad_wrt)
+    inputs64 = [np.array(a, dtype=np.float64) if a.dtype.kind == "f" else a for a in inputs]
+    host_op = create_op(case.op, case.attrs)
+    args, aux, host_outs = run_forward(host_op, inputs64, case.is_train)
+    rng = np.random.RandomState(7)
+    heads = [rng.uniform(-1, 1, o.shape) for o in host_outs]
+    if case.grad_ref is not None:
+        want_grads = [np.asarray(g) for g in case.grad_ref(*inputs64)]
+    else:
+        want_grads = run_backward(host_op, args, aux, host_outs, heads, wrt)
+    _, got_grads = run_on(ctx, op, inputs64, case.is_train, heads, wrt)
+    for i in wrt:
+        np.testing.assert_allclose(got_grads[i], want_grads[i],
+                                   err_msg="%s grad of input %d (%s) on %s"
+                                   % (case, i, op._in_name(i), ctx), **tol)

@@ -290,9 +290,9 @@ ALL_CASES = (same_shape_cases() + broadcast_cases() + scalar_cases() + unary_cas
 
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=str)
-def test_case(case):
+def test_case(case, ctx):
     with np.errstate(all="ignore"):
-        check_case(case)
+        check_case(case, ctx)
 
 
 # ============================================================================ contract checks

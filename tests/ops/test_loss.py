@@ -158,8 +158,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_op(case):
-    check_case(case)
+def test_op(case, ctx):
+    check_case(case, ctx)
 
 
 GOLDEN = np.load(os.path.join(DATA_DIR, "loss_golden.npz"))

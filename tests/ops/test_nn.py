@@ -452,8 +452,8 @@ CASES = _cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_case(case):
-    check_case(case)
+def test_case(case, ctx):
+    check_case(case, ctx)
 
 
 CONV_CASES = [c for c in CASES if c.op == "Convolution"]
@@ -461,10 +461,10 @@ CONV_CASES = [c for c in CASES if c.op == "Convolution"]
 
 @pytest.mark.parametrize("case", CONV_CASES, ids=str)
 @pytest.mark.parametrize("min_width", [1, 10 ** 9], ids=["channels_batch", "batch_last"])
-def test_convolution_case_in_each_work_layout(case, min_width, monkeypatch):
+def test_convolution_case_in_each_work_layout(case, min_width, monkeypatch, ctx):
     """Convolution picks its work layout by output width; both must give the same results."""
     monkeypatch.setattr(nn, "_CN_MIN_WIDTH", min_width)
-    check_case(case)
+    check_case(case, ctx)
 
 
 # ----------------------------------------------------------------------------- MXNet golden

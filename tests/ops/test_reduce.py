@@ -182,8 +182,8 @@ ALL_CASES = reduce_cases() + arg_cases() + product_cases() + index_cases()
 
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=str)
-def test_case(case):
-    check_case(case)
+def test_case(case, ctx):
+    check_case(case, ctx)
 
 
 @pytest.mark.parametrize("case", [c for c in ALL_CASES if c.check_grad], ids=str)

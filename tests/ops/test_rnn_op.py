@@ -104,8 +104,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_op_case(case):
-    check_case(case)
+def test_op_case(case, ctx):
+    check_case(case, ctx)
 
 
 def test_parameter_size_formula_matches_mxnet():

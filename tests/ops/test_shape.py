@@ -185,8 +185,8 @@ CASES = [reshape_case(*row) for row in RESHAPE_CODES] + [
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_op(case):
-    check_case(case)
+def test_op(case, ctx):
+    check_case(case, ctx)
 
 
 def test_mxnet_sequence_values():

@@ -1,0 +1,70 @@
+"""benchmarks/bench_gpu.py without a GPU: one line and exit code 2, torch never imported; its
+table and RESULTS.md append on made-up records (no benchmark runs here)."""
+import importlib.util
+import os
+import subprocess
+import sys
+from unittest import mock
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(__file__), "..", "benchmarks")
+SCRIPT = os.path.join(BENCH, "bench_gpu.py")
+
+_PROBE = """
+import runpy, sys
+sys.argv = [{script!r}]
+sys.path.insert(0, {bench!r})
+try:
+    runpy.run_path({script!r}, run_name="__main__")
+    code = 0
+except SystemExit as exit:
+    code = exit.code
+print("torch imported:", "torch" in sys.modules)
+sys.exit(code)
+"""
+
+
+def test_without_a_gpu_it_says_so_in_one_line_and_exits_2():
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # no GPU, even on a GPU machine
+    proc = subprocess.run([sys.executable, "-c", _PROBE.format(script=SCRIPT, bench=BENCH)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("bench_gpu:")]
+    assert len(lines) == 1 and "no usable GPU" in lines[0], proc.stderr
+    assert proc.stdout.strip() == "torch imported: False"
+
+
+@pytest.fixture
+def bench_gpu(monkeypatch):
+    monkeypatch.syspath_prepend(BENCH)
+    with mock.patch.dict(os.environ):  # benchutil pins thread variables on import
+        spec = importlib.util.spec_from_file_location("bench_gpu_under_test", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
+
+
+def _record(lib, net, sps, **extra):
+    return dict(lib=lib + "-gpu", net=net, batch=128, samples_per_s=sps,
+                ms_per_step=128e3 / sps, version="1.0", device="Test GPU 80GB", **extra)
+
+
+def test_table_names_the_device_and_says_why_a_row_did_not_run(bench_gpu, tmp_path):
+    records = [_record("minimod", "mlp", 2000.0, cupy="13.0"), _record("torch", "mlp", 4000.0),
+               _record("minimod", "lenet", 500.0, noisy=True),
+               {"lib": "torch-gpu", "net": "lenet", "error": "PyTorch is not installed"}]
+    text = bench_gpu.table(records)
+    assert "GPU: Test GPU 80GB" in text and "cupy 13.0" in text
+    rows = {ln.split("|")[1].strip(): ln for ln in text.splitlines() if ln.startswith("| ")}
+    assert "0.50" in rows["mlp"] and "2000.0" in rows["mlp"] and "4000.0" in rows["mlp"]
+    assert "not run: PyTorch is not installed" in rows["lenet"]
+    assert "(noisy)" in rows["lenet"] and rows["lenet"].rstrip().endswith("| - |")
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Results\n\nCPU tables\n")
+    bench_gpu.append_results(str(results), text)
+    bench_gpu.append_results(str(results), text)
+    written = results.read_text()
+    assert written.startswith("# Results\n\nCPU tables\n")
+    assert written.count("## GPU: minimod (CuPy) vs PyTorch CUDA") == 2
+    assert written.count(text) == 2

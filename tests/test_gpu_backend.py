@@ -1,0 +1,85 @@
+"""The device-independent side of the GPU backend, checked on every machine: GPU contexts
+without a usable GPU fail with a clear MXNetError, copies between arrays, the conftest
+parametrisation."""
+import numpy as np
+import pytest
+
+import minimod as mx
+from minimod import backend
+
+from .conftest import ctx_params
+
+
+def _missing_gpu():
+    return mx.gpu(backend.gpu_count())  # one past the last GPU: absent on every machine
+
+
+def test_gpu_context_is_cheap_and_importing_needs_no_cupy():
+    ctx = mx.gpu(3)
+    assert (ctx.device_type, ctx.device_id, str(ctx)) == ("gpu", 3, "gpu(3)")
+    assert mx.num_gpus() == backend.gpu_count() >= 0
+    assert isinstance(backend.cupy_status(), str) and backend.cupy_status()
+
+
+@pytest.mark.parametrize("make", [
+    lambda ctx: mx.nd.zeros((2, 3), ctx=ctx),
+    lambda ctx: mx.nd.array([1.0, 2.0], ctx=ctx),
+    lambda ctx: mx.nd.ones((2,)).as_in_context(ctx),
+    lambda ctx: mx.nd.ones((2,)).copyto(ctx),
+    lambda ctx: mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2).simple_bind(
+        ctx, data=(1, 3)),
+    lambda ctx: mx.nd.waitall() or mx.nd.zeros((1,), ctx=ctx).wait_to_read(),
+], ids=["zeros", "array", "as_in_context", "copyto", "simple_bind", "wait_to_read"])
+def test_using_a_missing_gpu_raises_mxnet_error(make):
+    ctx = _missing_gpu()
+    with pytest.raises(mx.MXNetError, match=r"gpu\(%d\)" % ctx.device_id) as info:
+        make(ctx)
+    assert "CuPy" in str(info.value) or "does not exist" in str(info.value)
+
+
+def test_module_on_a_missing_gpu_raises_mxnet_error():
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2),
+                               name="softmax")
+    mod = mx.mod.Module(net, context=[mx.cpu(0), _missing_gpu()])
+    with pytest.raises(mx.MXNetError, match="gpu"):
+        mod.bind(data_shapes=[("data", (4, 3))], label_shapes=[("softmax_label", (4,))])
+
+
+def test_copy_into_casts_and_broadcasts_on_the_host():
+    dst = np.zeros((2, 3), np.float32)
+    backend.copy_into(dst, np.arange(3, dtype=np.float64))
+    np.testing.assert_array_equal(dst, [[0, 1, 2], [0, 1, 2]])
+    assert dst.dtype == np.float32
+    backend.copy_into(dst, 7)
+    assert (dst == 7).all()
+
+
+def test_to_context_copies_only_when_asked():
+    a = np.ones(3, np.float32)
+    assert backend.to_context(a, mx.cpu(0)) is a
+    b = backend.to_context(a, mx.cpu(1), copy=True)
+    assert b is not a and np.array_equal(a, b)
+
+
+def test_copyto_between_cpu_devices_keeps_the_destination_storage():
+    src = mx.nd.array([[1, 2], [3, 4]], ctx=mx.cpu(0))
+    dst = mx.nd.zeros((2, 2), ctx=mx.cpu(1), dtype="float64")
+    storage = dst._data
+    assert src.copyto(dst) is dst and dst._data is storage
+    np.testing.assert_array_equal(dst.asnumpy(), [[1, 2], [3, 4]])
+
+
+def test_ctx_params_skip_gpus_exactly_when_absent():
+    params = ctx_params(gpu_ids=(0, 1))
+    assert [p.id for p in params] == ["cpu", "gpu0", "gpu1"]
+    assert params[0].values == (mx.cpu(0),) and not params[0].marks
+    for i, p in zip((0, 1), params[1:]):
+        assert p.values == (mx.gpu(i),)
+        (mark,) = p.marks
+        assert mark.args[0] == (not backend.gpu_available(i))
+
+
+def test_synchronize_is_immediate_on_cpu():
+    backend.synchronize(mx.cpu(0))
+    mx.nd.waitall()
+    mx.nd.ones((2,)).wait_to_read()
