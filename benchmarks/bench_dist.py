@@ -30,6 +30,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import benchutil  # noqa: E402,F401  (threads and BLAS kernels before numpy; ranks inherit them)
 
 
 def _args(argv=None):
@@ -50,7 +52,6 @@ def _args(argv=None):
 def worker(args) -> None:
     sys.path.insert(0, HERE)
     sys.path.insert(0, ROOT)
-    import benchutil  # noqa: F401  (pins the BLAS threads to BENCH_THREADS before numpy)
     import numpy as np
     import workloads
 

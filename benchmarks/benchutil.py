@@ -1,7 +1,17 @@
 """Shared timing machinery for the benchmark scripts (stdlib only, works under any venv).
 
 Import this module BEFORE numpy, torch or mxnet: importing it pins the BLAS/OpenMP thread pools
-to BENCH_THREADS (default 2, the size of the benchmark machine) through the environment.
+to BENCH_THREADS (default 2, the size of the benchmark machine) through the environment, and
+gives every library the kernels of this CPU's instruction set, as oneDNN and MKL pick theirs
+from the CPU's feature flags: OPENBLAS_CORETYPE (read by OpenBLAS when it loads: NumPy's, and
+MXNet's for the operators oneDNN does not cover) is set from the flags, SKYLAKEX where the CPU
+has the AVX-512 subsets those kernels use, HASWELL where it has AVX2 and FMA, and left to
+OpenBLAS's own detection otherwise. This overrides a value inherited from the environment:
+this machine's environment pins Haswell (AVX2), which holds NumPy's GEMMs to about 0.55x of
+the AVX-512 rate MXNet's oneDNN and PyTorch use here, and OpenBLAS's own detection is no
+better for MXNet's older OpenBLAS (it takes this EPYC for a 2007 "Barcelona"). Set
+BENCH_OPENBLAS_CORETYPE=keep to keep the environment's value, =auto for OpenBLAS's detection,
+or =NAME for one table. `openblas_core()` names the table a run used (every JSON line has it).
 
 What `WindowTimer` (driven by `measure()`, or by Module.fit's batch_end_callback) does:
   * warm-up: runs the step for at least `warmup_s` seconds (and 3 steps), synced;
@@ -32,6 +42,59 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = str(THREADS)
 # MXNet's default: one engine worker; each operator uses the OpenMP pool above.
 os.environ.setdefault("MXNET_CPU_WORKER_NTHREADS", "1")
+
+
+def _coretype_from_cpu_flags():
+    """SKYLAKEX, HASWELL or None (let OpenBLAS detect) from /proc/cpuinfo's flags."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((set(ln.split(":", 1)[1].split()) for ln in f
+                          if ln.startswith("flags")), set())
+    except OSError:
+        return None
+    if {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        return "SKYLAKEX"
+    if {"avx2", "fma"} <= flags:
+        return "HASWELL"
+    return None
+
+
+INHERITED_CORETYPE = os.environ.get("OPENBLAS_CORETYPE")
+CORETYPE = os.environ.get("BENCH_OPENBLAS_CORETYPE", "cpu")
+_core = _coretype_from_cpu_flags() if CORETYPE == "cpu" else CORETYPE
+if _core in (None, "auto"):
+    os.environ.pop("OPENBLAS_CORETYPE", None)
+elif _core != "keep":
+    os.environ["OPENBLAS_CORETYPE"] = _core
+
+_CORENAME_FUNCS = ("openblas_get_corename", "scipy_openblas_get_corename64_",
+                   "scipy_openblas_get_corename", "openblas_get_corename64_")
+
+
+def openblas_core():
+    """The kernel table ('SkylakeX', 'Haswell', ...) of the OpenBLAS this process loaded, or
+    None (another BLAS, or OpenBLAS linked in without its symbols exported)."""
+    import ctypes
+    candidates = [None]  # symbols of the main program and what it linked
+    try:
+        with open("/proc/self/maps") as maps:
+            candidates += sorted({line.split()[-1] for line in maps
+                                  if line.rstrip().endswith(".so") or ".so." in line
+                                  if "blas" in line.lower() or "mxnet" in line.lower()})
+    except OSError:
+        pass
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in _CORENAME_FUNCS:
+            func = getattr(lib, name, None)
+            if func is not None:
+                func.restype = ctypes.c_char_p
+                value = func()
+                return value.decode(errors="replace") if value else None
+    return None
 
 _HZ = os.sysconf("SC_CLK_TCK")
 
@@ -206,6 +269,7 @@ def emit(lib: str, args, result: dict, **extra) -> None:
     record["threads"] = THREADS
     record["round"] = int(os.environ.get("BENCH_ROUND", "0"))
     record["time"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    record["openblas_core"] = openblas_core()
     record.update(extra)
     sys.stdout.write(json.dumps(record) + "\n")
     sys.stdout.flush()

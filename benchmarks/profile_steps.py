@@ -21,6 +21,7 @@ import statistics
 import sys
 import time
 
+import benchutil  # noqa: F401  # isort: skip  (threads and BLAS kernels, before numpy)
 import handwritten
 import numpy as np
 import workloads

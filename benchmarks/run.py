@@ -37,6 +37,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import benchutil  # noqa: E402  (threads and BLAS kernels for every process started below)
+
 DEFAULT_WORKLOADS = ("mlp:128:module mlp:32:module mlp:128:fit lenet:64:module "
                      "lstm:32:module lstm_fused:32:module mlp:128:infer lenet:64:infer")
 PEER_PACKAGES = {
@@ -106,6 +109,10 @@ def machine_description() -> list:
         % os.environ.get("BENCH_THREADS", "2"),
         "- minimod: Python %s, NumPy %s (%s)" % (platform.python_version(), np.__version__,
                                                blas_text),
+        "- OpenBLAS kernels: OPENBLAS_CORETYPE=%s for every engine (BENCH_OPENBLAS_CORETYPE=%s; "
+        "the environment had %s); each run's table is in its JSON line (`openblas_core`)"
+        % (os.environ.get("OPENBLAS_CORETYPE", "unset"), benchutil.CORETYPE,
+           benchutil.INHERITED_CORETYPE or "none"),
     ]
 
 
@@ -118,8 +125,9 @@ def peer_versions(raw: Path) -> list:
             except ValueError:
                 continue
             if "error" not in rec and rec.get("lib") not in seen:
-                seen[rec["lib"]] = "%s %s (numpy %s)" % (rec["lib"], rec.get("version", "?"),
-                                                         rec.get("numpy", "?"))
+                seen[rec["lib"]] = "%s %s (numpy %s, OpenBLAS kernels %s)" % (
+                    rec["lib"], rec.get("version", "?"), rec.get("numpy", "?"),
+                    rec.get("openblas_core") or "none loaded")
     return ["- peers: " + "; ".join(seen[k] for k in sorted(seen))] if seen else []
 
 
