@@ -13,6 +13,11 @@ step into:
                bookkeeping, loading the batch (the timers' own cost stays out of it)
 The hand-written NumPy step (handwritten.py, same model, preallocated buffers) is timed the
 same way, so the last columns show what is left between minimod and code with no framework.
+
+    python3 benchmarks/profile_steps.py --ops lenet:64 [lstm_fused:32 ...]
+
+prints instead, for each named workload, the time of every forward and backward node and of
+the update (ms per step, largest first): which op a workload's "other op work" sits in.
 """
 from __future__ import annotations
 
@@ -110,6 +115,28 @@ def profile_minimod(net: str, batch: int, seconds: float) -> dict:
             "framework": framework, "nodes": nodes}
 
 
+def per_op(net: str, batch: int, seconds: float) -> list:
+    """(ms per step, label) of every forward/backward node and of the update, largest first,
+    and the plain step time (ms) as a last ("step", ...) row."""
+    mod, batches = workloads.make_module(mx, net, batch)
+    step = workloads.module_step_fn(mod, batches)
+    plain = median_step_ms(step, seconds)
+    inner, exe = _executor(mod)
+    nodes = exe._plan.graph.nodes
+    clock = Clock()
+    for attr, kind in (("_fwd_steps", "forward"), ("_bwd_steps", "backward")):
+        setattr(exe, attr, [(nid, _timed(fn, clock, "%s %s (%s)" % (
+            kind, nodes[nid].name, nodes[nid].op.name))) for nid, fn in getattr(exe, attr)])
+    mod.update = _timed(mod.update, clock, "update")
+    n = run_instrumented(step, seconds, clock)
+    rows = sorted(((v / n * 1e3, k) for k, v in clock.total.items() if k != "blas"),
+                  reverse=True)
+    # the same update back to back, its arrays warm in the caches (inside a step, forward and
+    # backward have evicted them)
+    alone = median_step_ms(mod.update, seconds)
+    return rows + [(alone, "update alone, repeated back to back"), (plain, "step")]
+
+
 def profile_handwritten(kind: str, batch: int, seconds: float) -> dict:
     model = handwritten.MODELS[kind](batch)
     x, y = handwritten.data(kind, batch)
@@ -124,8 +151,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--ops", nargs="+", metavar="NET:BATCH",
+                        help="per-node times of these workloads instead of the summary table")
     args = parser.parse_args()
     seconds = 0.3 if args.quick else args.seconds
+    if args.ops:
+        for spec in args.ops:
+            net, batch = spec.split(":")
+            rows = per_op(net, int(batch), seconds)
+            print("\n%s b%s: step %.2f ms (timed without the per-node timers)"
+                  % (net, batch, rows[-1][0]))
+            for ms, label in rows[:-1]:
+                print("  %7.3f ms  %s" % (ms, label))
+        return 0
     rows = []
     for net, batch, kind in WORKLOADS:
         m = profile_minimod(net, batch, seconds)
