@@ -93,18 +93,27 @@ def _executor(mod):
     return inner, inner._exec_group.execs[0]
 
 
-def profile_minimod(net: str, batch: int, seconds: float) -> dict:
+def _instrumented(net: str, batch: int, seconds: float, label) -> tuple:
+    """Time a workload's plain step, then run it with a timer around every op step (under
+    `label(direction, node)`), around the update and around NumPy's GEMMs.
+    Returns (module, executor, plain ms, clock, steps run while instrumented)."""
     mod, batches = workloads.make_module(mx, net, batch)
     step = workloads.module_step_fn(mod, batches)
     plain = median_step_ms(step, seconds)
     inner, exe = _executor(mod)
+    nodes = exe._plan.graph.nodes
     clock = Clock()
     # the executor calls these tuples' functions; wrap each op's step, then the update
-    exe._fwd_steps = [(nid, _timed(fn, clock, "ops")) for nid, fn in exe._fwd_steps]
-    exe._bwd_steps = [(nid, _timed(fn, clock, "ops")) for nid, fn in exe._bwd_steps]
-    real_update = mod.update
-    mod.update = _timed(real_update, clock, "update")
+    for attr, direction in (("_fwd_steps", "forward"), ("_bwd_steps", "backward")):
+        setattr(exe, attr, [(nid, _timed(fn, clock, label(direction, nodes[nid])))
+                            for nid, fn in getattr(exe, attr)])
+    mod.update = _timed(mod.update, clock, "update")
     n = run_instrumented(step, seconds, clock)
+    return mod, exe, plain, clock, n
+
+
+def profile_minimod(net: str, batch: int, seconds: float) -> dict:
+    _, exe, plain, clock, n = _instrumented(net, batch, seconds, lambda d, node: "ops")
     per = {k: v / n * 1e3 for k, v in clock.total.items()}
     nodes = len(exe._fwd_steps) + len(exe._bwd_steps)
     blas = per.get("blas", 0.0)
@@ -115,26 +124,16 @@ def profile_minimod(net: str, batch: int, seconds: float) -> dict:
             "framework": framework, "nodes": nodes}
 
 
-def per_op(net: str, batch: int, seconds: float) -> list:
-    """(ms per step, label) of every forward/backward node and of the update, largest first,
-    and the plain step time (ms) as a last ("step", ...) row."""
-    mod, batches = workloads.make_module(mx, net, batch)
-    step = workloads.module_step_fn(mod, batches)
-    plain = median_step_ms(step, seconds)
-    inner, exe = _executor(mod)
-    nodes = exe._plan.graph.nodes
-    clock = Clock()
-    for attr, kind in (("_fwd_steps", "forward"), ("_bwd_steps", "backward")):
-        setattr(exe, attr, [(nid, _timed(fn, clock, "%s %s (%s)" % (
-            kind, nodes[nid].name, nodes[nid].op.name))) for nid, fn in getattr(exe, attr)])
-    mod.update = _timed(mod.update, clock, "update")
-    n = run_instrumented(step, seconds, clock)
+def per_op(net: str, batch: int, seconds: float) -> tuple:
+    """(plain step ms, update ms when run back to back, [(ms per step, label)] of every
+    forward/backward node and of the update inside steps, largest first)."""
+    mod, _, plain, clock, n = _instrumented(
+        net, batch, seconds, lambda d, node: "%s %s (%s)" % (d, node.name, node.op.name))
     rows = sorted(((v / n * 1e3, k) for k, v in clock.total.items() if k != "blas"),
                   reverse=True)
     # the same update back to back, its arrays warm in the caches (inside a step, forward and
     # backward have evicted them)
-    alone = median_step_ms(mod.update, seconds)
-    return rows + [(alone, "update alone, repeated back to back"), (plain, "step")]
+    return plain, median_step_ms(mod.update, seconds), rows
 
 
 def profile_handwritten(kind: str, batch: int, seconds: float) -> dict:
@@ -158,11 +157,12 @@ def main() -> int:
     if args.ops:
         for spec in args.ops:
             net, batch = spec.split(":")
-            rows = per_op(net, int(batch), seconds)
+            plain, update_alone, rows = per_op(net, int(batch), seconds)
             print("\n%s b%s: step %.2f ms (timed without the per-node timers)"
-                  % (net, batch, rows[-1][0]))
-            for ms, label in rows[:-1]:
+                  % (net, batch, plain))
+            for ms, label in rows:
                 print("  %7.3f ms  %s" % (ms, label))
+            print("  %7.3f ms  update alone, repeated back to back" % update_alone)
         return 0
     rows = []
     for net, batch, kind in WORKLOADS:
