@@ -3,7 +3,8 @@
 This is the only module that imports CuPy. Everything else asks it for the array module of a
 Context (`xp_for`) and for the few helpers whose NumPy and CuPy spellings differ: moving data
 between devices (`to_context`, `copy_into`), waiting for queued device work (`synchronize`),
-scatter-adds, random generators and the NCCL bindings (`nccl_module`).
+scatter-adds, random generators, the NCCL bindings (`nccl_module`), cuDNN's convolution and
+pooling (`cudnn_for`) and fused elementwise kernels (`elementwise`).
 
 Without CuPy (or without a usable CUDA driver) minimod imports and runs on the CPU as before;
 only using a `gpu(i)` context raises an MXNetError that says why.
@@ -11,6 +12,8 @@ only using a `gpu(i)` context raises an MXNetError that says why.
 from __future__ import annotations
 
 from typing import Any
+
+import os
 
 import numpy as np
 
@@ -20,6 +23,7 @@ __all__ = [
     "xp_for", "to_context", "copy_into", "asnumpy", "gpu_count", "gpu_available", "synchronize",
     "is_gpu_array", "scatter_add", "rng", "seed", "empty_cache", "array_module_of",
     "device_scope", "device_of", "current_device", "nccl_module", "cupy_status",
+    "cudnn_for", "CudnnOps", "elementwise", "ElementwiseSpec",
 ]
 
 _CUPY_ERROR = ""
@@ -263,3 +267,228 @@ def rng(xp):
         gen = xp.random.RandomState(_SEED[0])
         _RNGS[key] = gen
     return gen
+
+
+# ---------------------------------------------------------------------------- cuDNN
+
+_CUDNN_PROBE: list = []  # [CudnnOps or None, why-not text], filled on first use
+
+
+def _probe_cudnn():
+    """CuPy's cuDNN wrapper as a CudnnOps, or None and the reason. CuPy up to v13 ships the
+    wrapper (`cupyx.cudnn`, formerly `cupy.cudnn`) and it imports only where a cuDNN library
+    loads; CuPy v14 removed it."""
+    if _CUDNN_PROBE:
+        return _CUDNN_PROBE
+    ops, why = None, ""
+    if _cupy is None or not _GPU_COUNT:
+        why = _CUPY_ERROR or "no GPU"
+    elif os.environ.get("MINIMOD_CUDNN", "1") == "0":
+        why = "MINIMOD_CUDNN=0"
+    else:
+        try:
+            try:
+                from cupyx import cudnn as wrapper
+            except ImportError:
+                from cupy import cudnn as wrapper
+            from cupy.cuda import cudnn as lib
+            ops = CudnnOps(wrapper, lib)
+        except Exception as err:  # no wrapper (CuPy >= 14) or no loadable libcudnn
+            why = "CuPy's cuDNN wrapper is unavailable (%s: %s)" % (type(err).__name__, err)
+    _CUDNN_PROBE[:] = [ops, why]
+    return _CUDNN_PROBE
+
+
+def cudnn_for(ctx):
+    """The cuDNN convolution and pooling calls (a `CudnnOps`) for `ctx`, or None: for CPU
+    contexts, without CuPy's cuDNN wrapper, or when the environment sets MINIMOD_CUDNN=0.
+    Ops without it take their im2col path on the GPU as on the CPU."""
+    if ctx is None or ctx.device_typeid != 2:
+        return None
+    return _probe_cudnn()[0]
+
+
+def cudnn_status() -> str:
+    """One line: whether convolution and pooling run through cuDNN on GPUs here, and if not,
+    why."""
+    ops, why = _probe_cudnn()
+    return "cuDNN via CuPy's wrapper" if ops is not None else "no cuDNN: %s" % why
+
+
+def _lift_1d(arr):
+    """(N, C, W) as the (N, C, 1, W) view cuDNN's 4-D descriptors take; 4-D/5-D unchanged."""
+    return arr.reshape(arr.shape[:2] + (1,) + arr.shape[2:]) if arr.ndim == 3 else arr
+
+
+def _lift_dims(nd: int, values, fill: int) -> tuple:
+    """A per-spatial-dim tuple, with `fill` for the unit height that `_lift_1d` adds."""
+    return ((fill,) + tuple(values)) if nd == 1 else tuple(values)
+
+
+class CudnnOps:
+    """Convolution and pooling through CuPy's cuDNN wrapper, in minimod's conventions.
+
+    `wrapper` is the module with convolution_forward / convolution_backward_data /
+    convolution_backward_filter / pooling_forward / pooling_backward (`cupyx.cudnn`); `lib`
+    holds cuDNN's constants (`cupy.cuda.cudnn`). Every call writes into the array it is given:
+    1-D data is lifted to 2-D with a unit height, and a destination that is not C-contiguous
+    (which cuDNN's descriptors cannot describe) is computed into a temporary and copied.
+    Backward calls ask for deterministic algorithms, so seeded runs repeat exactly, and
+    tensor-core math is not requested (float32 stays float32).
+    """
+
+    def __init__(self, wrapper, lib):
+        self.wrapper = wrapper
+        self.pool_modes = {
+            "max": getattr(lib, "CUDNN_POOLING_MAX_DETERMINISTIC", lib.CUDNN_POOLING_MAX),
+            "avg": lib.CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+            "avg_exclude_pad": lib.CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+        }
+
+    @staticmethod
+    def _contiguous_target(dst):
+        if dst.flags.c_contiguous:
+            return dst
+        return array_module_of(dst).empty(dst.shape, dtype=dst.dtype)
+
+    def _into(self, dst, fill) -> None:
+        """fill(target) writes into a C-contiguous stand-in for dst, copied back if needed."""
+        target = self._contiguous_target(dst)
+        fill(target)
+        if target is not dst:
+            dst[...] = target
+
+    def conv_forward(self, x, w, b, y, pad, stride, dilate, groups) -> None:
+        nd = x.ndim - 2
+        pad, stride, dilate = (_lift_dims(nd, pad, 0), _lift_dims(nd, stride, 1),
+                               _lift_dims(nd, dilate, 1))
+        self._into(y, lambda out: self.wrapper.convolution_forward(
+            _lift_1d(x), _lift_1d(w), b, _lift_1d(out), pad, stride, dilate, groups,
+            auto_tune=False, tensor_core="never"))
+
+    def conv_backward_data(self, w, gy, gx, pad, stride, dilate, groups) -> None:
+        nd = gy.ndim - 2
+        pad, stride, dilate = (_lift_dims(nd, pad, 0), _lift_dims(nd, stride, 1),
+                               _lift_dims(nd, dilate, 1))
+        self._into(gx, lambda out: self.wrapper.convolution_backward_data(
+            _lift_1d(w), _lift_1d(gy), None, _lift_1d(out), pad, stride, dilate, groups,
+            deterministic=True, auto_tune=False, tensor_core="never"))
+
+    def conv_backward_filter(self, x, gy, gw, pad, stride, dilate, groups) -> None:
+        nd = x.ndim - 2
+        pad, stride, dilate = (_lift_dims(nd, pad, 0), _lift_dims(nd, stride, 1),
+                               _lift_dims(nd, dilate, 1))
+        self._into(gw, lambda out: self.wrapper.convolution_backward_filter(
+            _lift_1d(x), _lift_1d(gy), _lift_1d(out), pad, stride, dilate, groups,
+            deterministic=True, auto_tune=False, tensor_core="never"))
+
+    def pool_forward(self, x, y, kernel, stride, pad, mode: str) -> None:
+        nd = x.ndim - 2
+        kernel, stride, pad = (_lift_dims(nd, kernel, 1), _lift_dims(nd, stride, 1),
+                               _lift_dims(nd, pad, 0))
+        self._into(y, lambda out: self.wrapper.pooling_forward(
+            _lift_1d(x), _lift_1d(out), kernel, stride, pad, self.pool_modes[mode]))
+
+    def pool_backward(self, x, y, gy, gx, kernel, stride, pad, mode: str) -> None:
+        nd = x.ndim - 2
+        kernel, stride, pad = (_lift_dims(nd, kernel, 1), _lift_dims(nd, stride, 1),
+                               _lift_dims(nd, pad, 0))
+        res = self.wrapper.pooling_backward(_lift_1d(x), _lift_1d(y), _lift_1d(gy), kernel,
+                                            stride, pad, self.pool_modes[mode])
+        gx[...] = res.reshape(gx.shape)
+
+
+# ---------------------------------------------------------------------------- fused kernels
+
+class ElementwiseSpec:
+    """One fused elementwise kernel: CuPy's ElementwiseKernel parameters and CUDA body.
+
+    `in_params` / `out_params` use CuPy's notation ("T g, T y" / "T dx"); output parameters
+    may also be read (an in-place update). The body keeps to a small subset of C that reads the
+    same in Python: `T name = expr;` and `name = expr;` statements over + - * /, comparisons,
+    `(T)` casts and the functions tanh exp log sqrt log1p expm1 fabs max min. That keeps it
+    checkable on a machine without a GPU (`emulate_fused_kernels`).
+    """
+
+    __slots__ = ("name", "in_params", "out_params", "body")
+
+    def __init__(self, name: str, in_params: str, out_params: str, body: str):
+        self.name, self.in_params, self.out_params, self.body = name, in_params, out_params, body
+        FUSED_SPECS[name] = self
+
+    @staticmethod
+    def _names(params: str) -> list:
+        return [p.split()[-1] for p in params.split(",") if p.strip()]
+
+    def param_names(self) -> tuple:
+        return tuple(self._names(self.in_params)), tuple(self._names(self.out_params))
+
+
+FUSED_SPECS: dict = {}
+_FUSED_KERNELS: dict = {}
+_EMULATE_FUSED = [False]
+
+
+def elementwise(xp, spec: ElementwiseSpec):
+    """The fused kernel of `spec` for array module `xp`, called as kernel(*inputs, *outputs)
+    and writing the outputs in place; None under NumPy, where ops run their own sequence of
+    in-place ufuncs (NumPy has no kernel fusion, and that sequence is what MXNet parity was
+    measured on). Under CuPy one compiled kernel per spec, cached (CuPy caches the binary
+    per device)."""
+    if xp is np:
+        return _EmulatedKernel(spec) if _EMULATE_FUSED[0] else None
+    kernel = _FUSED_KERNELS.get(spec.name)
+    if kernel is None:
+        kernel = _FUSED_KERNELS[spec.name] = _cupy.ElementwiseKernel(
+            spec.in_params, spec.out_params, spec.body, "minimod_" + spec.name)
+    return kernel
+
+
+def emulate_fused_kernels(on: bool) -> bool:
+    """Make `elementwise` hand NumPy callers a NumPy evaluation of each kernel's body, so the
+    fused code paths (argument order, in-place outputs, the body's arithmetic) run and are
+    tested on machines without a GPU. Returns the previous setting. For tests only: it is
+    slower than the ops' own NumPy sequences."""
+    previous = _EMULATE_FUSED[0]
+    _EMULATE_FUSED[0] = bool(on)
+    return previous
+
+
+_EMULATED_FUNCS = {"tanh": np.tanh, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+                   "log1p": np.log1p, "expm1": np.expm1, "fabs": np.abs, "max": np.maximum,
+                   "min": np.minimum}
+
+
+class _EmulatedKernel:
+    """A spec's body evaluated statement by statement with NumPy arrays (see ElementwiseSpec
+    for the subset of C it reads)."""
+
+    def __init__(self, spec: ElementwiseSpec):
+        import re
+        self.spec = spec
+        self.inputs, self.outputs = spec.param_names()
+        self.statements = []
+        for text in spec.body.split(";"):
+            text = re.sub(r"\(T\)", "", text).strip()
+            if not text:
+                continue
+            target, expr = text.split("=", 1)
+            words = target.split()
+            if len(words) not in (1, 2) or (len(words) == 2 and words[0] != "T"):
+                raise ValueError("%s: statement %r is outside the emulated subset"
+                                 % (spec.name, text))
+            self.statements.append((words[-1], compile(expr.strip(), spec.name, "eval")))
+
+    def __call__(self, *args) -> None:
+        names = self.inputs + self.outputs
+        if len(args) != len(names):
+            raise TypeError("%s takes %d arrays, got %d" % (self.spec.name, len(names),
+                                                            len(args)))
+        scope = dict(zip(names, args))
+        outputs = {n: a for n, a in zip(names, args) if n in self.outputs}
+        with np.errstate(all="ignore"):
+            for name, code in self.statements:
+                scope[name] = eval(code, {"__builtins__": {}}, {**_EMULATED_FUNCS, **scope})
+        for name, arr in outputs.items():
+            if scope[name] is not arr:
+                arr[...] = scope[name]

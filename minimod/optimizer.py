@@ -429,8 +429,24 @@ class SGD(_Builtin):
         # type, and every product (hyperparameter products included) is rounded to that type.
         ct = w.dtype.type
         mom = state._data if isinstance(state, NDArray) else None
+        clip = _clip_on(self.clip_gradient)
+        fused = backend.elementwise(xp, _SGD_KERNELS[mom is not None, clip]) if (
+            g.dtype == w.dtype) else None
+        if fused is not None:  # CuPy: the whole update below as one kernel
+            lr_wd = _hyper(xp, ct, lr, wd) if wd else ct(0)
+            if clip:
+                scalars = (_hyper(xp, ct, self.rescale_grad), _hyper(xp, ct, self.clip_gradient),
+                           _hyper(xp, ct, lr), lr_wd)
+            else:
+                scalars = (_hyper(xp, ct, lr, self.rescale_grad), lr_wd)
+            if mom is not None:
+                fused(g, *scalars, _hyper(xp, ct, self.momentum if self.momentum > 0 else 0.0),
+                      w, mom)
+            else:
+                fused(g, *scalars, w)
+            return
         tmp = self._tmp(w, 1)[0]
-        if _clip_on(self.clip_gradient):
+        if clip:
             xp.multiply(g, _hyper(xp, ct, self.rescale_grad), out=tmp)
             xp.clip(tmp, _hyper(xp, ct, -self.clip_gradient), _hyper(xp, ct, self.clip_gradient),
                     out=tmp)
@@ -451,6 +467,25 @@ class SGD(_Builtin):
             if decayed is not None:
                 tmp += decayed
             w -= tmp
+
+
+# SGD's update as one CuPy kernel per (momentum?, clipping?) case, with the NumPy passes'
+# arithmetic in their order (backend.elementwise); lr_wd is 0 without weight decay.
+_SGD_KERNELS = {
+    (True, False): backend.ElementwiseSpec(
+        "sgd_mom", "T g, T lr_rescale, T lr_wd, T mu", "T w, T mom",
+        "mom = mom * mu - w * lr_wd - g * lr_rescale; w = w + mom;"),
+    (True, True): backend.ElementwiseSpec(
+        "sgd_mom_clip", "T g, T rescale, T clip, T lr, T lr_wd, T mu", "T w, T mom",
+        "T step = min(max(g * rescale, -clip), clip) * lr;"
+        "mom = mom * mu - w * lr_wd - step; w = w + mom;"),
+    (False, False): backend.ElementwiseSpec(
+        "sgd", "T g, T lr_rescale, T lr_wd", "T w",
+        "w = w - (g * lr_rescale + w * lr_wd);"),
+    (False, True): backend.ElementwiseSpec(
+        "sgd_clip", "T g, T rescale, T clip, T lr, T lr_wd", "T w",
+        "w = w - (min(max(g * rescale, -clip), clip) * lr + w * lr_wd);"),
+}
 
 
 @register

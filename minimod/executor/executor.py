@@ -411,7 +411,7 @@ class Executor:
                 args.append(arr)
                 grads.append(grad)
                 new_shapes.setdefault(name, arr.shape)
-        new_plan = compile_graph(fwd, new_shapes, types, plan.grad_req)
+        new_plan = compile_graph(fwd, new_shapes, types, plan.grad_req, ctx=self._ctx)
         aux = []
         for name, arr, eid in zip(plan.aux_names, self.aux_arrays, new_plan.aux_eids):
             shape = new_plan.shapes[eid]
@@ -491,7 +491,7 @@ def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_a
     type_dict = {k: np.dtype(v) for k, v in (type_dict or {}).items() if k in inputs}
     reqs = normalize_grad_req(grad_req, arg_names)
     plan = compile_graph(graph, {k: tuple(v) for k, v in shapes.items()}, type_dict, reqs,
-                         reuse_memory=reuse_memory)
+                         reuse_memory=reuse_memory, ctx=ctx)
     shared_names = set(shared_arg_names or ())
     shared_args = shared_exec.arg_dict if shared_exec is not None else {}
     shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
@@ -620,7 +620,7 @@ def bind(symbol, ctx: Context, args, args_grad=None, grad_req="write", aux_state
     shapes.update({n: a.shape for n, a in zip(aux_names, aux_list)})
     types = {n: np.dtype(a.dtype) for n, a in zip(arg_names, arg_list)}
     types.update({n: np.dtype(a.dtype) for n, a in zip(aux_names, aux_list)})
-    plan = compile_graph(graph, shapes, types, reqs)
+    plan = compile_graph(graph, shapes, types, reqs, ctx=ctx)
     for name, grad, eid in zip(arg_names, grad_list, plan.arg_eids):
         if grad is not None and grad.shape != tuple(plan.shapes[eid]):
             raise BindError("bind: gradient array for '%s' has shape %s, the argument is %s"

@@ -10,6 +10,8 @@ copied in one strided copy into a column buffer (C, K, *work(out)), and ONE GEMM
 boundaries convert to and from NCHW. Convolution keeps its columns as a hidden output for its
 backward. Deconvolution is the transpose of the same steps. Work arrays come from a small
 process-wide scratch cache (`_ScratchMixin`), so repeated calls do not page-fault fresh buffers.
+On GPUs with CuPy's cuDNN wrapper, `for_device` swaps in CudnnConvolution and CudnnPooling,
+which call cuDNN instead and read the data (not columns or masks) in backward.
 
 Where MXNet 1.9.1 on CPU and on GPU disagree, we follow the documented or GPU behaviour and say so
 in the op's docstring (BatchNorm's moving statistics).
@@ -520,8 +522,16 @@ class Convolution(_ConvBase):
         self.set_in(in_shapes, 0, (out_shapes[0][0],) + (None,) * (nd + 1))
         size = _prod((in_shapes[0][0], channels) + self.kernel + spatial)
         if size is not None:
-            self.set_out(out_shapes, 1, (size,))
+            self.set_out(out_shapes, 1, self._columns_shape(size))
         return in_shapes, out_shapes
+
+    def _columns_shape(self, size: int) -> tuple:
+        return (size,)
+
+    def for_device(self, ctx, dtype):
+        cudnn = None if self.attrs.cudnn_off or not _cudnn_dtype(dtype) else (
+            backend.cudnn_for(ctx))
+        return self if cudnn is None else _as_variant(self, CudnnConvolution, cudnn)
 
     def forward(self, xp, inputs, aux, out, is_train):
         x, weight = inputs[0], inputs[1]
@@ -569,6 +579,58 @@ class Convolution(_ConvBase):
                 sums = _row_sums(self, xp, gw.reshape(nf, npix), out=db)
                 if sums.base is not db and sums is not db:
                     db[...] = sums
+
+
+def _cudnn_dtype(dtype) -> bool:
+    """Whether cuDNN computes in `dtype` (half, single and double precision floats)."""
+    return dtype is not None and str(dtype) in ("float16", "float32", "float64")
+
+
+def _as_variant(op, cls, cudnn):
+    """A `cls` instance (a device variant subclass of type(op)) sharing op's parsed attrs."""
+    variant = object.__new__(cls)
+    variant.__dict__.update(op.__dict__)
+    # what backward reads is the variant's own (class-level) choice, not op's per-instance one
+    variant.__dict__.pop("backward_inputs", None)
+    variant.__dict__.pop("backward_outputs", None)
+    variant.cudnn = cudnn
+    return variant
+
+
+class CudnnConvolution(Convolution):
+    """Convolution through cuDNN (`backend.CudnnOps`), the variant `for_device` picks on a GPU
+    where CuPy's cuDNN wrapper loads, unless cudnn_off.
+
+    Same name, slots, attrs and JSON as Convolution; what differs is the memory contract.
+    cuDNN's filter gradient reads the input data, so backward declares the data (with the
+    weight) as an input, and the hidden `columns` output shrinks to one element that nothing
+    writes: the plan keeps the data alive to the backward instead of the C*K-times larger
+    columns.
+    """
+
+    backward_inputs = (0, 1)
+    backward_outputs = ()
+
+    def _columns_shape(self, size: int) -> tuple:
+        return (1,)
+
+    def for_device(self, ctx, dtype):
+        return self
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        bias = None if self.attrs.no_bias else inputs[2]
+        self.cudnn.conv_forward(inputs[0], inputs[1], bias, out[0], self.pad, self.stride,
+                                self.dilate, self.attrs.num_group)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        gy = out_grads[0]
+        geometry = (self.pad, self.stride, self.dilate, self.attrs.num_group)
+        if in_grads[1] is not None:
+            self.cudnn.conv_backward_filter(inputs[0], gy, in_grads[1], *geometry)
+        if in_grads[0] is not None:
+            self.cudnn.conv_backward_data(inputs[1], gy, in_grads[0], *geometry)
+        if not self.attrs.no_bias and in_grads[2] is not None:
+            xp.sum(gy, axis=(0,) + tuple(range(2, gy.ndim)), out=in_grads[2])
 
 
 # ----------------------------------------------------------------------------- Deconvolution
@@ -811,7 +873,7 @@ class Pooling(_ScratchMixin, Op):
                                  % fmt_shape(data))
             self.set_out(out_shapes, 0, tuple(data[:2]) + (1,) * nd)
             if len(out_shapes) > 1:
-                self.set_out(out_shapes, 1, out_shapes[0])
+                self.set_out(out_shapes, 1, self._mask_shape(out_shapes[0]))
             return in_shapes, out_shapes
         _check_rank(self, data, len(a.kernel) + 2, "kernel %s" % (a.kernel,))
         if any(x is None for x in data[2:]):
@@ -825,8 +887,19 @@ class Pooling(_ScratchMixin, Op):
                                  % (fmt_shape(data), kernel))
         self.set_out(out_shapes, 0, tuple(data[:2]) + tuple(out))
         if len(out_shapes) > 1:
-            self.set_out(out_shapes, 1, out_shapes[0])
+            self.set_out(out_shapes, 1, self._mask_shape(out_shapes[0]))
         return in_shapes, out_shapes
+
+    def _mask_shape(self, out_shape):
+        return out_shape
+
+    def for_device(self, ctx, dtype):
+        a = self.attrs
+        if (a.cudnn_off or a.pool_type not in ("max", "avg") or not _cudnn_dtype(dtype)
+                or not (a.global_pool or a.pooling_convention == "valid")):
+            return self  # cuDNN's windows are 'valid' ones: 'full' and 'same' stay ours
+        cudnn = backend.cudnn_for(ctx)
+        return self if cudnn is None else _as_variant(self, CudnnPooling, cudnn)
 
     def _divisor(self, xp, spatial, kernel, stride, pad_lo, out, dtype):
         """Per-output element count of an avg window, broadcastable to (N, C, *out)."""
@@ -1016,7 +1089,61 @@ class Pooling(_ScratchMixin, Op):
                                            for lo, n in zip(pad_lo, dx.shape[2:]))]
 
 
+class CudnnPooling(Pooling):
+    """Max and average pooling through cuDNN (`backend.CudnnOps`), the variant `for_device`
+    picks on a GPU where CuPy's cuDNN wrapper loads, for 'valid' windows (or global_pool)
+    unless cudnn_off.
+
+    cuDNN's backward reads the input and the output, so both are declared for backward; max
+    pooling's hidden `mask` output shrinks to one element that nothing writes. Average pooling
+    divides by the whole window, or with count_include_pad=False by its real elements, as the
+    NumPy path does; max pooling's gradient follows cuDNN's deterministic max (MXNet on GPUs
+    also pools through cuDNN).
+    """
+
+    backward_inputs = (0,)
+    backward_outputs = (0,)
+
+    def _mask_shape(self, out_shape):
+        return (1,)
+
+    def for_device(self, ctx, dtype):
+        return self
+
+    def _cudnn_args(self, spatial):
+        kernel, stride, pad_lo, _, _ = self._geometry(spatial)
+        a = self.attrs
+        mode = a.pool_type if a.pool_type == "max" or a.count_include_pad is not False else (
+            "avg_exclude_pad")
+        return kernel, stride, pad_lo, mode
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x = inputs[0]
+        self.cudnn.pool_forward(x, out[0], *self._cudnn_args(x.shape[2:]))
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is None:
+            return
+        x = inputs[0]
+        self.cudnn.pool_backward(x, outputs[0], out_grads[0], in_grads[0],
+                                 *self._cudnn_args(x.shape[2:]))
+
+
 # ----------------------------------------------------------------------------- activations
+
+# On CuPy each of these is one kernel in place of the 2-4 ufunc passes of the NumPy code below
+# them (same arithmetic in the same order); NumPy runs the passes (backend.elementwise).
+_SIGMOID = backend.ElementwiseSpec(
+    "sigmoid", "T x", "T y", "y = tanh(x * (T)0.5) * (T)0.5 + (T)0.5;")
+_ACTIVATION_GRADS = {
+    "tanh": backend.ElementwiseSpec("tanh_grad", "T g, T y", "T dx",
+                                    "dx = ((T)1 - y * y) * g;"),
+    "sigmoid": backend.ElementwiseSpec("sigmoid_grad", "T g, T y", "T dx",
+                                       "dx = ((T)1 - y) * y * g;"),
+    "relu": backend.ElementwiseSpec("relu_grad", "T g, T y", "T dx",
+                                    "dx = (y > (T)0) * g;"),
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class ActivationAttrs:
@@ -1040,6 +1167,10 @@ class Activation(Op):
     def forward(self, xp, inputs, aux, out, is_train):
         x, y = inputs[0], out[0]
         act = self.attrs.act_type
+        fused = backend.elementwise(xp, _SIGMOID) if act == "sigmoid" else None
+        if fused is not None:
+            fused(x, y)
+            return
         if act == "relu":
             xp.maximum(x, _const(xp, 0, y.dtype), out=y)
         elif act == "sigmoid":
@@ -1063,6 +1194,11 @@ class Activation(Op):
             return
         g, y = out_grads[0], outputs[0]
         act = self.attrs.act_type
+        spec = _ACTIVATION_GRADS.get(act)
+        fused = None if spec is None else backend.elementwise(xp, spec)
+        if fused is not None:
+            fused(g, y, dx)
+            return
         # dx never shares storage with g or y (backward declares no in-place pair), so the
         # local derivative can be built in dx itself without temporaries
         if act == "tanh":

@@ -19,6 +19,9 @@ the op is a member of the class:
   `backward_inputs`/`backward_outputs` are passed as None.
 - `needs_out_grad`: False for loss heads, whose backward ignores the head gradient.
 - `inplace`: (input index, output index) pairs whose storage the output may take over.
+- `for_device(ctx, dtype)`: the op to run on `ctx` for data of `dtype`, by default the op itself;
+  an op with a device library (Convolution and Pooling with cuDNN on GPUs) returns a variant with
+  the same slots whose backward may read different arrays. The compiler asks before planning.
 
 Ops never import numpy or cupy; they receive the array module `xp`.
 """
@@ -269,6 +272,11 @@ class Op:
         return [known] * len(in_types), [known] * len(out_types)
 
     # --- execution
+    def for_device(self, ctx, dtype) -> "Op":
+        """The op that runs on `ctx` (a Context) for data of `dtype`: this one, unless a
+        subclass has a device-specific variant (same name, slots and attrs)."""
+        return self
+
     def forward(self, xp, inputs, aux, out, is_train):
         raise NotImplementedError(self.name)
 

@@ -180,6 +180,30 @@ def _dsigmoid_into(xp, s, out) -> None:
     out *= s
 
 
+# One LSTM step's elementwise work as one CuPy kernel each way (backend.elementwise), the same
+# arithmetic in the same order as the NumPy passes in _forward_direction / _backward_direction;
+# NumPy runs those passes. Gate order i, f, c (candidate), o; `gi` not `i`, which CuPy's
+# kernels reserve for the element index.
+_LSTM_STEP = backend.ElementwiseSpec(
+    "lstm_step", "T c_prev", "T gi, T gf, T gc, T go, T c, T tc, T h",
+    "gi = tanh(gi * (T)0.5) * (T)0.5 + (T)0.5;"
+    "gf = tanh(gf * (T)0.5) * (T)0.5 + (T)0.5;"
+    "gc = tanh(gc);"
+    "go = tanh(go * (T)0.5) * (T)0.5 + (T)0.5;"
+    "c = gf * c_prev + gi * gc;"
+    "tc = tanh(c);"
+    "h = go * tc;")
+_LSTM_STEP_GRAD = backend.ElementwiseSpec(
+    "lstm_step_grad", "T dh, T gi, T gf, T gc, T go, T tc, T c_prev",
+    "T dc, T da_i, T da_f, T da_c, T da_o",
+    "dc = dc + ((T)1 - tc * tc) * go * dh;"
+    "da_o = dh * tc * (((T)1 - go) * go);"
+    "da_i = dc * gc * (((T)1 - gi) * gi);"
+    "da_f = dc * c_prev * (((T)1 - gf) * gf);"
+    "da_c = dc * gi * ((T)1 - gc * gc);"
+    "dc = dc * gf;")
+
+
 def _prev(seq, start, t: int, reverse: bool):
     """The state before step t of a pass over `seq` (T, ...) that began from `start`."""
     if reverse:
@@ -380,10 +404,17 @@ class RNN(_ScratchMixin, Op):
         if a.mode == "lstm":
             cs, tanh_cs, clip_mask = res["c"], res["tanh_c"], res.get("clip")
             c_prev = c0
+            fused = None if clip_mask is not None else backend.elementwise(xp, _LSTM_STEP)
             for t in order:
                 g = gates[t]
                 xp.matmul(h_prev, wh_t, out=rec_buf)
                 g += rec_buf
+                if fused is not None:
+                    fused(c_prev, g[:, :hidden], g[:, hidden:2 * hidden],
+                          g[:, 2 * hidden:3 * hidden], g[:, 3 * hidden:], cs[t], tanh_cs[t],
+                          hs[t])
+                    h_prev, c_prev = hs[t], cs[t]
+                    continue
                 _sigmoid_(xp, g[:, :2 * hidden])
                 xp.tanh(g[:, 2 * hidden:3 * hidden], out=g[:, 2 * hidden:3 * hidden])
                 _sigmoid_(xp, g[:, 3 * hidden:])
@@ -529,6 +560,7 @@ class RNN(_ScratchMixin, Op):
                 dc[...] = dc_last
             else:
                 dc.fill(0)
+            fused = None if clip_mask is not None else backend.elementwise(xp, _LSTM_STEP_GRAD)
             for t in reversed(order):
                 dh += dy[t]
                 g = gates[t]
@@ -536,6 +568,12 @@ class RNN(_ScratchMixin, Op):
                 c_g, o_g = g[:, 2 * hidden:3 * hidden], g[:, 3 * hidden:]
                 tc = tanh_cs[t]
                 da = d_gates[t]
+                if fused is not None:
+                    fused(dh, i_g, f_g, c_g, o_g, tc, _prev(cs, c0, t, reverse), dc,
+                          da[:, :hidden], da[:, hidden:2 * hidden], da[:, 2 * hidden:3 * hidden],
+                          da[:, 3 * hidden:])
+                    xp.matmul(da, wh, out=dh)
+                    continue
                 # dc += dh * o * (1 - tanh(c)^2)
                 xp.multiply(tc, tc, out=tmp)
                 xp.subtract(one, tmp, out=tmp)

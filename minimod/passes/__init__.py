@@ -1,8 +1,8 @@
 """The graph compiler: pure passes from a symbol graph to an execution `Plan`.
 
-`compile_graph` runs shape inference, type inference, the gradient pass and the memory planner
-in that order and returns a frozen Plan. It allocates nothing: the executor binds a plan to a
-device. (DESIGN lists Plan under executor/; it is defined here so that the passes, which build
+`compile_graph` runs shape inference, type inference, the device pass (for a given Context),
+the gradient pass and the memory planner in that order and returns a frozen Plan. It
+allocates nothing: the executor binds a plan to a device. (DESIGN lists Plan under executor/; it is defined here so that the passes, which build
 it, do not import the executor, which runs it.)
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 from ..base import BindError, ShapeError
 from ..ops.registry import fmt_shape, shape_is_known
 from ..symbol.graph import Graph
+from .device import specialize
 from .gradient import BackwardOp, GradientGraph, build_gradient
 from .infer import infer_graph_shapes, infer_graph_types
 from .liveness import last_use
@@ -22,7 +23,7 @@ from .memory import MemoryPlan, entry_nbytes, plan_memory
 
 __all__ = ["Plan", "compile_graph", "infer_graph_shapes", "infer_graph_types", "build_gradient",
            "last_use", "plan_memory", "MemoryPlan", "BackwardOp", "GradientGraph",
-           "normalize_grad_req"]
+           "normalize_grad_req", "specialize"]
 
 GRAD_REQS = ("write", "add", "null")
 
@@ -87,8 +88,13 @@ def normalize_grad_req(grad_req, arg_names) -> dict:
 def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str, np.dtype],
                   grad_req: Mapping[str, str], enable_inplace: bool = True,
                   reuse_memory: bool = True,
-                  default_dtype: Optional[np.dtype] = np.dtype(np.float32)) -> Plan:
-    """Infer, differentiate and plan `graph` for the given input shapes and dtypes."""
+                  default_dtype: Optional[np.dtype] = np.dtype(np.float32),
+                  ctx=None) -> Plan:
+    """Infer, differentiate and plan `graph` for the given input shapes and dtypes.
+
+    With `ctx` (the Context the plan will run on) ops pick their variant for that device
+    (`passes.device.specialize`) before the gradient pass; `plan.graph` then holds those ops.
+    """
     arg_ids = graph.argument_ids()
     aux_ids = graph.aux_ids()
     arg_names = tuple(graph.nodes[i].name for i in arg_ids)
@@ -112,6 +118,10 @@ def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str
             if fwd_types[graph.row_ptr[i]] is None and name not in known_types:
                 known_types[name] = default_dtype
         fwd_types = infer_graph_types(graph, known_types)
+    device_graph = specialize(graph, fwd_types, ctx)
+    if device_graph is not graph:  # a variant may size its hidden outputs differently
+        graph = device_graph
+        fwd_shapes = infer_graph_shapes(graph, shapes)
     wrt = [n for n in arg_names if grad_req.get(n, "null") != "null"]
     if wrt:
         gg = build_gradient(graph, wrt)
