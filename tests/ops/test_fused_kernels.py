@@ -5,9 +5,15 @@ On CuPy, Activation (sigmoid forward; tanh, sigmoid and relu gradients), the RNN
 ufunc passes. On NumPy the ops run their passes. `backend.emulate_fused_kernels(True)` makes
 NumPy callers take the fused path too, with each kernel's CUDA body evaluated by NumPy, so
 these tests run the fused code paths (which arrays go where, in-place outputs, the body's
-arithmetic) against the ufunc passes on the CPU. Compiling the bodies with NVRTC needs a GPU:
-test_fused_kernels_compile_and_match_on_gpu does that where one is present.
+arithmetic) against the ufunc passes on the CPU. NVRTC (CUDA's runtime compiler, a wheel in
+the `nvrtc` extra that CI installs) needs no GPU, so every body is also compiled here, for float
+and double, in a wrapper shaped like the code CuPy generates around it. Running the compiled
+kernels needs a GPU: test_fused_kernels_compile_and_match_on_gpu does that where one is present.
 """
+import ctypes
+import glob
+import os
+
 import numpy as np
 import pytest
 
@@ -147,3 +153,56 @@ def test_fused_kernels_compile_and_match_on_gpu(ctx):
         for name, a, b in zip(inputs + outputs, want, dev):
             np.testing.assert_allclose(cupy.asnumpy(b), a, rtol=1e-5, atol=1e-6,
                                        err_msg="%s: %s" % (spec.name, name))
+
+
+def _nvrtc():
+    """libnvrtc from the nvidia-cuda-nvrtc wheel, or None."""
+    try:
+        import nvidia.cuda_nvrtc as pkg
+    except ImportError:
+        return None
+    for folder in pkg.__path__:
+        for path in sorted(glob.glob(os.path.join(folder, "lib", "libnvrtc.so*"))):
+            if ".alt." not in path:
+                return ctypes.CDLL(path)
+    return None
+
+
+def _compile(lib, source: str, name: str):
+    prog = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None,
+                                  None) == 0
+    opts = (ctypes.c_char_p * 2)(b"-arch=compute_70", b"--std=c++14")
+    status = lib.nvrtcCompileProgram(prog, 2, opts)
+    size = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetProgramLog(prog, log)
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return status, log.value.decode(errors="replace")
+
+
+@pytest.mark.skipif(_nvrtc() is None, reason="NVRTC not installed (pip install -e '.[nvrtc]')")
+@pytest.mark.parametrize("ctype", ["float", "double"])
+def test_every_kernel_body_compiles_with_nvrtc(ctype):
+    lib = _nvrtc()
+    for spec in backend.FUSED_SPECS.values():
+        inputs, outputs = spec.param_names()
+        params = ", ".join(["const T* _raw_%s" % n for n in inputs]
+                           + ["T* _raw_%s" % n for n in outputs] + ["long long _n"])
+        # as in CuPy's elementwise code: inputs are const values, outputs references
+        loads = "".join(["  const T %s = _raw_%s[_k];\n" % (n, n) for n in inputs]
+                        + ["  T &%s = _raw_%s[_k];\n" % (n, n) for n in outputs])
+        source = ("typedef %s T;\nextern \"C\" __global__ void %s(%s) {\n"
+                  "  long long _k = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+                  "  if (_k >= _n) return;\n%s  %s\n}\n"
+                  % (ctype, spec.name, params, loads, spec.body))
+        status, log = _compile(lib, source, spec.name + ".cu")
+        assert status == 0, "%s (T=%s) does not compile:\n%s" % (spec.name, ctype, log)
+
+
+@pytest.mark.skipif(_nvrtc() is None, reason="NVRTC not installed (pip install -e '.[nvrtc]')")
+def test_nvrtc_check_rejects_a_broken_body():
+    status, log = _compile(_nvrtc(), "extern \"C\" __global__ void k(float* y) "
+                           "{ y[0] = tanhh(y[0]); }", "broken.cu")
+    assert status != 0 and "tanhh" in log
