@@ -65,7 +65,8 @@ def run_minimod(args) -> dict:
     result = benchutil.measure(step, timer)
     name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
     return dict(result, version=mx.__version__, cupy=cupy.__version__,
-                device=name.decode() if isinstance(name, bytes) else str(name))
+                device=name.decode() if isinstance(name, bytes) else str(name),
+                convolution=mx.backend.cudnn_status())
 
 
 def run_torch(args) -> dict:
@@ -133,6 +134,9 @@ def table(records: list) -> str:
         ratio = ("%.2f" % (mm["samples_per_s"] / pt["samples_per_s"])) if len(ok) == 2 else "-"
         batch = next((r["batch"] for r in (mm, pt) if r and r.get("batch")), "-")
         lines.append("| %s | %s | %s | %s | %s |" % (net, batch, _cell(mm), _cell(pt), ratio))
+    paths = sorted({r["convolution"] for r in records if r.get("convolution")})
+    if paths:  # whether minimod's convolution and pooling ran through cuDNN or im2col
+        lines += ["", "minimod's convolution and pooling: %s" % "; ".join(paths)]
     return "\n".join(lines)
 
 

@@ -51,11 +51,13 @@ def _record(lib, net, sps, **extra):
 
 
 def test_table_names_the_device_and_says_why_a_row_did_not_run(bench_gpu, tmp_path):
-    records = [_record("minimod", "mlp", 2000.0, cupy="13.0"), _record("torch", "mlp", 4000.0),
+    records = [_record("minimod", "mlp", 2000.0, cupy="13.0", convolution="cuDNN via CuPy's "
+                       "wrapper"), _record("torch", "mlp", 4000.0),
                _record("minimod", "lenet", 500.0, noisy=True),
                {"lib": "torch-gpu", "net": "lenet", "error": "PyTorch is not installed"}]
     text = bench_gpu.table(records)
     assert "GPU: Test GPU 80GB" in text and "cupy 13.0" in text
+    assert text.endswith("minimod's convolution and pooling: cuDNN via CuPy's wrapper")
     rows = {ln.split("|")[1].strip(): ln for ln in text.splitlines() if ln.startswith("| ")}
     assert "0.50" in rows["mlp"] and "2000.0" in rows["mlp"] and "4000.0" in rows["mlp"]
     assert "not run: PyTorch is not installed" in rows["lenet"]
