@@ -10,8 +10,8 @@ copied in one strided copy into a column buffer (C, K, *work(out)), and ONE GEMM
 boundaries convert to and from NCHW. Convolution keeps its columns as a hidden output for its
 backward. Deconvolution is the transpose of the same steps. Work arrays come from a small
 process-wide scratch cache (`_ScratchMixin`), so repeated calls do not page-fault fresh buffers.
-On GPUs with CuPy's cuDNN wrapper, `for_device` swaps in CudnnConvolution and CudnnPooling,
-which call cuDNN instead and read the data (not columns or masks) in backward.
+On GPUs with CuPy's cuDNN wrapper, `for_device` swaps in CudnnConvolution, CudnnDeconvolution
+and CudnnPooling, which call cuDNN instead and read the data (not columns or masks) in backward.
 
 Where MXNet 1.9.1 on CPU and on GPU disagree, we follow the documented or GPU behaviour and say so
 in the op's docstring (BatchNorm's moving statistics).
@@ -760,6 +760,41 @@ class Deconvolution(_ConvBase):
             _write_grad(xp, in_grads[1], xp.matmul(_panel(xbl, g, npix), _t(cols)))
         if not self.attrs.no_bias:
             _write(xp, in_grads[2], gy.sum(axis=_reduce_axes(gy.ndim, 1)))
+
+    def for_device(self, ctx, dtype):
+        cudnn = None if self.attrs.cudnn_off or not _cudnn_dtype(dtype) else (
+            backend.cudnn_for(ctx))
+        return self if cudnn is None else _as_variant(self, CudnnDeconvolution, cudnn)
+
+
+class CudnnDeconvolution(Deconvolution):
+    """Deconvolution through cuDNN, picked by `for_device` as CudnnConvolution is. A
+    deconvolution is the data gradient of the convolution from its output's space to its
+    input's: forward is cuDNN's backward-data, the data gradient is cuDNN's forward, and the
+    weight gradient is cuDNN's filter gradient with the roles of data and output gradient
+    swapped. Backward reads the data and weight, as Deconvolution's does."""
+
+    def for_device(self, ctx, dtype):
+        return self
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, y = inputs[0], out[0]
+        pad, _ = self._pad_adj(x.shape[2:])
+        self.cudnn.conv_backward_data(inputs[1], x, y, pad, self.stride, self.dilate,
+                                      self.attrs.num_group)
+        if not self.attrs.no_bias:
+            y += _bias_view(inputs[2], y.ndim)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        x, gy = inputs[0], out_grads[0]
+        pad, _ = self._pad_adj(x.shape[2:])
+        geometry = (pad, self.stride, self.dilate, self.attrs.num_group)
+        if in_grads[0] is not None:
+            self.cudnn.conv_forward(gy, inputs[1], None, in_grads[0], *geometry)
+        if in_grads[1] is not None:
+            self.cudnn.conv_backward_filter(gy, x, in_grads[1], *geometry)
+        if not self.attrs.no_bias and in_grads[2] is not None:
+            xp.sum(gy, axis=(0,) + tuple(range(2, gy.ndim)), out=in_grads[2])
 
 
 # ----------------------------------------------------------------------------- Pooling

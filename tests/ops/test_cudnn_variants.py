@@ -13,7 +13,7 @@ import pytest
 
 import minimod as mx
 from minimod import backend
-from minimod.ops.nn import CudnnConvolution, CudnnPooling
+from minimod.ops.nn import CudnnConvolution, CudnnDeconvolution, CudnnPooling
 
 from . import fake_cudnn
 
@@ -62,8 +62,19 @@ def _global_avg():
     return x, {"data": (3, 2, 5, 4)}
 
 
+def _deconvolutions():
+    x = mx.sym.Deconvolution(V("data"), kernel=(3, 3), num_filter=4, stride=(2, 2), pad=(1, 1),
+                             adj=(1, 0), no_bias=False, name="d1")
+    x = mx.sym.Deconvolution(x, kernel=(2, 2), num_filter=4, num_group=2, stride=(2, 2),
+                             target_shape=(20, 18), name="d2")
+    return mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), name="p"), {"data": (2, 2, 5, 5)}
+
+
 CASES = {"lenet_block": _lenet_block, "grouped_strided_dilated": _grouped_strided_dilated,
-         "one_d": _one_d, "three_d": _three_d, "global_avg": _global_avg}
+         "one_d": _one_d, "three_d": _three_d, "global_avg": _global_avg,
+         "deconvolutions": _deconvolutions}
+VARIANTS = {"Convolution": CudnnConvolution, "Deconvolution": CudnnDeconvolution,
+            "Pooling": CudnnPooling}
 
 
 def _run(sym, shapes, seed=0):
@@ -92,8 +103,10 @@ def test_cudnn_variants_equal_the_cpu_path(case, monkeypatch):
     monkeypatch.setattr(backend, "cudnn_for", lambda ctx: ops)
     fake_cudnn.CALLS.clear()
     got_out, got_grads, exe = _run(sym, shapes)
-    kinds = _variant_ops(exe)
-    assert CudnnConvolution in kinds and CudnnPooling in kinds
+    # every convolution, deconvolution and pooling node runs its cuDNN variant
+    fwd = exe._plan.graph.nodes[:exe._plan.num_forward_nodes]
+    assert all(type(n.op) is VARIANTS[n.op.name] for n in fwd
+               if n.op is not None and n.op.name in VARIANTS)
     # every cuDNN entry point ran: forward, both convolution gradients, pooling's gradient
     assert {"convolution_forward", "convolution_backward_data", "convolution_backward_filter",
             "pooling_forward", "pooling_backward"} <= set(fake_cudnn.CALLS)
