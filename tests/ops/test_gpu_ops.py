@@ -32,6 +32,12 @@ def _conv_group():
                                stride=(2, 2), name="conv"), {"data": (2, 4, 6, 6)})
 
 
+def _deconv():
+    return (mx.sym.Deconvolution(V("data"), kernel=(3, 3), num_filter=4, stride=(2, 2),
+                                 pad=(1, 1), adj=(1, 1), no_bias=False, name="deconv"),
+            {"data": (2, 3, 5, 5)})
+
+
 def _pool_max():
     return (mx.sym.Pooling(V("data"), kernel=(2, 2), stride=(2, 2), pool_type="max"),
             {"data": (2, 3, 6, 6)})
@@ -99,7 +105,7 @@ def _softmax_log_softmax():
 
 
 CASES = {f.__name__[1:]: f for f in (
-    _fc, _conv, _conv_wide, _conv_group, _pool_max, _pool_avg_pad, _activations,
+    _fc, _conv, _conv_wide, _conv_group, _deconv, _pool_max, _pool_avg_pad, _activations,
     _softmax_output, _softmax_output_ignore, _batchnorm, _embedding, _rnn_lstm, _elementwise,
     _broadcast, _reduce, _softmax_log_softmax)}
 
