@@ -7,6 +7,10 @@ the GPU ones as skipped with the reason. The `ctx` fixture is that parametrisati
 """
 import os
 
+if os.environ.get("MINIMOD_FAKE_CUPY") == "1":  # before minimod loads: see tests/fake_cupy.py
+    from tests import fake_cupy
+    fake_cupy.install()
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")

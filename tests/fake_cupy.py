@@ -1,0 +1,297 @@
+"""A strict NumPy-backed stand-in for CuPy with two pretend GPUs, for running the GPU test cases
+on a machine without one: `MINIMOD_FAKE_CUPY=1 python -m pytest tests/...`.
+
+Its arrays (`ndarray`, a NumPy subclass) remember the device they were made on and refuse
+what real CuPy refuses, so the GPU code paths' data movement is checked:
+- an operation mixing a device array with a host (NumPy) array, or with a device array of
+  another GPU than the current one, raises;
+- `dev_array[...] = host_array` raises (CuPy takes host data only through `cupy.asarray` or
+  `ndarray.set`);
+- kernels run on the current device (`cupy.cuda.Device(i)`), and `ndarray.copy()` makes the
+  copy there (a peer copy).
+Arithmetic is NumPy's, so results equal the CPU path's; `cupyx.cudnn` is tests/ops/fake_cudnn.py
+and `ElementwiseKernel` evaluates the kernel body with NumPy (backend's emulation), so the
+cuDNN variants and fused kernels run too. It does not model asynchrony, memory pools, NCCL or
+which NumPy functions CuPy lacks: a pass here says the device paths move data correctly, not
+that real CuPy accepts every call.
+"""
+import builtins
+import sys
+import types
+
+import numpy as _np
+
+__version__ = "13.0.0+fake"
+_STATE = {"device": 0, "count": 2}
+
+
+class ndarray(_np.ndarray):
+    """A device array: a NumPy array plus the id of the pretend GPU holding it."""
+
+    def __array_finalize__(self, obj):
+        self._dev = getattr(obj, "_dev", _STATE["device"])
+
+    @property
+    def device(self):
+        return Device(self._dev)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        _check_operands(inputs + (out or ()), "%s.%s" % (ufunc.__name__, method))
+        args = [_host_view(a) for a in inputs]
+        if out is not None:
+            kwargs["out"] = tuple(_host_view(o) for o in out)
+        result = getattr(ufunc, method)(*args, **kwargs)
+        if out is not None:
+            return out[0] if len(out) == 1 else out
+        return _wrap(result)
+
+    def __array_function__(self, func, types_, args, kwargs):
+        return _call(func, args, kwargs)
+
+    def __setitem__(self, key, value):
+        _check_operands((self, value), "__setitem__")
+        _check_devices(key, "__setitem__")
+        _np.ndarray.__setitem__(self.view(_np.ndarray), _host_view(key), _host_view(value))
+
+    def __getitem__(self, key):
+        _check_devices(key, "__getitem__")
+        return _np.ndarray.__getitem__(self, _host_view(key))
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("implicit conversion of a (fake) CuPy array to NumPy: use .get() or "
+                        "cupy.asnumpy()")
+
+    def copy(self, order="C"):
+        # CuPy copies onto the current device (a peer copy when the source lives elsewhere)
+        out = _np.ndarray.copy(self.view(_np.ndarray), order=order).view(ndarray)
+        out._dev = _STATE["device"]
+        return out
+
+    def get(self):
+        return _np.ndarray.copy(self.view(_np.ndarray))
+
+    def set(self, arr):
+        if isinstance(arr, ndarray):
+            raise TypeError("ndarray.set takes host data")
+        self.view(_np.ndarray)[...] = arr
+
+
+def _is_host_array(value) -> bool:
+    return isinstance(value, _np.ndarray) and not isinstance(value, ndarray)
+
+
+def _check_operands(values, what: str) -> None:
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            _check_operands(value, what)
+        elif _is_host_array(value):
+            raise TypeError("%s mixes a host NumPy array %s into a device operation"
+                            % (what, value.shape))
+        elif isinstance(value, ndarray) and value._dev != _STATE["device"]:
+            raise ValueError("%s reads an array of gpu(%d) while gpu(%d) is current"
+                             % (what, value._dev, _STATE["device"]))
+
+
+def _check_devices(key, what: str) -> None:
+    """Index arrays may come from the host (CuPy copies them over); device ones must be here."""
+    for part in key if isinstance(key, tuple) else (key,):
+        if isinstance(part, ndarray) and part._dev != _STATE["device"]:
+            raise ValueError("%s indexes with an array of gpu(%d) while gpu(%d) is current"
+                             % (what, part._dev, _STATE["device"]))
+
+
+def _host_view(value):
+    if isinstance(value, ndarray):
+        return value.view(_np.ndarray)
+    if isinstance(value, tuple):
+        return tuple(_host_view(v) for v in value)
+    if isinstance(value, list):
+        return [_host_view(v) for v in value]
+    return value
+
+
+def _wrap(result):
+    if isinstance(result, _np.ndarray) and not isinstance(result, ndarray):
+        out = result.view(ndarray)
+        out._dev = _STATE["device"]
+        return out
+    if isinstance(result, tuple):
+        return tuple(_wrap(r) for r in result)
+    if isinstance(result, list):
+        return [_wrap(r) for r in result]
+    return result
+
+
+_METADATA = {"shape", "ndim", "size", "result_type", "can_cast", "isscalar", "iscomplexobj",
+             "isrealobj"}  # read no element: any device will do, as in CuPy
+
+
+def _call(func, args, kwargs):
+    name = getattr(func, "__name__", "call")
+    if name in _METADATA:
+        return func(*_host_view(tuple(args)), **kwargs)
+    _check_operands(tuple(args) + tuple(kwargs.values()), name)
+    return _wrap(func(*_host_view(tuple(args)), **{k: _host_view(v) for k, v in
+                                                   kwargs.items()}))
+
+
+def _device_fn(func):
+    def run(*args, **kwargs):
+        return _call(func, args, kwargs)
+    run.__name__ = getattr(func, "__name__", "fn")
+    return run
+
+
+def _from_host(func):
+    """A creation function: host data (or none) in, a device array out."""
+    def run(*args, **kwargs):
+        if builtins.any(isinstance(a, ndarray) for a in args):
+            return _call(func, args, kwargs)
+        return _wrap(func(*args, **kwargs))
+    return run
+
+
+def asnumpy(arr, *args, **kwargs):
+    return arr.get() if isinstance(arr, ndarray) else _np.asarray(arr)
+
+
+class Device:
+    def __init__(self, device_id=None):
+        self.id = _STATE["device"] if device_id is None else int(device_id)
+        self._saved = []
+
+    def __enter__(self):
+        if not 0 <= self.id < _STATE["count"]:
+            raise RuntimeError("no such device %d" % self.id)
+        self._saved.append(_STATE["device"])
+        _STATE["device"] = self.id
+        return self
+
+    def __exit__(self, *exc):
+        _STATE["device"] = self._saved.pop()
+
+    def synchronize(self):
+        pass
+
+
+class _Runtime:
+    @staticmethod
+    def getDeviceCount():
+        return _STATE["count"]
+
+    @staticmethod
+    def getDevice():
+        return _STATE["device"]
+
+    @staticmethod
+    def deviceSynchronize():
+        pass
+
+    @staticmethod
+    def deviceCanAccessPeer(a, b):
+        return 1
+
+    @staticmethod
+    def getDeviceProperties(i):
+        return {"name": b"Fake GPU %d" % i}
+
+
+class _Pool:
+    def free_all_blocks(self):
+        pass
+
+
+def get_default_memory_pool():
+    return _Pool()
+
+
+class ElementwiseKernel:
+    """Evaluates the kernel body with NumPy (minimod.backend's emulation of its bodies)."""
+
+    def __init__(self, in_params, out_params, body, name="kernel"):
+        from minimod import backend
+        spec = object.__new__(backend.ElementwiseSpec)  # not registered
+        spec.name, spec.in_params, spec.out_params, spec.body = name, in_params, out_params, body
+        self._kernel = backend._EmulatedKernel(spec)
+
+    def __call__(self, *args):
+        _check_operands(args, self._kernel.spec.name)
+        self._kernel(*[_host_view(a) for a in args])
+
+
+class _RandomState:
+    def __init__(self, seed=None):
+        self._rs = _np.random.RandomState(seed)
+
+    def __getattr__(self, name):
+        return _from_host(getattr(self._rs, name))
+
+
+_CREATE = ("empty", "zeros", "ones", "full", "arange", "array", "asarray", "ascontiguousarray",
+           "empty_like", "zeros_like", "ones_like", "full_like", "eye", "identity", "linspace")
+
+
+def _build():
+    me = sys.modules[__name__]
+    for name in dir(_np):
+        if name.startswith("_") or hasattr(me, name):
+            continue
+        value = getattr(_np, name)
+        if name in _CREATE:
+            setattr(me, name, _from_host(value))
+        elif isinstance(value, _np.ufunc):
+            setattr(me, name, value)  # dispatches through ndarray.__array_ufunc__
+        elif callable(value) and not isinstance(value, type):
+            setattr(me, name, _device_fn(value))
+        elif not isinstance(value, types.ModuleType):
+            setattr(me, name, value)  # dtypes, constants
+    me.random = types.SimpleNamespace(RandomState=_RandomState)
+    me.lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(
+        as_strided=_as_strided))
+    cuda = types.ModuleType("cupy.cuda")
+    cuda.Device = Device
+    cuda.runtime = _Runtime
+    me.cuda = cuda
+    me.__name__ = "cupy"
+    return me
+
+
+def _as_strided(x, shape=None, strides=None, **kwargs):
+    out = _np.lib.stride_tricks.as_strided(x.view(_np.ndarray), shape=shape, strides=strides,
+                                           **kwargs).view(ndarray)
+    out._dev = x._dev
+    return out
+
+
+def scatter_add(target, indices, values):
+    _check_operands((target, indices, values), "scatter_add")
+    _np.add.at(target.view(_np.ndarray), _host_view(indices), _host_view(values))
+
+
+def install() -> None:
+    """Make `import cupy`, `cupyx` and `cupyx.cudnn` give the stand-ins (before minimod loads)."""
+    me = _build()
+    from tests.ops import fake_cudnn
+    cudnn = types.ModuleType("cupyx.cudnn")
+    for name in ("convolution_forward", "convolution_backward_data",
+                 "convolution_backward_filter", "pooling_forward"):
+        setattr(cudnn, name, _unwrapped(getattr(fake_cudnn, name)))
+    cudnn.pooling_backward = lambda *a, **k: _wrap(_unwrapped(fake_cudnn.pooling_backward)(
+        *a, **k))
+    lib = types.ModuleType("cupy.cuda.cudnn")
+    for name in dir(fake_cudnn.Lib):
+        if name.startswith("CUDNN_"):
+            setattr(lib, name, getattr(fake_cudnn.Lib, name))
+    me.cuda.cudnn = lib
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scatter_add = scatter_add
+    cupyx.cudnn = cudnn
+    sys.modules.update({"cupy": me, "cupy.cuda": me.cuda, "cupy.cuda.cudnn": lib,
+                        "cupyx": cupyx, "cupyx.cudnn": cudnn})
+
+
+def _unwrapped(func):
+    def run(*args, **kwargs):
+        _check_operands(args, func.__name__)
+        return func(*_host_view(args), **kwargs)
+    return run
