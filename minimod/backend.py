@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import os
+import re
 
 import numpy as np
 
@@ -325,6 +326,14 @@ def _lift_dims(nd: int, values, fill: int) -> tuple:
     return ((fill,) + tuple(values)) if nd == 1 else tuple(values)
 
 
+def _lift_conv(nd: int, pad, stride, dilate) -> tuple:
+    return _lift_dims(nd, pad, 0), _lift_dims(nd, stride, 1), _lift_dims(nd, dilate, 1)
+
+
+def _lift_pool(nd: int, kernel, stride, pad) -> tuple:
+    return _lift_dims(nd, kernel, 1), _lift_dims(nd, stride, 1), _lift_dims(nd, pad, 0)
+
+
 class CudnnOps:
     """Convolution and pooling through CuPy's cuDNN wrapper, in minimod's conventions.
 
@@ -359,40 +368,30 @@ class CudnnOps:
             dst[...] = target
 
     def conv_forward(self, x, w, b, y, pad, stride, dilate, groups) -> None:
-        nd = x.ndim - 2
-        pad, stride, dilate = (_lift_dims(nd, pad, 0), _lift_dims(nd, stride, 1),
-                               _lift_dims(nd, dilate, 1))
+        pad, stride, dilate = _lift_conv(x.ndim - 2, pad, stride, dilate)
         self._into(y, lambda out: self.wrapper.convolution_forward(
             _lift_1d(x), _lift_1d(w), b, _lift_1d(out), pad, stride, dilate, groups,
             auto_tune=False, tensor_core="never"))
 
     def conv_backward_data(self, w, gy, gx, pad, stride, dilate, groups) -> None:
-        nd = gy.ndim - 2
-        pad, stride, dilate = (_lift_dims(nd, pad, 0), _lift_dims(nd, stride, 1),
-                               _lift_dims(nd, dilate, 1))
+        pad, stride, dilate = _lift_conv(gy.ndim - 2, pad, stride, dilate)
         self._into(gx, lambda out: self.wrapper.convolution_backward_data(
             _lift_1d(w), _lift_1d(gy), None, _lift_1d(out), pad, stride, dilate, groups,
             deterministic=True, auto_tune=False, tensor_core="never"))
 
     def conv_backward_filter(self, x, gy, gw, pad, stride, dilate, groups) -> None:
-        nd = x.ndim - 2
-        pad, stride, dilate = (_lift_dims(nd, pad, 0), _lift_dims(nd, stride, 1),
-                               _lift_dims(nd, dilate, 1))
+        pad, stride, dilate = _lift_conv(x.ndim - 2, pad, stride, dilate)
         self._into(gw, lambda out: self.wrapper.convolution_backward_filter(
             _lift_1d(x), _lift_1d(gy), _lift_1d(out), pad, stride, dilate, groups,
             deterministic=True, auto_tune=False, tensor_core="never"))
 
     def pool_forward(self, x, y, kernel, stride, pad, mode: str) -> None:
-        nd = x.ndim - 2
-        kernel, stride, pad = (_lift_dims(nd, kernel, 1), _lift_dims(nd, stride, 1),
-                               _lift_dims(nd, pad, 0))
+        kernel, stride, pad = _lift_pool(x.ndim - 2, kernel, stride, pad)
         self._into(y, lambda out: self.wrapper.pooling_forward(
             _lift_1d(x), _lift_1d(out), kernel, stride, pad, self.pool_modes[mode]))
 
     def pool_backward(self, x, y, gy, gx, kernel, stride, pad, mode: str) -> None:
-        nd = x.ndim - 2
-        kernel, stride, pad = (_lift_dims(nd, kernel, 1), _lift_dims(nd, stride, 1),
-                               _lift_dims(nd, pad, 0))
+        kernel, stride, pad = _lift_pool(x.ndim - 2, kernel, stride, pad)
         res = self.wrapper.pooling_backward(_lift_1d(x), _lift_1d(y), _lift_1d(gy), kernel,
                                             stride, pad, self.pool_modes[mode])
         gx[...] = res.reshape(gx.shape)
@@ -464,7 +463,6 @@ class _EmulatedKernel:
     for the subset of C it reads)."""
 
     def __init__(self, spec: ElementwiseSpec):
-        import re
         self.spec = spec
         self.inputs, self.outputs = spec.param_names()
         self.statements = []

@@ -529,9 +529,7 @@ class Convolution(_ConvBase):
         return (size,)
 
     def for_device(self, ctx, dtype):
-        cudnn = None if self.attrs.cudnn_off or not _cudnn_dtype(dtype) else (
-            backend.cudnn_for(ctx))
-        return self if cudnn is None else _as_variant(self, CudnnConvolution, cudnn)
+        return _cudnn_variant(self, CudnnConvolution, ctx, dtype)
 
     def forward(self, xp, inputs, aux, out, is_train):
         x, weight = inputs[0], inputs[1]
@@ -581,13 +579,15 @@ class Convolution(_ConvBase):
                     db[...] = sums
 
 
-def _cudnn_dtype(dtype) -> bool:
-    """Whether cuDNN computes in `dtype` (half, single and double precision floats)."""
-    return dtype is not None and str(dtype) in ("float16", "float32", "float64")
-
-
-def _as_variant(op, cls, cudnn):
-    """A `cls` instance (a device variant subclass of type(op)) sharing op's parsed attrs."""
+def _cudnn_variant(op, cls, ctx, dtype):
+    """`op` as its cuDNN variant `cls` (a subclass of type(op)) where cuDNN serves `ctx` and
+    computes in `dtype` (half, single and double floats), unless op sets cudnn_off; else op."""
+    if (type(op) is cls or op.attrs.cudnn_off
+            or str(dtype) not in ("float16", "float32", "float64")):
+        return op
+    cudnn = backend.cudnn_for(ctx)
+    if cudnn is None:
+        return op
     variant = object.__new__(cls)
     variant.__dict__.update(op.__dict__)
     # what backward reads is the variant's own (class-level) choice, not op's per-instance one
@@ -613,9 +613,6 @@ class CudnnConvolution(Convolution):
 
     def _columns_shape(self, size: int) -> tuple:
         return (1,)
-
-    def for_device(self, ctx, dtype):
-        return self
 
     def forward(self, xp, inputs, aux, out, is_train):
         bias = None if self.attrs.no_bias else inputs[2]
@@ -762,9 +759,7 @@ class Deconvolution(_ConvBase):
             _write(xp, in_grads[2], gy.sum(axis=_reduce_axes(gy.ndim, 1)))
 
     def for_device(self, ctx, dtype):
-        cudnn = None if self.attrs.cudnn_off or not _cudnn_dtype(dtype) else (
-            backend.cudnn_for(ctx))
-        return self if cudnn is None else _as_variant(self, CudnnDeconvolution, cudnn)
+        return _cudnn_variant(self, CudnnDeconvolution, ctx, dtype)
 
 
 class CudnnDeconvolution(Deconvolution):
@@ -773,9 +768,6 @@ class CudnnDeconvolution(Deconvolution):
     input's: forward is cuDNN's backward-data, the data gradient is cuDNN's forward, and the
     weight gradient is cuDNN's filter gradient with the roles of data and output gradient
     swapped. Backward reads the data and weight, as Deconvolution's does."""
-
-    def for_device(self, ctx, dtype):
-        return self
 
     def forward(self, xp, inputs, aux, out, is_train):
         x, y = inputs[0], out[0]
@@ -930,11 +922,10 @@ class Pooling(_ScratchMixin, Op):
 
     def for_device(self, ctx, dtype):
         a = self.attrs
-        if (a.cudnn_off or a.pool_type not in ("max", "avg") or not _cudnn_dtype(dtype)
-                or not (a.global_pool or a.pooling_convention == "valid")):
+        if a.pool_type not in ("max", "avg") or not (a.global_pool
+                                                     or a.pooling_convention == "valid"):
             return self  # cuDNN's windows are 'valid' ones: 'full' and 'same' stay ours
-        cudnn = backend.cudnn_for(ctx)
-        return self if cudnn is None else _as_variant(self, CudnnPooling, cudnn)
+        return _cudnn_variant(self, CudnnPooling, ctx, dtype)
 
     def _divisor(self, xp, spatial, kernel, stride, pad_lo, out, dtype):
         """Per-output element count of an avg window, broadcastable to (N, C, *out)."""
@@ -1141,9 +1132,6 @@ class CudnnPooling(Pooling):
 
     def _mask_shape(self, out_shape):
         return (1,)
-
-    def for_device(self, ctx, dtype):
-        return self
 
     def _cudnn_args(self, spatial):
         kernel, stride, pad_lo, _, _ = self._geometry(spatial)
