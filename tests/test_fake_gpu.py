@@ -23,10 +23,10 @@ GPU_TEST_FILES = ["tests/test_gpu_backend.py", "tests/ops/test_gpu_ops.py",
                   "tests/module/test_gpu_module.py"]
 
 
-def test_gpu_cases_pass_on_the_strict_stand_in():
-    env = dict(os.environ, MINIMOD_FAKE_CUPY="1")
+def _run_on_stand_in(files, **env_extra) -> str:
+    env = dict(os.environ, MINIMOD_FAKE_CUPY="1", **env_extra)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-                           *GPU_TEST_FILES], cwd=REPO, env=env, capture_output=True, text=True,
+                           *files], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=900)
     tail = proc.stdout[-4000:] + proc.stderr[-2000:]
     assert proc.returncode == 0, tail
@@ -34,6 +34,19 @@ def test_gpu_cases_pass_on_the_strict_stand_in():
     assert passed >= 500, tail
     # nothing skipped for want of a GPU: the pretend GPUs stood in for every case
     assert "no usable GPU" not in proc.stdout and "needs two GPUs" not in proc.stdout, tail
+    return proc.stdout
+
+
+def test_gpu_cases_pass_on_the_strict_stand_in():
+    """With the stand-in's cuDNN: convolution and pooling take the cuDNN variants."""
+    _run_on_stand_in(GPU_TEST_FILES)
+
+
+def test_gpu_cases_pass_on_the_im2col_path_too():
+    """MINIMOD_CUDNN=0 (or a CuPy without cuDNN, such as CuPy 14): convolution and pooling
+    run their im2col code on the device arrays."""
+    _run_on_stand_in(["tests/ops/test_gpu_ops.py", "tests/executor/test_gpu.py",
+                      "tests/module/test_gpu_module.py"], MINIMOD_CUDNN="0")
 
 
 def test_stand_in_refuses_what_cupy_refuses():
