@@ -8,7 +8,9 @@ what real CuPy refuses, so the GPU code paths' data movement is checked:
 - `dev_array[...] = host_array` raises (CuPy takes host data only through `cupy.asarray` or
   `ndarray.set`);
 - kernels run on the current device (`cupy.cuda.Device(i)`), and `ndarray.copy()` makes the
-  copy there (a peer copy).
+  copy there (a peer copy);
+- every read of a device value on the host (`get`, `asnumpy`, `item`, `bool()`, `float()` ...),
+  which on a real GPU waits for the queued work, is recorded (`host_reads`).
 Arithmetic is NumPy's, so results equal the CPU path's; `cupyx.cudnn` is tests/ops/fake_cudnn.py
 and `ElementwiseKernel` evaluates the kernel body with NumPy (backend's emulation), so the
 cuDNN variants and fused kernels run too. It does not model asynchrony, memory pools, NCCL or
@@ -22,7 +24,17 @@ import types
 import numpy as _np
 
 __version__ = "13.0.0+fake"
-_STATE = {"device": 0, "count": 2}
+_STATE = {"device": 0, "count": 2, "host_reads": []}
+
+
+def host_reads() -> list:
+    """What has read device values back to the host since the last `reset_host_reads` (each
+    entry names the call: get, item, bool, float, int, index, tolist)."""
+    return list(_STATE["host_reads"])
+
+
+def reset_host_reads() -> None:
+    _STATE["host_reads"].clear()
 
 
 class ndarray(_np.ndarray):
@@ -55,7 +67,11 @@ class ndarray(_np.ndarray):
 
     def __getitem__(self, key):
         _check_devices(key, "__getitem__")
-        return _np.ndarray.__getitem__(self, _host_view(key))
+        out = _np.ndarray.__getitem__(self, _host_view(key))
+        if isinstance(out, _np.generic):  # an element stays on the device, as a 0-d array
+            out = _np.asarray(out).view(ndarray)
+            out._dev = self._dev
+        return out
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("implicit conversion of a (fake) CuPy array to NumPy: use .get() or "
@@ -68,7 +84,33 @@ class ndarray(_np.ndarray):
         return out
 
     def get(self):
+        _STATE["host_reads"].append("get %s" % (self.shape,))
         return _np.ndarray.copy(self.view(_np.ndarray))
+
+    # reading a device value on the host waits for the GPU: each such call is recorded
+    def item(self, *args):
+        _STATE["host_reads"].append("item")
+        return _np.ndarray.item(self, *args)
+
+    def tolist(self):
+        _STATE["host_reads"].append("tolist")
+        return _np.ndarray.tolist(self)
+
+    def __bool__(self):
+        _STATE["host_reads"].append("bool")
+        return _np.ndarray.__bool__(self)
+
+    def __float__(self):
+        _STATE["host_reads"].append("float")
+        return _np.ndarray.__float__(self)
+
+    def __int__(self):
+        _STATE["host_reads"].append("int")
+        return _np.ndarray.__int__(self)
+
+    def __index__(self):
+        _STATE["host_reads"].append("index")
+        return _np.ndarray.__index__(self)
 
     def set(self, arr):
         if isinstance(arr, ndarray):
@@ -111,6 +153,8 @@ def _host_view(value):
 
 
 def _wrap(result):
+    if isinstance(result, _np.generic):  # CuPy's reductions and indexing give 0-d arrays
+        result = _np.asarray(result)
     if isinstance(result, _np.ndarray) and not isinstance(result, ndarray):
         out = result.view(ndarray)
         out._dev = _STATE["device"]

@@ -277,3 +277,33 @@ def test_wait_to_read_and_waitall_return_after_the_work(ctx):
     mx.nd.waitall()
     assert b.context == ctx
     np.testing.assert_array_equal(b.asnumpy(), np.full((64, 64), 64.0, np.float32))
+
+
+@pytest.mark.parametrize("net", ["mlp", "lenet", "lstm_fused"])
+@pytest.mark.parametrize("ctx", [p for p in ctx_params() if p.id != "cpu"])
+def test_training_steps_read_nothing_back_to_the_host(ctx, net):
+    """forward_backward + update on a GPU queue their work and never wait for it: no value
+    comes back to the host inside a step (only asnumpy, metrics and printing wait). Counted
+    by the stand-in CuPy (tests/fake_cupy.py), which records every host read."""
+    from minimod import backend
+    cupy = backend._cupy
+    if not hasattr(cupy, "host_reads"):
+        pytest.skip("host reads are counted by the stand-in CuPy only (tests/test_fake_gpu.py)")
+    bench = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+    sys.path.insert(0, bench)
+    try:
+        import workloads
+    finally:
+        sys.path.remove(bench)
+    mod, batches = workloads.make_module(mx, net, 8, context=ctx)
+    for b in batches:
+        b.data = [d.as_in_context(ctx) for d in b.data]
+        b.label = [lab.as_in_context(ctx) for lab in b.label]
+    step = workloads.module_step_fn(mod, batches)
+    step()  # the first step may set things up
+    cupy.reset_host_reads()
+    for _ in range(3):
+        step()
+    assert cupy.host_reads() == []
+    mod.get_outputs()[0].asnumpy()  # and the counter does see a read
+    assert cupy.host_reads()
