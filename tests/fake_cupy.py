@@ -37,6 +37,23 @@ def reset_host_reads() -> None:
     _STATE["host_reads"].clear()
 
 
+def _host_read(what: str, method: str = ""):
+    """ndarray.<method> (default: <what>), recording the host read it makes."""
+    host_method = getattr(_np.ndarray, method or what)
+
+    def read(self, *args):
+        _STATE["host_reads"].append(what)
+        return host_method(self, *args)
+    return read
+
+
+def _on_device(host, device: int):
+    """The NumPy array `host` (a fresh copy or a view) as a device array of gpu(`device`)."""
+    out = _np.asarray(host).view(ndarray)
+    out._dev = device
+    return out
+
+
 class ndarray(_np.ndarray):
     """A device array: a NumPy array plus the id of the pretend GPU holding it."""
 
@@ -69,8 +86,7 @@ class ndarray(_np.ndarray):
         _check_devices(key, "__getitem__")
         out = _np.ndarray.__getitem__(self, _host_view(key))
         if isinstance(out, _np.generic):  # an element stays on the device, as a 0-d array
-            out = _np.asarray(out).view(ndarray)
-            out._dev = self._dev
+            return _on_device(out, self._dev)
         return out
 
     def __array__(self, dtype=None, copy=None):
@@ -79,38 +95,20 @@ class ndarray(_np.ndarray):
 
     def copy(self, order="C"):
         # CuPy copies onto the current device (a peer copy when the source lives elsewhere)
-        out = _np.ndarray.copy(self.view(_np.ndarray), order=order).view(ndarray)
-        out._dev = _STATE["device"]
-        return out
+        return _on_device(_np.ndarray.copy(self.view(_np.ndarray), order=order),
+                          _STATE["device"])
 
     def get(self):
         _STATE["host_reads"].append("get %s" % (self.shape,))
         return _np.ndarray.copy(self.view(_np.ndarray))
 
     # reading a device value on the host waits for the GPU: each such call is recorded
-    def item(self, *args):
-        _STATE["host_reads"].append("item")
-        return _np.ndarray.item(self, *args)
-
-    def tolist(self):
-        _STATE["host_reads"].append("tolist")
-        return _np.ndarray.tolist(self)
-
-    def __bool__(self):
-        _STATE["host_reads"].append("bool")
-        return _np.ndarray.__bool__(self)
-
-    def __float__(self):
-        _STATE["host_reads"].append("float")
-        return _np.ndarray.__float__(self)
-
-    def __int__(self):
-        _STATE["host_reads"].append("int")
-        return _np.ndarray.__int__(self)
-
-    def __index__(self):
-        _STATE["host_reads"].append("index")
-        return _np.ndarray.__index__(self)
+    item = _host_read("item")
+    tolist = _host_read("tolist")
+    __bool__ = _host_read("bool", "__bool__")
+    __float__ = _host_read("float", "__float__")
+    __int__ = _host_read("int", "__int__")
+    __index__ = _host_read("index", "__index__")
 
     def set(self, arr):
         if isinstance(arr, ndarray):
@@ -153,12 +151,9 @@ def _host_view(value):
 
 
 def _wrap(result):
-    if isinstance(result, _np.generic):  # CuPy's reductions and indexing give 0-d arrays
-        result = _np.asarray(result)
-    if isinstance(result, _np.ndarray) and not isinstance(result, ndarray):
-        out = result.view(ndarray)
-        out._dev = _STATE["device"]
-        return out
+    # CuPy's reductions give 0-d device arrays where NumPy gives scalars
+    if isinstance(result, _np.generic) or _is_host_array(result):
+        return _on_device(result, _STATE["device"])
     if isinstance(result, tuple):
         return tuple(_wrap(r) for r in result)
     if isinstance(result, list):
@@ -301,10 +296,8 @@ def _build():
 
 
 def _as_strided(x, shape=None, strides=None, **kwargs):
-    out = _np.lib.stride_tricks.as_strided(x.view(_np.ndarray), shape=shape, strides=strides,
-                                           **kwargs).view(ndarray)
-    out._dev = x._dev
-    return out
+    return _on_device(_np.lib.stride_tricks.as_strided(x.view(_np.ndarray), shape=shape,
+                                                       strides=strides, **kwargs), x._dev)
 
 
 def scatter_add(target, indices, values):
