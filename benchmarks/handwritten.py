@@ -92,13 +92,16 @@ class MLP:
 
 
 class LeNet:
-    """conv5x5x20 tanh maxpool2, conv5x5x50 tanh maxpool2, fc500 tanh, fc10; im2col + GEMM
-    with activations kept as (C, N, H, W)."""
+    """conv5x5x20 tanh maxpool2, conv5x5x50 tanh maxpool2, fc500 tanh, fc10; im2col + one GEMM
+    per direction with activations kept batch innermost, (C, H, W, N): every im2col, col2im and
+    pooling slice is then a run of contiguous W * N floats, the GEMM output is already in that
+    layout, and the flatten before fc1 is a free reshape (the layout the performance anchors
+    found fastest in NumPy). The fully connected layers work on transposed activations
+    (features, N) for the same reason."""
 
     def __init__(self, batch: int, seed: int = 0):
         rng = np.random.RandomState(seed)
-        n = batch
-        self.n = n
+        n = self.n = batch
         self.k1 = _init(rng, (20, 25), 25)
         self.k2 = _init(rng, (50, 500), 500)
         self.f1 = _init(rng, (500, 800), 800)
@@ -107,107 +110,117 @@ class LeNet:
         self.ws = [self.k1, self.k2, self.f1, self.f2]
         self.gws = [np.empty_like(w) for w in self.ws]
         self.gbs = [np.empty_like(b) for b in self.bs]
-        e = np.empty
-        self.cols1 = e((25, n * 24 * 24), np.float32)
-        self.c1 = e((20, n, 24, 24), np.float32)
-        self.p1 = e((20, n, 12, 12), np.float32)
-        self.cols2 = e((500, n * 8 * 8), np.float32)
-        self.c2 = e((50, n, 8, 8), np.float32)
-        self.p2 = e((50, n, 4, 4), np.float32)
-        self.flat = e((n, 800), np.float32)
-        self.a3 = e((n, 500), np.float32)
-        self.z = e((n, 10), np.float32)
-        self.d3 = e((n, 500), np.float32)
-        self.dflat = e((n, 800), np.float32)
-        self.dc2 = e((50, n, 8, 8), np.float32)
-        self.dcols2 = e((500, n * 8 * 8), np.float32)
-        self.dp1 = e((20, n, 12, 12), np.float32)
-        self.dc1 = e((20, n, 24, 24), np.float32)
-        self.red = e((n, 1), np.float32)
-        self.m1 = e((20, n, 12, 12, 2, 2), bool)
-        self.m2 = e((50, n, 4, 4, 2, 2), bool)
-        self.tmp = e((n, 500), np.float32)
+
+        def e(*shape, dtype=np.float32):
+            return np.zeros(shape, dtype)
+
+        self.xc = e(1, 28, 28, n)
+        self.cols1, self.c1, self.p1 = e(25, 24 * 24 * n), e(20, 24, 24, n), e(20, 12, 12, n)
+        self.cols2, self.c2, self.p2 = e(500, 8 * 8 * n), e(50, 8, 8, n), e(50, 4, 4, n)
+        self.a3, self.z = e(500, n), e(n, 10)
+        self.d3, self.dflat = e(500, n), e(800, n)
+        self.dc2, self.dcols2 = e(50, 8, 8, n), e(500, 8 * 8 * n)
+        self.dp1, self.dc1 = e(20, 12, 12, n), e(20, 24, 24, n)
+        self.t1, self.t2, self.t3 = e(20, 24, 24, n), e(50, 8, 8, n), e(500, n)
+        # pooling backward: which window taps hold the maximum (and which already took it)
+        self.hit1, self.taken1 = e(20, 12, 12, n, dtype=bool), e(20, 12, 12, n, dtype=bool)
+        self.hit2, self.taken2 = e(50, 4, 4, n, dtype=bool), e(50, 4, 4, n, dtype=bool)
+        self.red = e(n, 1)
         self.rows = np.arange(n)
         self.scale = np.float32(1.0 / n)
         self.opt = _SGD(list(zip(self.ws, self.gws)) + list(zip(self.bs, self.gbs)))
 
     @staticmethod
     def _im2col(x, k, out):
-        """x (C, N, H, W) -> out (C * k * k, N * Ho * Wo) in one strided copy."""
-        c, n, h, w = x.shape
+        """x (C, H, W, N) -> out (C * k * k, Ho * Wo * N) in one strided copy."""
+        c, h, w, n = x.shape
         ho, wo = h - k + 1, w - k + 1
         s = x.strides
-        view = np.lib.stride_tricks.as_strided(x, (c, k, k, n, ho, wo),
-                                               (s[0], s[2], s[3], s[1], s[2], s[3]))
-        out.reshape(c, k, k, n, ho, wo)[...] = view
+        view = np.lib.stride_tricks.as_strided(x, (c, k, k, ho, wo, n),
+                                               (s[0], s[1], s[2], s[1], s[2], s[3]))
+        out.reshape(c, k, k, ho, wo, n)[...] = view
 
     @staticmethod
-    def _col2im(cols, c, k, dx):
-        """Adjoint of _im2col: dx (C, N, H, W) = sum of the tap slices of cols."""
-        _, n, h, w = dx.shape
+    def _col2im(cols, k, dx):
+        """Adjoint of _im2col: dx (C, H, W, N) = the sum of the tap slices of cols."""
+        c, h, w, n = dx.shape
         ho, wo = h - k + 1, w - k + 1
         dx.fill(0)
-        taps = cols.reshape(c, k, k, n, ho, wo)
+        taps = cols.reshape(c, k, k, ho, wo, n)
         for i in range(k):
             for j in range(k):
-                dx[:, :, i:i + ho, j:j + wo] += taps[:, i, j]
+                dx[:, i:i + ho, j:j + wo] += taps[:, i, j]
 
     @staticmethod
-    def _pool(x, out, mask):
-        """2x2 max pool of (C, N, H, W); mask marks the maxima (ties all get the gradient)."""
-        c, n, h, w = x.shape
-        tiles = x.reshape(c, n, h // 2, 2, w // 2, 2).transpose(0, 1, 2, 4, 3, 5)
-        np.max(tiles, axis=(4, 5), out=out)
-        np.equal(tiles, out[..., None, None], out=mask)
+    def _quads(x):
+        """The four taps of every 2x2 window of x (C, H, W, N), as strided views."""
+        c, h, w, n = x.shape
+        v = x.reshape(c, h // 2, 2, w // 2, 2, n)
+        return [v[:, :, a, :, b] for a in (0, 1) for b in (0, 1)]
 
-    @staticmethod
-    def _unpool(dy, mask, dx):
-        c, n, h, w = dx.shape
-        view = dx.reshape(c, n, h // 2, 2, w // 2, 2).transpose(0, 1, 2, 4, 3, 5)
-        np.multiply(mask, dy[..., None, None], out=view)
+    def _pool(self, x, out):
+        """2x2 max pool of x (C, H, W, N) into out (C, H/2, W/2, N)."""
+        quads = self._quads(x)
+        np.maximum(quads[0], quads[1], out=out)
+        np.maximum(out, quads[2], out=out)
+        np.maximum(out, quads[3], out=out)
+
+    def _unpool(self, dy, x, y, dx, hit, taken):
+        """dx's 2x2 taps = dy at the first tap of each window that holds its maximum y (as
+        MXNet routes ties), 0 elsewhere."""
+        taken.fill(False)
+        for q, dq in zip(self._quads(x), self._quads(dx)):
+            np.equal(q, y, out=hit)
+            np.greater(hit, taken, out=hit)              # hit and not taken before
+            taken |= hit
+            np.multiply(dy, hit, out=dq)
 
     def step(self, x, y):
         n = self.n
-        xc = x.reshape(n, 1, 28, 28).transpose(1, 0, 2, 3)
-        self._im2col(xc, 5, self.cols1)
+        self.xc[...] = x.reshape(n, 1, 28, 28).transpose(1, 2, 3, 0)
+        self._im2col(self.xc, 5, self.cols1)
         c1 = self.c1.reshape(20, -1)
         np.dot(self.k1, self.cols1, out=c1)
         c1 += self.bs[0][:, None]
         np.tanh(c1, out=c1)
-        self._pool(self.c1, self.p1, self.m1)
+        self._pool(self.c1, self.p1)
         self._im2col(self.p1, 5, self.cols2)
         c2 = self.c2.reshape(50, -1)
         np.dot(self.k2, self.cols2, out=c2)
         c2 += self.bs[1][:, None]
         np.tanh(c2, out=c2)
-        self._pool(self.c2, self.p2, self.m2)
-        self.flat.reshape(n, 50, 16)[...] = self.p2.reshape(50, n, 16).transpose(1, 0, 2)
-        np.dot(self.flat, self.f1.T, out=self.a3)
-        self.a3 += self.bs[2]
+        self._pool(self.c2, self.p2)
+        flat = self.p2.reshape(800, n)                      # (features, N): no copy
+        np.dot(self.f1, flat, out=self.a3)
+        self.a3 += self.bs[2][:, None]
         np.tanh(self.a3, out=self.a3)
-        np.dot(self.a3, self.f2.T, out=self.z)
+        np.dot(self.a3.T, self.f2.T, out=self.z)
         self.z += self.bs[3]
         loss = _softmax_xent_grad(self.z, y, self.rows, self.scale, self.red)
         # backward
-        np.dot(self.z.T, self.a3, out=self.gws[3])
+        np.dot(self.z.T, self.a3.T, out=self.gws[3])
         np.sum(self.z, axis=0, out=self.gbs[3])
-        np.dot(self.z, self.f2, out=self.d3)
-        np.multiply(self.a3, self.a3, out=self.tmp)
-        np.subtract(1, self.tmp, out=self.tmp)
-        self.d3 *= self.tmp
-        np.dot(self.d3.T, self.flat, out=self.gws[2])
-        np.sum(self.d3, axis=0, out=self.gbs[2])
-        np.dot(self.d3, self.f1, out=self.dflat)
-        dp2 = self.dflat.reshape(n, 50, 4, 4).transpose(1, 0, 2, 3)
-        self._unpool(dp2, self.m2, self.dc2)
-        self.dc2 *= 1 - self.c2 * self.c2
+        np.dot(self.f2.T, self.z.T, out=self.d3)
+        np.multiply(self.a3, self.a3, out=self.t3)
+        np.subtract(1, self.t3, out=self.t3)
+        self.d3 *= self.t3
+        np.dot(self.d3, flat.T, out=self.gws[2])
+        np.sum(self.d3, axis=1, out=self.gbs[2])
+        np.dot(self.f1.T, self.d3, out=self.dflat)
+        self._unpool(self.dflat.reshape(50, 4, 4, n), self.c2, self.p2, self.dc2, self.hit2,
+                     self.taken2)
+        np.multiply(self.c2, self.c2, out=self.t2)
+        np.subtract(1, self.t2, out=self.t2)
+        self.dc2 *= self.t2
         dc2 = self.dc2.reshape(50, -1)
         np.dot(dc2, self.cols2.T, out=self.gws[1])
         np.sum(dc2, axis=1, out=self.gbs[1])
         np.dot(self.k2.T, dc2, out=self.dcols2)
-        self._col2im(self.dcols2, 20, 5, self.dp1)
-        self._unpool(self.dp1, self.m1, self.dc1)
-        self.dc1 *= 1 - self.c1 * self.c1
+        self._col2im(self.dcols2, 5, self.dp1)
+        self._unpool(self.dp1, self.c1, self.p1, self.dc1, self.hit1, self.taken1)
+        np.multiply(self.c1, self.c1, out=self.t1)
+        np.subtract(1, self.t1, out=self.t1)
+        self.dc1 *= self.t1
         dc1 = self.dc1.reshape(20, -1)
         np.dot(dc1, self.cols1.T, out=self.gws[0])
         np.sum(dc1, axis=1, out=self.gbs[0])

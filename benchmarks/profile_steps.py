@@ -11,8 +11,10 @@ step into:
   update       Module.update (kvstore and optimizer)
   framework    the plain step time minus the three above: the executor's loop, Module's
                bookkeeping, loading the batch (the timers' own cost stays out of it)
-The hand-written NumPy step (handwritten.py, same model, preallocated buffers) is timed the
-same way, so the last columns show what is left between minimod and code with no framework.
+The hand-written NumPy step (handwritten.py, same model, preallocated buffers) is timed in
+windows alternating with minimod's (the machine changes speed for minutes at a time, so only
+back-to-back pairs compare), and its GEMMs the same way: the last columns show what is left
+between minimod and code with no framework.
 
     python3 benchmarks/profile_steps.py --ops lenet:64 [lstm_fused:32 ...]
 
@@ -58,19 +60,36 @@ def _timed(fn, clock, key):
     return wrapper
 
 
+def _window_ms(step, seconds: float) -> float:
+    """ms per step of `step` run for about `seconds` (at least once)."""
+    n, t0 = 0, time.perf_counter()
+    while True:
+        step()
+        n += 1
+        if time.perf_counter() - t0 >= seconds:
+            break
+    return (time.perf_counter() - t0) / n * 1e3
+
+
 def median_step_ms(step, seconds: float, windows: int = 5) -> float:
     for _ in range(3):
         step()
-    per = []
+    return statistics.median(_window_ms(step, seconds / windows) for _ in range(windows))
+
+
+def paired_ms(step_a, step_b, seconds: float, windows: int = 8) -> tuple:
+    """Alternating windows of two steps: (median ms of a, median ms of b, median of the
+    per-pair ratios a / b). Pairs taken back to back share the machine's speed mode, so the
+    ratio holds where the two medians alone, taken minutes apart, would not."""
+    for _ in range(3):
+        step_a()
+        step_b()
+    a, b = [], []
     for _ in range(windows):
-        n, t0 = 0, time.perf_counter()
-        while True:
-            step()
-            n += 1
-            if time.perf_counter() - t0 >= seconds / windows:
-                break
-        per.append((time.perf_counter() - t0) / n)
-    return statistics.median(per) * 1e3
+        a.append(_window_ms(step_a, seconds / windows))
+        b.append(_window_ms(step_b, seconds / windows))
+    return (statistics.median(a), statistics.median(b),
+            statistics.median(x / y for x, y in zip(a, b)))
 
 
 def run_instrumented(step, seconds: float, clock: Clock) -> int:
@@ -93,13 +112,15 @@ def _executor(mod):
     return inner, inner._exec_group.execs[0]
 
 
-def _instrumented(net: str, batch: int, seconds: float, label) -> tuple:
-    """Time a workload's plain step, then run it with a timer around every op step (under
-    `label(direction, node)`), around the update and around NumPy's GEMMs.
+def _instrumented(net: str, batch: int, seconds: float, label, partner=None) -> tuple:
+    """Time a workload's plain step (in windows alternating with `partner`'s, when given:
+    then plain is the tuple of paired_ms), then run it with a timer around every op step
+    (under `label(direction, node)`), around the update and around NumPy's GEMMs.
     Returns (module, executor, plain ms, clock, steps run while instrumented)."""
     mod, batches = workloads.make_module(mx, net, batch)
     step = workloads.module_step_fn(mod, batches)
-    plain = median_step_ms(step, seconds)
+    plain = (median_step_ms(step, seconds) if partner is None
+             else paired_ms(step, partner, 2 * seconds))
     inner, exe = _executor(mod)
     nodes = exe._plan.graph.nodes
     clock = Clock()
@@ -112,8 +133,10 @@ def _instrumented(net: str, batch: int, seconds: float, label) -> tuple:
     return mod, exe, plain, clock, n
 
 
-def profile_minimod(net: str, batch: int, seconds: float) -> dict:
-    _, exe, plain, clock, n = _instrumented(net, batch, seconds, lambda d, node: "ops")
+def profile_minimod(net: str, batch: int, seconds: float, hand_step) -> dict:
+    _, exe, paired, clock, n = _instrumented(net, batch, seconds, lambda d, node: "ops",
+                                             partner=hand_step)
+    plain, hand_plain, vs_hand = paired
     per = {k: v / n * 1e3 for k, v in clock.total.items()}
     nodes = len(exe._fwd_steps) + len(exe._bwd_steps)
     blas = per.get("blas", 0.0)
@@ -121,7 +144,8 @@ def profile_minimod(net: str, batch: int, seconds: float) -> dict:
     other = max(per.get("ops", 0.0) - blas, 0.0)
     framework = plain - blas - other - per.get("update", 0.0)
     return {"plain": plain, "blas": blas, "other": other, "update": per.get("update", 0.0),
-            "framework": framework, "nodes": nodes}
+            "framework": framework, "nodes": nodes, "hand_plain": hand_plain,
+            "vs_hand": vs_hand}
 
 
 def per_op(net: str, batch: int, seconds: float) -> tuple:
@@ -136,14 +160,17 @@ def per_op(net: str, batch: int, seconds: float) -> tuple:
     return plain, median_step_ms(mod.update, seconds), rows
 
 
-def profile_handwritten(kind: str, batch: int, seconds: float) -> dict:
+def handwritten_step(kind: str, batch: int):
     model = handwritten.MODELS[kind](batch)
     x, y = handwritten.data(kind, batch)
-    step = lambda: model.step(x, y)  # noqa: E731
-    plain = median_step_ms(step, seconds)
+    return lambda: model.step(x, y)
+
+
+def profile_handwritten(step, seconds: float) -> dict:
+    """The GEMM time of a hand-written step (its plain time comes from paired_ms)."""
     clock = Clock()
     n = run_instrumented(step, seconds, clock)
-    return {"plain": plain, "blas": clock.total.get("blas", 0.0) / n * 1e3}
+    return {"blas": clock.total.get("blas", 0.0) / n * 1e3}
 
 
 def main() -> int:
@@ -166,15 +193,18 @@ def main() -> int:
         return 0
     rows = []
     for net, batch, kind in WORKLOADS:
-        m = profile_minimod(net, batch, seconds)
-        h = profile_handwritten(kind, batch, seconds)
+        hand_step = handwritten_step(kind, batch)
+        m = profile_minimod(net, batch, seconds, hand_step)
+        h = profile_handwritten(hand_step, seconds)
         rows.append((net, batch, m, h))
         print("profiled %s b%d" % (net, batch), file=sys.stderr, flush=True)
     out = ["## Profile: where a minimod training step goes", "",
            "Measured by `benchmarks/profile_steps.py` in one process right after the rounds "
            "above (ms per step; see the script's docstring for the split). 'hand NumPy' is "
            "the same model written directly in NumPy with preallocated buffers "
-           "(`benchmarks/handwritten.py`; the LSTM one has the fused RNN's arithmetic).", "",
+           "(`benchmarks/handwritten.py`; the LSTM one has the fused RNN's arithmetic); the "
+           "two steps are timed in alternating windows, and 'minimod / hand' is the median "
+           "of the per-pair ratios.", "",
            "| workload | minimod step | BLAS | other op work | update | framework "
            "| nodes | framework per node | hand NumPy step | its BLAS | minimod / hand |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -184,8 +214,8 @@ def main() -> int:
                        net, batch, m["plain"], m["blas"], 100 * m["blas"] / m["plain"],
                        m["other"], 100 * m["other"] / m["plain"], m["update"],
                        m["framework"], 100 * m["framework"] / m["plain"], m["nodes"],
-                       1e3 * m["framework"] / max(m["nodes"], 1), h["plain"], h["blas"],
-                       m["plain"] / h["plain"]))
+                       1e3 * m["framework"] / max(m["nodes"], 1), m["hand_plain"],
+                       h["blas"], m["vs_hand"]))
     print("\n".join(out))
     return 0
 

@@ -1,4 +1,5 @@
-"""The benchmark in one command: minimod vs MXNet 1.9.1 vs PyTorch on this machine's CPU.
+"""The benchmark in one command: minimod vs MXNet 1.9.1 vs PyTorch on this machine's CPU, with
+the hand-written NumPy steps of the same models as the floor of an engine over NumPy.
 
     python3 benchmarks/run.py                 # 5 interleaved rounds, then benchmarks/RESULTS.md
     python3 benchmarks/run.py --quick         # 1 short round: checks that everything runs
@@ -11,11 +12,13 @@ What it does, in order:
    `--index-url https://download.pytorch.org/whl/cpu` where the default index would pull a
    CUDA build). minimod runs in the interpreter running this script. A peer whose venv cannot
    be made is left out, and the table says so.
-2. Runs `run_all.sh`: every workload under every peer, one process per run, the peers
+2. Runs `run_all.sh`: every workload under every peer (the hand-written NumPy peer,
+   bench_numpy.py, runs the training workloads it has a step for), one process per run, the peers
    interleaved within each round and their order rotated between rounds, each run waiting for
    a quiet machine first (see benchutil.py for the timing windows and quiet filter).
 3. Writes benchmarks/RESULTS.md: the machine, then `summarize.py`'s tables (samples/s as
-   median [min-max] over rounds, ms/step, peak RSS, same-round ratios to MXNet and PyTorch),
+   median [min-max] over rounds, ms/step, peak RSS, same-round ratios to MXNet, PyTorch and
+   the hand-written NumPy step),
    then the profile (`profile_steps.py`: BLAS vs elementwise vs framework time per workload, and
    the hand-written NumPy step of the same model), then the multi-process row when
    `bench_dist.py` and MPI are available. It prints the tables as it goes.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Interleaved benchmark rounds: minimod vs MXNet 1.9.1 vs PyTorch, one process per run.
+# Interleaved benchmark rounds: minimod vs MXNet 1.9.1 vs PyTorch vs the hand-written NumPy
+# steps (bench_numpy.py: training steps of mlp, lenet and lstm_fused), one process per run.
 #
 #   bash benchmarks/run_all.sh [ROUNDS] [OUT.jsonl]      (defaults: 5, benchmarks/results/raw.jsonl)
 #   python3 benchmarks/summarize.py benchmarks/results/raw.jsonl > benchmarks/results/results.md
@@ -36,6 +37,7 @@ peer_cmd() {  # peer -> interpreter and script
         minimod) echo "$MINIMOD_PY $HERE/bench_minimod.py" ;;
         mxnet) echo "$MXNET_PY $HERE/bench_mxnet.py" ;;
         torch) echo "$TORCH_PY $HERE/bench_torch.py" ;;
+        numpy) echo "$MINIMOD_PY $HERE/bench_numpy.py" ;;
     esac
 }
 
@@ -44,6 +46,7 @@ peer_ok() {
         minimod) have "$MINIMOD_PY" ;;
         mxnet) have "$MXNET_PY" ;;
         torch) have "$TORCH_PY" ;;
+        numpy) have "$MINIMOD_PY" ;;
     esac
 }
 
@@ -69,11 +72,14 @@ fi
 for ((r = 1; r <= ROUNDS; r++)); do
     for w in $WORKLOADS; do
         IFS=: read -r net batch mode <<<"$w"
-        peers=(minimod mxnet torch)
-        k=$(((r - 1) % 3))
+        peers=(minimod mxnet torch numpy)
+        k=$(((r - 1) % 4))
         peers=("${peers[@]:k}" "${peers[@]:0:k}")
         for peer in "${peers[@]}"; do
             if [ "$peer" = torch ] && [ "$mode" = fit ]; then continue; fi
+            if [ "$peer" = numpy ] && { [ "$mode" != module ] || [ "$net" = lstm ]; }; then
+                continue
+            fi
             if ! peer_ok "$peer"; then continue; fi
             wait_quiet
             echo "# $(date +%T) round $r: $peer $net b$batch $mode" | tee -a "$LOG" >&2

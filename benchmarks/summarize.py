@@ -4,9 +4,10 @@
 
 Per workload (net family and batch; `lstm` and `lstm_fused` share the LSTM workload) one row per
 peer: samples/s as the median over rounds [min-max over rounds], ms/step and peak RSS (medians),
-and two same-round ratios, each a median [min-max] over the rounds that have both runs:
-  x MXNet    samples/s / MXNet Module's (for the LSTM: the unrolled mx.rnn.LSTMCell Module)
-  x PyTorch  samples/s / PyTorch eager's (for the LSTM: nn.LSTM)
+and same-round ratios, each a median [min-max] over the rounds that have both runs:
+  x MXNet       samples/s / MXNet Module's (for the LSTM: the unrolled mx.rnn.LSTMCell Module)
+  x PyTorch     samples/s / PyTorch eager's (for the LSTM: nn.LSTM)
+  x hand NumPy  samples/s / the hand-written NumPy step's (bench_numpy.py; training only)
 A round is one run_all.sh round within one input file. Runs that failed or were noisy (fewer
 than 3 quiet windows) are counted; noisy runs still enter the medians.
 """
@@ -19,7 +20,7 @@ from collections import defaultdict
 
 ORDER = ["minimod_module", "minimod_module_fused", "minimod_fit", "minimod_infer",
          "mxnet_module", "mxnet_module_fused", "mxnet_fit", "mxnet_infer", "torch",
-         "torch_lstmcell", "torch_infer"]
+         "torch_lstmcell", "torch_infer", "numpy_hand"]
 TITLES = {
     ("mlp", 128, "train"): "MLP 784-512-512-10, batch 128, training",
     ("mlp", 32, "train"): "MLP 784-512-512-10, batch 32, training",
@@ -33,9 +34,10 @@ TITLES = {
 REFS = {"train": ("mxnet_module", "torch"), "infer": ("mxnet_infer", "torch_infer")}
 # Medians of 8 rounds from shared/reference/performance-anchors.md (same machine, 2 threads).
 ANCHORS = {
-    ("mlp", 128, "train"): {"mxnet_module": 20463, "mxnet_fit": 12583, "torch": 24870},
-    ("mlp", 32, "train"): {"mxnet_module": 6888, "torch": 10877},
-    ("lenet", 64, "train"): {"mxnet_module": 3072, "torch": 2721},
+    ("mlp", 128, "train"): {"mxnet_module": 20463, "mxnet_fit": 12583, "torch": 24870,
+                            "numpy_hand": 22913},
+    ("mlp", 32, "train"): {"mxnet_module": 6888, "torch": 10877, "numpy_hand": 9333},
+    ("lenet", 64, "train"): {"mxnet_module": 3072, "torch": 2721, "numpy_hand": 3008},
     ("lstm", 32, "train"): {"mxnet_module": 382, "mxnet_module_fused": 682, "torch": 714,
                             "torch_lstmcell": 411},
 }
@@ -43,6 +45,8 @@ ANCHORS = {
 
 def peer_of(rec: dict) -> str:
     lib, net, mode = rec["lib"], rec["net"], rec.get("mode", "module")
+    if lib == "numpy":
+        return "numpy_hand"
     if mode == "infer":
         return lib + "_infer"
     if lib == "torch":
@@ -105,7 +109,10 @@ def main(paths: list) -> str:
            "samples/s to MXNet Module / PyTorch eager in the same round (LSTM: to the "
            "unrolled mx.rnn.LSTMCell BucketingModule / to nn.LSTM; inference: to MXNet's / "
            "PyTorch's inference), median [min-max] over rounds. peak RSS = ru_maxrss of the "
-           "benchmark process (import + everything it allocated). "
+           "benchmark process (import + everything it allocated). 'numpy_hand' = the "
+           "hand-written NumPy step (bench_numpy.py: the same arithmetic with preallocated "
+           "buffers and no framework; for the LSTM the fused RNN's arithmetic), the floor of "
+           "an engine over NumPy; 'x hand NumPy' = per-round ratio to it. "
            "'anchor' = the reference median measured on this machine before minimod "
            "(performance-anchors.md): a peer far below its anchor means the machine was in "
            "its slow mode.", ""]
@@ -118,19 +125,21 @@ def main(paths: list) -> str:
         title = TITLES.get(wl, "%s, batch %d, %s" % wl)
         out += ["### %s" % title, "",
                 "| peer | samples/s median [min-max] | ms/step | peak RSS MB | x MXNet "
-                "| x MXNet same API | x PyTorch | anchor samples/s | rounds (noisy, failed) |",
-                "|---|---|---|---|---|---|---|---|---|"]
+                "| x MXNet same API | x PyTorch | x hand NumPy | anchor samples/s "
+                "| rounds (noisy, failed) |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
         peers = sorted({p for w, p in table if w == wl} | {p for w, p in failed if w == wl},
                        key=lambda p: (ORDER.index(p) if p in ORDER else 99, p))
         mx_ref, pt_ref = REFS[wl[2]]
         mx_runs = table.get((wl, mx_ref), {})
         pt_runs = table.get((wl, pt_ref), {})
+        hand_runs = table.get((wl, "numpy_hand"), {}) if wl[2] == "train" else {}
         for peer in peers:
             by_round = table.get((wl, peer), {})
             recs = [by_round[r] for r in sorted(by_round)]
             nfail = failed.get((wl, peer), 0)
             if not recs:
-                out.append("| %s | - | - | - | - | - | - | - | 0 (0, %d) |" % (peer, nfail))
+                out.append("| %s | - | - | - | - | - | - | - | - | 0 (0, %d) |" % (peer, nfail))
                 continue
             sps = [r["samples_per_s"] for r in recs]
             ms = statistics.median(r["ms_per_step"] for r in recs)
@@ -139,6 +148,8 @@ def main(paths: list) -> str:
                     for r in by_round if r in mx_runs]
             x_pt = [by_round[r]["samples_per_s"] / pt_runs[r]["samples_per_s"]
                     for r in by_round if r in pt_runs]
+            x_hand = [by_round[r]["samples_per_s"] / hand_runs[r]["samples_per_s"]
+                      for r in by_round if r in hand_runs]
             # minimod's fit against MXNet's fit, fused RNN against MXNet's fused RNN
             twin = table.get((wl, "mxnet" + peer[len("minimod"):]), {}) \
                 if peer.startswith("minimod") else {}
@@ -146,11 +157,12 @@ def main(paths: list) -> str:
                       for r in by_round if r in twin]
             noisy = sum(1 for r in recs if r.get("noisy"))
             anchor = ANCHORS.get(wl, {}).get(peer)
-            out.append("| %s | %s | %.2f | %.0f | %s | %s | %s | %s | %d (%d, %d) |" % (
+            out.append("| %s | %s | %.2f | %.0f | %s | %s | %s | %s | %s | %d (%d, %d) |" % (
                 peer, fmt_range(sps), ms, rss,
                 fmt_range(x_mx, True) if x_mx else "-",
                 fmt_range(x_twin, True) if x_twin else "-",
                 fmt_range(x_pt, True) if x_pt else "-",
+                fmt_range(x_hand, True) if x_hand else "-",
                 "{:,}".format(anchor) if anchor else "-", len(recs), noisy, nfail))
             per_round_lines.append("- %s b%d %s %s: %s" % (wl[0], wl[1], wl[2], peer, ", ".join(
                 fmt_n(r["samples_per_s"]) + ("*" if r.get("noisy") else "") for r in recs)))

@@ -1,0 +1,80 @@
+"""benchmarks/handwritten.py's NumPy steps compute the same gradients as minimod's Module on the
+same model, weights and batch, so RESULTS.md may use them as the floor of that arithmetic."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import minimod as mx
+
+BENCH = os.path.join(os.path.dirname(__file__), "..", "benchmarks")
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(BENCH)
+    import handwritten
+    import workloads
+    yield handwritten, workloads
+    for name in ("handwritten", "workloads"):
+        sys.modules.pop(name, None)
+
+
+def _params(net, model):
+    if net == "mlp":
+        names = ["fc1", "fc2", "fc3"]
+        pairs = list(zip(model.w, model.gw)) + list(zip(model.b, model.gb))
+        weights = [(n + "_weight", w, g) for n, (w, g) in zip(names, pairs[:3])]
+        return weights + [(n + "_bias", b, g) for n, (b, g) in zip(names, pairs[3:])]
+    shapes = [(20, 1, 5, 5), (50, 20, 5, 5), (500, 800), (10, 500)]
+    names = ["conv1", "conv2", "fc1", "fc2"]
+    out = [(n + "_weight", w, g, s) for n, w, g, s in zip(names, model.ws, model.gws, shapes)]
+    out = [(n, w.reshape(s), g.reshape(s)) for n, w, g, s in out]
+    return out + [(n + "_bias", b, g) for n, b, g in zip(names, model.bs, model.gbs)]
+
+
+@pytest.mark.parametrize("net", ["mlp", "lenet"])
+def test_hand_step_gradients_equal_the_module_gradients(bench, net):
+    handwritten, workloads = bench
+    batch = 8
+    model = handwritten.MODELS[net](batch)
+    model.opt.update = lambda: None          # keep the gradients the step computed
+    x, y = handwritten.data(net, batch)
+    params = _params(net, model)
+    arg_params = {name: mx.nd.array(w) for name, w, _ in params}
+    mod = mx.mod.Module(workloads.symbol(mx, net), data_names=("data",),
+                        label_names=("softmax_label",))
+    mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", (batch,))])
+    mod.init_params(arg_params=arg_params)
+    mod.forward_backward(mx.io.DataBatch(data=[mx.nd.array(x)], label=[mx.nd.array(y)]))
+    model.step(x, y)
+    grads = dict(zip(mod._exec_group.param_names,
+                     (g[0].asnumpy() for g in mod._exec_group.grad_arrays)))
+    for name, _, hand_grad in params:
+        # the hand step scales the loss gradient by 1/batch; Module leaves that to rescale_grad
+        np.testing.assert_allclose(hand_grad * batch, grads[name], rtol=2e-4, atol=2e-6,
+                                   err_msg=name)
+
+
+def test_summary_has_the_hand_peer_and_same_round_ratios_to_it(bench, tmp_path, monkeypatch):
+    import json
+
+    import summarize
+    raw = tmp_path / "raw.jsonl"
+    recs = []
+    for rnd, (mm, mx_, hand) in enumerate([(100.0, 50.0, 80.0), (40.0, 20.0, 50.0)], 1):
+        for lib, sps in (("minimod", mm), ("mxnet", mx_), ("numpy", hand)):
+            recs.append({"lib": lib, "net": "mlp", "batch": 32, "mode": "module", "round": rnd,
+                         "samples_per_s": sps, "ms_per_step": 32e3 / sps, "peak_rss_mb": 50,
+                         "threads": 2})
+    raw.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    table = summarize.main([str(raw)])
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in table.splitlines()
+            if line.startswith("| ")}
+    header = rows["peer"]
+    col = header.index("x hand NumPy")
+    # minimod / hand per round: 1.25 and 0.8 -> median 1.02 [0.80-1.25]
+    assert rows["minimod_module"][col] == "1.02 [0.80-1.25]"
+    assert rows["numpy_hand"][header.index("x MXNet")] == "2.05 [1.60-2.50]"
+    sys.modules.pop("summarize", None)
