@@ -28,6 +28,7 @@ def main() -> None:
                  "lstm_fused have a hand-written step")
     kind = "lstm" if args.net.startswith("lstm") else args.net
     model = handwritten.MODELS[kind](args.batch)
+    model.want_loss = False  # the other peers compute no loss either
     batches = workloads.numpy_batches(args.net, args.batch)
     if kind != "lstm":  # class labels as integers once, as a data loader would hand them over
         batches = [(x, y.astype(np.int64)) for x, y in batches]

@@ -20,7 +20,8 @@ What it does, in order:
    median [min-max] over rounds, ms/step, peak RSS, same-round ratios to MXNet, PyTorch and
    the hand-written NumPy step),
    then the profile (`profile_steps.py`: BLAS vs elementwise vs framework time per workload, and
-   the hand-written NumPy step of the same model), then the multi-process row when
+   the hand-written NumPy step of the same model; `numpy_kernels.py`: what NumPy's own
+   elementwise kernels and the update cost at these sizes), then the multi-process row when
    `bench_dist.py` and MPI are available. It prints the tables as it goes.
 
 Same threads for every engine (BENCH_THREADS, default 2), float32, synthetic data from a fixed
@@ -136,7 +137,7 @@ def peer_versions(raw: Path) -> list:
 
 def run_section(cmd: list, env: dict, what: str) -> str:
     log("# %s: %s" % (what, " ".join(cmd)))
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
         log(proc.stderr[-2000:])
         return "\n(%s failed with exit status %d; see above)\n" % (what, proc.returncode)
@@ -215,13 +216,17 @@ def main() -> int:
     started = datetime.datetime.now(datetime.timezone.utc)
     subprocess.run(["bash", str(HERE / "run_all.sh"), str(rounds), str(raw)], env=env,
                    check=True)
-    tables = run_section([sys.executable, str(HERE / "summarize.py"), str(raw)], env,
+    shown = raw.resolve()  # named relative to the checkout in RESULTS.md where it lies inside
+    shown = shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else shown
+    tables = run_section([sys.executable, str(HERE / "summarize.py"), str(shown)], env,
                          "summary")
     print(tables, flush=True)
     profile = ""
     if not args.skip_profile:
         profile = run_section([sys.executable, str(HERE / "profile_steps.py")]
                               + (["--quick"] if args.quick else []), env, "profile")
+        profile += "\n" + run_section([sys.executable, str(HERE / "numpy_kernels.py")], env,
+                                      "NumPy kernels")
         print(profile, flush=True)
     dist = ""
     if (HERE / "bench_dist.py").exists() and not args.skip_dist:
