@@ -163,7 +163,7 @@ def update_rows(rng) -> list:
 
     alone = median_ms(update)
     in_step = median_ms(update, before=mlp_gemms)
-    traffic = 10 * n * 4  # bytes: the four passes read 7 arrays and write 3
+    traffic = 10 * n * 4  # bytes: the four passes read 6 whole arrays and write 4
     return ["| back to back | %.3f | %.1f |" % (alone, traffic / alone / 1e6),
             "| right after the MLP's GEMMs | %.3f | %.1f |" % (in_step, traffic / in_step / 1e6)]
 
