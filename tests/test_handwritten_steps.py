@@ -78,3 +78,38 @@ def test_summary_has_the_hand_peer_and_same_round_ratios_to_it(bench, tmp_path, 
     assert rows["minimod_module"][col] == "1.02 [0.80-1.25]"
     assert rows["numpy_hand"][header.index("x MXNet")] == "2.05 [1.60-2.50]"
     sys.modules.pop("summarize", None)
+
+
+def test_hand_lstm_step_gradients_equal_the_fused_rnn_module_gradients(bench):
+    """The hand LSTM LM is the fused RNN graph's arithmetic: same gradients for the embedding,
+    the packed LSTM weights (W_x, W_h, then b_x, b_h: the hand step's one bias stands for
+    both), and the decoder."""
+    handwritten, workloads = bench
+    batch = 3
+    model = handwritten.LSTMLM(batch)
+    model.opt.update = lambda: None
+    emb, wx, wh, bx, wd, bd = model.ws
+    tokens, labels = handwritten.data("lstm", batch)
+    packed = np.concatenate([wx.ravel(), wh.ravel(), bx, np.zeros_like(bx)])
+    mod = mx.mod.Module(workloads.lstm_symbol(mx, fused=True), data_names=("data",),
+                        label_names=("softmax_label",))
+    mod.bind(data_shapes=[("data", tokens.shape)], label_shapes=[("softmax_label",
+                                                                   labels.shape)])
+    mod.init_params(arg_params={"embed_weight": mx.nd.array(emb),
+                                "lstm_parameters": mx.nd.array(packed),
+                                "pred_weight": mx.nd.array(wd), "pred_bias": mx.nd.array(bd)})
+    mod.forward_backward(mx.io.DataBatch(data=[mx.nd.array(tokens)],
+                                         label=[mx.nd.array(labels)]))
+    model.step(tokens, labels)
+    grads = dict(zip(mod._exec_group.param_names,
+                     (g[0].asnumpy() for g in mod._exec_group.grad_arrays)))
+    g_emb, g_wx, g_wh, g_bx, g_wd, g_bd = (g * batch for g in model.gs)
+    n_wx, n_wh = wx.size, wh.size
+    lstm = grads["lstm_parameters"]
+    pieces = {"embed_weight": (g_emb, grads["embed_weight"]),
+              "W_x": (g_wx.ravel(), lstm[:n_wx]), "W_h": (g_wh.ravel(), lstm[n_wx:n_wx + n_wh]),
+              "b_x": (g_bx, lstm[n_wx + n_wh:n_wx + n_wh + bx.size]),
+              "b_h": (g_bx, lstm[n_wx + n_wh + bx.size:]),
+              "pred_weight": (g_wd, grads["pred_weight"]), "pred_bias": (g_bd, grads["pred_bias"])}
+    for name, (hand, engine) in pieces.items():
+        np.testing.assert_allclose(hand, engine, rtol=2e-4, atol=2e-6, err_msg=name)
