@@ -445,28 +445,63 @@ class SGD(_Builtin):
             else:
                 fused(g, *scalars, w)
             return
-        tmp = self._tmp(w, 1)[0]
+        mu = _hyper(xp, ct, self.momentum if self.momentum > 0 else 0.0)
         if clip:
-            xp.multiply(g, _hyper(xp, ct, self.rescale_grad), out=tmp)
-            xp.clip(tmp, _hyper(xp, ct, -self.clip_gradient), _hyper(xp, ct, self.clip_gradient),
-                    out=tmp)
-            tmp *= _hyper(xp, ct, lr)
+            rescale, lr_ = _hyper(xp, ct, self.rescale_grad), _hyper(xp, ct, lr)
+            lo_clip, hi_clip = (_hyper(xp, ct, -self.clip_gradient),
+                                _hyper(xp, ct, self.clip_gradient))
         else:
-            xp.multiply(g, _hyper(xp, ct, lr, self.rescale_grad), out=tmp)
-        decayed = None
-        if wd:
-            decayed = self._tmp(w, 2)[1]
-            xp.multiply(w, _hyper(xp, ct, lr, wd), out=decayed)
+            lr_rescale = _hyper(xp, ct, lr, self.rescale_grad)
+        lr_wd = _hyper(xp, ct, lr, wd) if wd else None
         if mom is not None:
-            mom *= _hyper(xp, ct, self.momentum if self.momentum > 0 else 0.0)
-            if decayed is not None:
-                mom -= decayed
-            mom -= tmp
+            mom *= mu
+        for w_, g_, m_, t, d in self._blocks(w, g, mom, 2 if wd else 1):
+            if clip:
+                xp.multiply(g_, rescale, out=t)
+                xp.clip(t, lo_clip, hi_clip, out=t)
+                t *= lr_
+            else:
+                xp.multiply(g_, lr_rescale, out=t)
+            if d is not None:
+                xp.multiply(w_, lr_wd, out=d)
+            if m_ is not None:
+                if d is not None:
+                    m_ -= d
+                m_ -= t
+            else:
+                if d is not None:
+                    t += d
+                w_ -= t
+        if mom is not None:
             w += mom
-        else:
-            if decayed is not None:
-                tmp += decayed
-            w -= tmp
+
+    def _blocks(self, w, g, mom, scratches: int):
+        """(w, g, mom, step scratch, decay scratch or None) block by block.
+
+        The step lr * clip(rescale * g) (+ lr * wd * w) goes through a scratch small enough to
+        stay in the cache, one block of a large contiguous buffer at a time: a scratch the size
+        of the parameters would stream them through memory twice more, about a third of the
+        update's time inside a training step (benchmarks/RESULTS.md). The gradient stays
+        untouched, as MXNet leaves it, and every element sees the operations of one
+        whole-buffer pass in the same order. Small or strided arrays are one block."""
+        whole = w.size <= _SGD_BLOCK or not (
+            w.flags.c_contiguous and g.flags.c_contiguous
+            and (mom is None or mom.flags.c_contiguous))
+        if whole:
+            tmp = self._tmp(w, scratches)
+            yield w, g, mom, tmp[0], tmp[1] if scratches > 1 else None
+            return
+        w, g = w.reshape(-1), g.reshape(-1)
+        mom = None if mom is None else mom.reshape(-1)
+        tmp = self._tmp(w[:_SGD_BLOCK], scratches)
+        for lo in range(0, w.size, _SGD_BLOCK):
+            hi = min(lo + _SGD_BLOCK, w.size)
+            yield (w[lo:hi], g[lo:hi], None if mom is None else mom[lo:hi], tmp[0][:hi - lo],
+                   tmp[1][:hi - lo] if scratches > 1 else None)
+
+
+# Elements per block of SGD's NumPy update: 128 KB of float32, well inside a core's L2.
+_SGD_BLOCK = 32768
 
 
 # SGD's update as one CuPy kernel per (momentum?, clipping?) case, with the NumPy passes'

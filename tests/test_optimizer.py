@@ -486,3 +486,40 @@ def test_mxnet_int_keyed_states_to_names():
 def test_module_alias():
     assert opt.optimizer is opt
     assert mx.optimizer.optimizer.SGD is opt.SGD
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("clip", [None, 0.02])
+@pytest.mark.parametrize("wd", [0.0, 1e-3])
+def test_sgd_blocked_update_of_a_large_buffer_is_mxnets_whole_array_arithmetic(momentum, clip,
+                                                                              wd):
+    # more elements than opt._SGD_BLOCK and not a multiple of it: several blocks and a short one
+    n = 2 * opt._SGD_BLOCK + 1234
+    rng = np.random.RandomState(7)
+    w0, g0, m0 = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    sgd = opt.SGD(learning_rate=0.1, momentum=momentum, wd=wd, clip_gradient=clip,
+                  rescale_grad=1.0 / 3)
+    weight, grad = mx.nd.array(w0), mx.nd.array(g0)
+    state = sgd.create_state(0, weight)
+    if state is not None:
+        state[:] = m0
+    sgd.update(0, weight, grad, state)
+    # the reference: MXNet's sgd(_mom)_update, one whole-array pass per operation, products of
+    # the float32 hyperparameters rounded to float32
+    f = np.float32
+    if clip:
+        step = np.clip(g0 * f(1.0 / 3), f(-clip), f(clip)) * f(0.1)
+    else:
+        step = g0 * (f(0.1) * f(1.0 / 3))
+    decay = w0 * (f(0.1) * f(wd))
+    if momentum:
+        mom = m0 * f(momentum)
+        if wd:
+            mom = mom - decay
+        mom = mom - step
+        np.testing.assert_array_equal(state.asnumpy(), mom)
+        want = w0 + mom
+    else:
+        want = w0 - (step + decay if wd else step)
+    np.testing.assert_array_equal(weight.asnumpy(), want)
+    np.testing.assert_array_equal(grad.asnumpy(), g0)  # the gradient is left as it was
