@@ -112,15 +112,13 @@ def _executor(mod):
     return inner, inner._exec_group.execs[0]
 
 
-def _instrumented(net: str, batch: int, seconds: float, label, partner=None) -> tuple:
-    """Time a workload's plain step (in windows alternating with `partner`'s, when given:
-    then plain is the tuple of paired_ms), then run it with a timer around every op step
-    (under `label(direction, node)`), around the update and around NumPy's GEMMs.
-    Returns (module, executor, plain ms, clock, steps run while instrumented)."""
+def _instrumented(net: str, batch: int, seconds: float, label, timing) -> tuple:
+    """Time a workload's plain step with `timing(step)`, then run it with a timer around every
+    op step (under `label(direction, node)`), around the update and around NumPy's GEMMs.
+    Returns (module, executor, what timing returned, clock, steps run while instrumented)."""
     mod, batches = workloads.make_module(mx, net, batch)
     step = workloads.module_step_fn(mod, batches)
-    plain = (median_step_ms(step, seconds) if partner is None
-             else paired_ms(step, partner, 2 * seconds))
+    plain = timing(step)
     inner, exe = _executor(mod)
     nodes = exe._plan.graph.nodes
     clock = Clock()
@@ -134,8 +132,9 @@ def _instrumented(net: str, batch: int, seconds: float, label, partner=None) -> 
 
 
 def profile_minimod(net: str, batch: int, seconds: float, hand_step) -> dict:
-    _, exe, paired, clock, n = _instrumented(net, batch, seconds, lambda d, node: "ops",
-                                             partner=hand_step)
+    _, exe, paired, clock, n = _instrumented(
+        net, batch, seconds, lambda d, node: "ops",
+        timing=lambda step: paired_ms(step, hand_step, 2 * seconds))
     plain, hand_plain, vs_hand = paired
     per = {k: v / n * 1e3 for k, v in clock.total.items()}
     nodes = len(exe._fwd_steps) + len(exe._bwd_steps)
@@ -152,7 +151,8 @@ def per_op(net: str, batch: int, seconds: float) -> tuple:
     """(plain step ms, update ms when run back to back, [(ms per step, label)] of every
     forward/backward node and of the update inside steps, largest first)."""
     mod, _, plain, clock, n = _instrumented(
-        net, batch, seconds, lambda d, node: "%s %s (%s)" % (d, node.name, node.op.name))
+        net, batch, seconds, lambda d, node: "%s %s (%s)" % (d, node.name, node.op.name),
+        timing=lambda step: median_step_ms(step, seconds))
     rows = sorted(((v / n * 1e3, k) for k, v in clock.total.items() if k != "blas"),
                   reverse=True)
     # the same update back to back, its arrays warm in the caches (inside a step, forward and
