@@ -445,6 +445,9 @@ class DataParallelExecutorGroup:
 
 def _average_into(block: Sequence[NDArray], dst: NDArray) -> None:
     """dst = the mean of the devices' copies (summed on the CPU, in device order)."""
+    if len(block) == 1:  # one device: a straight copy, with no temporary to fault in
+        backend.copy_into(dst._data, block[0]._data)
+        return
     total = np.array(backend.asnumpy(block[0]._data), copy=True)
     for arr in block[1:]:
         total += backend.asnumpy(arr._data)

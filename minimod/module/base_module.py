@@ -258,9 +258,7 @@ class BaseModule:
                 self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
             toc = time.time()
             self.logger.info("Epoch[%d] Time cost=%.3f", epoch, toc - tic)
-            # sync aux params across devices
-            arg_params, aux_params = self.get_params()
-            self.set_params(arg_params, aux_params)
+            arg_params, aux_params = self._fit_epoch_end_params()
             if epoch_end_callback is not None:
                 for callback in _as_list(epoch_end_callback):
                     callback(epoch, self.symbol, arg_params, aux_params)
@@ -298,6 +296,14 @@ class BaseModule:
         return self._symbol
 
     # ------------------------------------------------------------------ parameters
+    def _fit_epoch_end_params(self):
+        """fit's end of epoch: get the parameters and set them straight back, which makes every
+        device hold their average (as MXNet's fit does); returns what get_params gave, for the
+        epoch_end_callback."""
+        arg_params, aux_params = self.get_params()
+        self.set_params(arg_params, aux_params)
+        return arg_params, aux_params
+
     def get_params(self):
         raise NotImplementedError()
 

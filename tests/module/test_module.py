@@ -234,3 +234,69 @@ def test_labels_return_after_an_unlabelled_batch_of_another_size():
         np.testing.assert_array_equal(grad[0].asnumpy(),
                                       fresh._exec_group.grad_arrays[
                                           fresh._param_names.index(name)][0].asnumpy())
+
+
+def _fit_epochs(mod_cls, ctx, epochs=3):
+    """fit `epochs` epochs of 4 batches; the epoch_end_callback's parameters, copied."""
+    x, y = _data(48)
+    it = mx.io.NDArrayIter(x, y, batch_size=12, shuffle=False)
+    mod = mod_cls(_mlp(), context=ctx)
+    seen = []
+
+    def snapshot(epoch, _sym, arg, aux):
+        seen.append({k: v.asnumpy().copy() for k, v in list(arg.items()) + list(aux.items())})
+
+    mx.random.seed(5)
+    mod.fit(it, num_epoch=epochs, initializer=mx.init.Xavier(), epoch_end_callback=snapshot,
+            optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    return mod, seen
+
+
+class _CountingModule(mx.mod.Module):
+    """A subclass that overrides set_params: fit must still call it at every epoch's end."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.set_calls = 0
+
+    def set_params(self, *args, **kwargs):
+        self.set_calls += 1
+        super().set_params(*args, **kwargs)
+
+
+@pytest.mark.parametrize("ctx", [mx.cpu(), [mx.cpu(0), mx.cpu(1)]], ids=["1dev", "2dev"])
+def test_fit_epoch_end_params_are_the_trained_ones(ctx):
+    """The epoch_end_callback gets the executor's parameters (and BatchNorm's aux states) as
+    they are after the epoch, on one device (where fit skips setting them back onto
+    themselves) and on two (where set_params averages the devices), and later epochs keep
+    training from them: the same numbers as a subclass for which fit makes both calls."""
+    mod, seen = _fit_epochs(mx.mod.Module, ctx)
+    ref_mod, ref_seen = _fit_epochs(_CountingModule, ctx)
+    assert ref_mod.set_calls == 3
+    assert len(seen) == len(ref_seen) == 3
+    assert any(not np.array_equal(seen[0][k], seen[1][k]) for k in seen[0])  # it trained
+    for got, want in zip(seen, ref_seen):
+        assert sorted(got) == sorted(want)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    exe = mod._exec_group.execs[0]
+    for name in mod._param_names:
+        np.testing.assert_array_equal(exe.arg_dict[name].asnumpy(), seen[-1][name])
+
+
+def test_get_params_copies_one_device_exactly_and_stays_a_copy():
+    """get_params on one device: the same bits as the executor's arrays (negative zeros
+    included), in arrays that training does not write to afterwards."""
+    x, y = _data()
+    mod = _module(mx.cpu())
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1})
+    _steps(mod, x, y, 0, 2)
+    exe = mod._exec_group.execs[0]
+    exe.arg_dict["fc1_bias"][:] = mx.nd.array(np.array([-0.0] * 12, dtype=np.float32))
+    mod._params_dirty = True
+    arg, _ = mod.get_params()
+    got = arg["fc1_bias"].asnumpy()
+    assert np.all(np.signbit(got)) and np.all(got == 0)
+    before = arg["fc1_weight"].asnumpy().copy()
+    _steps(mod, x, y, 2, 1)
+    np.testing.assert_array_equal(arg["fc1_weight"].asnumpy(), before)
