@@ -25,6 +25,14 @@ What `WindowTimer` (driven by `measure()`, or by Module.fit's batch_end_callback
     is the median over the quiet windows; with fewer than 3 quiet windows the run is marked
     noisy and the median over all windows is reported instead.
 
+Lockstep (BENCH_BATON set by lockstep.py): the peers of one workload run as concurrent
+processes that take turns. A process runs only while it holds the baton, which `lockstep.py`
+passes round-robin: one hold for warm-up and calibration, then one hold per window; a waiting
+process sleeps in a blocking read and uses no CPU. So the peers' windows alternate about every
+0.4 s, and their ratios compare the machine in the same seconds rather than minutes apart
+(this machine changes speed by about 2x for minutes at a time). `max_s` then counts only the
+time a process held the baton.
+
 `python3 benchutil.py wait-quiet [CORES] [HOLD_S] [MAX_S]` blocks until the whole machine has used
 less than CORES cores for HOLD_S seconds in a row (run_all.sh calls it before every run).
 """
@@ -138,6 +146,39 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+class Baton:
+    """This process's end of lockstep.py's baton (BENCH_BATON="GO_FD,DONE_FD"), or a no-op.
+
+    `acquire()` tells the coordinator this process is waiting (b"w" on DONE_FD) and blocks
+    until it is handed the baton (a byte on GO_FD); `release()` hands it back (b"r"); `finish()`
+    says this process needs no more turns (b"x"). Without BENCH_BATON all three do nothing.
+    """
+
+    def __init__(self, spec=None):
+        spec = os.environ.get("BENCH_BATON", "") if spec is None else spec
+        self.active = bool(spec)
+        self.held = False
+        if self.active:
+            self._go, self._done = (int(fd) for fd in spec.split(","))
+
+    def acquire(self) -> None:
+        if self.active and not self.held:
+            os.write(self._done, b"w")
+            if not os.read(self._go, 1):
+                raise RuntimeError("lockstep coordinator went away (BENCH_BATON pipe closed)")
+            self.held = True
+
+    def release(self) -> None:
+        if self.active and self.held:
+            os.write(self._done, b"r")
+            self.held = False
+
+    def finish(self) -> None:
+        if self.active:
+            os.write(self._done, b"x")
+            self.active = self.held = False
+
+
 class StopBenchmark(Exception):
     """Raised by `WindowTimer.tick` (when `raise_when_done`) to leave a loop it doesn't own."""
 
@@ -168,6 +209,10 @@ class WindowTimer:
         self.steps_per_window = 0
         self.windows = []  # (seconds per step, other processes' cores, own cores)
         self.probe = CpuProbe()
+        self.timed_s = 0.0  # wall time of the windows so far (lockstep: excludes the waits)
+        self.baton = Baton()
+        self.baton.acquire()  # lockstep: warm-up and calibration are this process's first turn
+        self.t0 = time.perf_counter()
 
     def tick(self) -> None:
         self.n += 1
@@ -184,15 +229,17 @@ class WindowTimer:
                 per_step = (time.perf_counter() - self.t0) / self.n
                 self.steps_per_window = max(1, int(round(self.window_s / max(per_step, 1e-6))))
                 self.phase, self.n = "windows", 0
-                self.deadline = time.perf_counter() + self.max_s
-                self.probe.start()
+                self._next_window()
         elif self.phase == "windows" and self.n >= self.steps_per_window:
             self.sync()
             wall, others, own = self.probe.stop()
             self.windows.append((wall / self.n, others, own))
+            self.timed_s += wall
             quiet = sum(1 for w in self.windows if w[1] < self.quiet_cores)
-            if quiet >= self.want_quiet or time.perf_counter() > self.deadline:
+            if quiet >= self.want_quiet or self.timed_s > self.max_s:
                 self.done = True
+                self.baton.release()
+                self.baton.finish()
                 if self.raise_when_done:
                     raise StopBenchmark()
                 return
@@ -201,7 +248,13 @@ class WindowTimer:
             per_step = statistics.median(w[0] for w in self.windows)
             self.steps_per_window = max(1, int(round(self.window_s / max(per_step, 1e-6))))
             self.n = 0
-            self.probe.start()
+            self._next_window()
+
+    def _next_window(self) -> None:
+        """Start timing a window; in lockstep first give the baton back and wait for a turn."""
+        self.baton.release()
+        self.baton.acquire()
+        self.probe.start()
 
     def result(self) -> dict:
         quiet = [w for w in self.windows if w[1] < self.quiet_cores]
@@ -270,6 +323,7 @@ def emit(lib: str, args, result: dict, **extra) -> None:
     record["round"] = int(os.environ.get("BENCH_ROUND", "0"))
     record["time"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     record["openblas_core"] = openblas_core()
+    record["lockstep"] = bool(os.environ.get("BENCH_BATON"))  # run under lockstep.py
     record.update(extra)
     sys.stdout.write(json.dumps(record) + "\n")
     sys.stdout.flush()

@@ -13,9 +13,11 @@ What it does, in order:
    CUDA build). minimod runs in the interpreter running this script. A peer whose venv cannot
    be made is left out, and the table says so.
 2. Runs `run_all.sh`: every workload under every peer (the hand-written NumPy peer,
-   bench_numpy.py, runs the training workloads it has a step for), one process per run, the peers
-   interleaved within each round and their order rotated between rounds, each run waiting for
-   a quiet machine first (see benchutil.py for the timing windows and quiet filter).
+   bench_numpy.py, runs the training workloads it has a step for). A workload's peers run as
+   concurrent processes that take turns window by window (lockstep.py), so each round's ratios
+   compare the same seconds of the machine; the peer order rotates between rounds, and each
+   workload waits for a quiet machine first (see benchutil.py for the timing windows, the
+   quiet filter and the baton).
 3. Writes benchmarks/RESULTS.md: the machine, then `summarize.py`'s tables (samples/s as
    median [min-max] over rounds, ms/step, peak RSS, same-round ratios to MXNet, PyTorch and
    the hand-written NumPy step),

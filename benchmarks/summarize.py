@@ -43,6 +43,19 @@ ANCHORS = {
 }
 
 
+
+def _how_run(runs) -> str:
+    """How a round's peers shared the machine (the `lockstep` field of the JSON lines)."""
+    flags = {bool(r.get("lockstep")) for r in runs}
+    if flags == {True}:
+        return ("Within a round, each workload's peers ran in lockstep (lockstep.py: "
+                "concurrent processes taking turns, one timing window each), so a round's "
+                "ratios compare the same seconds of the machine.")
+    if flags == {False}:
+        return ("Within a round, the peers ran one after the other, so a round's ratios "
+                "compare runs up to minutes apart.")
+    return "Some rounds ran their peers in lockstep (lockstep.py), others one after the other."
+
 def peer_of(rec: dict) -> str:
     lib, net, mode = rec["lib"], rec["net"], rec.get("mode", "module")
     if lib == "numpy":
@@ -115,7 +128,7 @@ def main(paths: list) -> str:
            "an engine over NumPy; 'x hand NumPy' = per-round ratio to it. "
            "'anchor' = the reference median measured on this machine before minimod "
            "(performance-anchors.md): a peer far below its anchor means the machine was in "
-           "its slow mode.", ""]
+           "its slow mode. %s" % _how_run(runs), ""]
     threads = sorted({r.get("threads") for r in runs}, key=str)
     if threads != [2]:
         out += ["**Warning: runs used %s threads; the anchors and the intended setup use 2, "
