@@ -108,18 +108,12 @@ def main() -> int:
     try:
         wait_all_waiting(peers, args.timeout)
         turn = args.rotate % len(peers)
-        while True:
-            live = [p for p in peers if not p.finished]
-            if not live:
-                break
+        # every live peer is waiting here: each turn ends once its b"w" (or end) is read
+        while not all(p.finished for p in peers):
             p = peers[turn % len(peers)]
             turn += 1
             if p.finished:
                 continue
-            if not p.waiting:  # defensive: a turn always ends with its b"w" or b"x" read
-                next_message(p, args.timeout, "did not ask for the baton")
-                if p.finished:
-                    continue
             benchutil.wait_quiet(cores=0.3, hold_s=0.05, max_s=1.0, tick_s=0.025)
             one_turn(p, args.timeout)
     finally:

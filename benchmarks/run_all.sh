@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Interleaved benchmark rounds: minimod vs MXNet 1.9.1 vs PyTorch vs the hand-written NumPy
-# steps (bench_numpy.py: training steps of mlp, lenet and lstm_fused), one process per run.
+# steps (bench_numpy.py: training steps of mlp, lenet and lstm_fused), one process per peer
+# and workload.
 #
 #   bash benchmarks/run_all.sh [ROUNDS] [OUT.jsonl]      (defaults: 5, benchmarks/results/raw.jsonl)
 #   python3 benchmarks/summarize.py benchmarks/results/raw.jsonl > benchmarks/results/results.md
