@@ -445,7 +445,6 @@ class SGD(_Builtin):
             else:
                 fused(g, *scalars, w)
             return
-        mu = _hyper(xp, ct, self.momentum if self.momentum > 0 else 0.0)
         if clip:
             rescale, lr_ = _hyper(xp, ct, self.rescale_grad), _hyper(xp, ct, lr)
             lo_clip, hi_clip = (_hyper(xp, ct, -self.clip_gradient),
@@ -454,7 +453,7 @@ class SGD(_Builtin):
             lr_rescale = _hyper(xp, ct, lr, self.rescale_grad)
         lr_wd = _hyper(xp, ct, lr, wd) if wd else None
         if mom is not None:
-            mom *= mu
+            mom *= _hyper(xp, ct, self.momentum if self.momentum > 0 else 0.0)
         for w_, g_, m_, t, d in self._blocks(w, g, mom, 2 if wd else 1):
             if clip:
                 xp.multiply(g_, rescale, out=t)

@@ -224,8 +224,7 @@ class Module(BaseModule):
                and type(self).set_params is Module.set_params
                and type(self).init_params is Module.init_params)
         if own and self._params_dirty and len(self._exec_group.execs) == 1:
-            self._sync_params_from_devices()
-            return self._arg_params, self._aux_params
+            return self.get_params()
         return super()._fit_epoch_end_params()
 
     def _sync_params_from_devices(self):
