@@ -185,7 +185,7 @@ class Executor:
                 continue
             ins = [arrays[e] for e in graph.input_eids[nid]]
             outs = [arrays[e] for e in range(graph.row_ptr[nid], graph.row_ptr[nid + 1])]
-            steps.append((nid, self._step_fn(node.op, ins, outs)))
+            steps.append((nid, self._step_fn(self._xp, node.op, ins, outs)))
         self._fwd_steps = [s for s in steps if s[0] < plan.num_forward_nodes]
         self._bwd_steps = [s for s in steps if s[0] >= plan.num_forward_nodes]
         self.outputs = [NDArray(arrays[eid], self._ctx) for eid in plan.output_eids]
@@ -196,11 +196,16 @@ class Executor:
         self._generation = pool.generation
 
     @staticmethod
-    def _step_fn(op, ins: list, outs: list):
+    def _step_fn(xp, op, ins: list, outs: list):
+        """`fn(xp, is_train)` running one node on its planned arrays: the op's bound fast
+        path when it has one for these arrays (`Op.bind_forward`), else its `forward`."""
         if getattr(op, "is_backward", False):
-            return op.bind(ins, outs)
+            return op.bind(ins, outs, xp)
         n_args = len(op.arguments())
         args, aux = ins[:n_args], ins[n_args:]
+        fast = op.bind_forward(xp, args, aux, outs)
+        if fast is not None:
+            return fast
         forward = op.forward
 
         def run(xp, is_train):

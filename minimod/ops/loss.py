@@ -14,7 +14,7 @@ from typing import Literal
 
 from ..base import ShapeError
 from .registry import Op, fmt_shape, merge_shape, register, shape_is_known
-from .scratch import _const, _max, _row_starts, _ScratchMixin, _sum
+from .scratch import _const, _max, _plain_numpy, _row_starts, _ScratchMixin, _sum
 
 __all__ = [
     "SoftmaxOutput", "LinearRegressionOutput", "LogisticRegressionOutput",
@@ -262,6 +262,66 @@ class SoftmaxOutput(_ScratchMixin, Op):
         if scale != 1.0:
             gv *= scale
         return True
+
+    def _bound_case(self, xp, label, out, g) -> bool:
+        """Whether the bound fast paths apply: NumPy, flat mode on 2-D data, and for
+        backward the common index-label case of `_index_grad_rows`."""
+        a = self.attrs
+        return (self.mode == "flat" and out.ndim == 2 and label.shape != out.shape
+                and not a.smooth_alpha and not a.out_grad and not a.use_ignore
+                and a.normalization != "valid" and _plain_numpy(xp, out, *(
+                    [] if g is None else [g])))
+
+    def bind_forward(self, xp, inputs, aux, out):
+        x, y = inputs[0], out[0]
+        if not self._bound_case(xp, inputs[1], y, None) or not _plain_numpy(xp, x, y):
+            return None
+        red = xp.empty((y.shape[0], 1), y.dtype)  # the row maxima, then the row sums
+        max_reduce, add_reduce = xp.maximum.reduce, xp.add.reduce
+        subtract, exp, divide = xp.subtract, xp.exp, xp.divide
+
+        def run(xp, is_train):  # `_softmax` along axis 1
+            subtract(x, max_reduce(x, axis=1, out=red, keepdims=True), out=y)
+            exp(y, out=y)
+            divide(y, add_reduce(y, axis=1, out=red, keepdims=True), out=y)
+        return run
+
+    def bind_backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        """`_index_grad_rows` with its arrays and scale fixed: copy p, subtract 1 at each
+        row's label, scale. Out-of-range labels (checked every call, in one reduction over
+        the labels read as unsigned, where a negative one is huge) take the general path."""
+        g, out, label = in_grads[0], outputs[0], inputs[1]
+        if g is None or not self._bound_case(xp, label, out, g):
+            return None
+        rows, classes = out.shape
+        lab = label.reshape(-1)[:rows]
+        at = xp.empty(rows, "int64")
+        at_unsigned, bound = at.view("uint64"), xp.empty((), "uint64")
+        starts = _row_starts(xp, rows, classes)
+        gv, gv_flat = g.reshape(out.shape), g.reshape(-1)
+        label_grad = in_grads[1] if len(in_grads) > 1 else None
+        scale = self.attrs.grad_scale / (label.size // rows)
+        if self.attrs.normalization == "batch":
+            scale /= rows
+        scale = None if scale == 1.0 else _const(xp, scale, g.dtype)
+        one = _const(xp, 1, g.dtype)
+        copyto, max_reduce, add, multiply = xp.copyto, xp.maximum.reduce, xp.add, xp.multiply
+        subtract_at = xp.subtract.at
+        general = self.backward
+
+        def run(xp, is_train):
+            copyto(at, lab, casting="unsafe")  # truncation toward zero, like astype
+            if rows and int(max_reduce(at_unsigned, out=bound)) >= classes:
+                general(xp, out_grads, inputs, outputs, in_grads, aux)
+                return
+            if label_grad is not None:
+                label_grad.fill(0)
+            copyto(gv, out)
+            add(at, starts, out=at)
+            subtract_at(gv_flat, at, one)
+            if scale is not None:
+                multiply(gv, scale, out=gv)
+        return run
 
     def _index_grad(self, xp, out, label):
         a = self.attrs

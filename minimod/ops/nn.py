@@ -26,7 +26,7 @@ from typing import Literal, Optional
 from .. import backend
 from ..base import OpParamError, ShapeError
 from .registry import Op, fmt_shape, register
-from .scratch import _arange, _const, _ScratchMixin, _sum
+from .scratch import _arange, _const, _plain_numpy, _ScratchMixin, _sum
 
 __all__ = [
     "LRN",
@@ -399,6 +399,44 @@ class FullyConnected(Op):
                 _sum(xp, g2, 0, db)
             else:
                 db[...] = g2.sum(axis=0)
+
+    def bind_forward(self, xp, inputs, aux, out):
+        x, weight, y = inputs[0], inputs[1], out[0]
+        if not _plain_numpy(xp, x, weight, y, *inputs[2:]):
+            return None
+        x2 = self._as_2d(x)
+        y2, w_t, matmul = y.reshape(x2.shape[0], -1), weight.T, xp.matmul
+        if self.attrs.no_bias:
+            def run(xp, is_train):
+                matmul(x2, w_t, out=y2)
+            return run
+        bias, add = inputs[2], xp.add
+
+        def run_bias(xp, is_train):
+            matmul(x2, w_t, out=y2)
+            add(y2, bias, out=y2)
+        return run_bias
+
+    def bind_backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        x, weight = inputs[0], inputs[1]
+        grads = [g for g in in_grads if g is not None]
+        if not _plain_numpy(xp, out_grads[0], x, weight, *grads):
+            return None
+        g2 = out_grads[0].reshape(-1, self.attrs.num_hidden)
+        g2_t, x2, matmul = g2.T, self._as_2d(x), xp.matmul
+        dx, dw = in_grads[0], in_grads[1]
+        db = None if self.attrs.no_bias else in_grads[2]
+        dx2 = None if dx is None else dx.reshape(g2.shape[0], -1)
+        add_reduce = xp.add.reduce  # `_sum` on NumPy
+
+        def run(xp, is_train):
+            if dx2 is not None:
+                matmul(g2, weight, out=dx2)
+            if dw is not None:
+                matmul(g2_t, x2, out=dw)
+            if db is not None:
+                add_reduce(g2, axis=0, out=db)
+        return run
 
 
 # ----------------------------------------------------------------------------- Convolution
@@ -1244,6 +1282,43 @@ class Activation(Op):
         else:
             local = (1 - xp.abs(y)) ** 2
         xp.multiply(g, local, out=dx)
+
+    def bind_forward(self, xp, inputs, aux, out):
+        x, y = inputs[0], out[0]
+        act = self.attrs.act_type
+        if act not in ("relu", "tanh") or not _plain_numpy(xp, x, y):
+            return None
+        if act == "tanh":
+            tanh = xp.tanh
+
+            def run_tanh(xp, is_train):
+                tanh(x, out=y)
+            return run_tanh
+        maximum, zero = xp.maximum, _const(xp, 0, y.dtype)
+
+        def run_relu(xp, is_train):
+            maximum(x, zero, out=y)
+        return run_relu
+
+    def bind_backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx, g, y = in_grads[0], out_grads[0], outputs[0]
+        act = self.attrs.act_type
+        if dx is None or act not in ("relu", "tanh") or not _plain_numpy(xp, dx, g, y):
+            return None
+        if act == "tanh":
+            multiply, subtract, one = xp.multiply, xp.subtract, _const(xp, 1, dx.dtype)
+
+            def run_tanh(xp, is_train):
+                multiply(y, y, out=dx)
+                subtract(one, dx, out=dx)
+                multiply(dx, g, out=dx)
+            return run_tanh
+        sign, multiply = xp.sign, xp.multiply
+
+        def run_relu(xp, is_train):
+            sign(y, out=dx)
+            multiply(dx, g, out=dx)
+        return run_relu
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717

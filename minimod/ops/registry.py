@@ -19,6 +19,8 @@ the op is a member of the class:
   `backward_inputs`/`backward_outputs` are passed as None.
 - `needs_out_grad`: False for loss heads, whose backward ignores the head gradient.
 - `inplace`: (input index, output index) pairs whose storage the output may take over.
+- `bind_forward(xp, inputs, aux, out)` / `bind_backward(...)`: optional fast paths, closures
+  over fixed arrays that do what forward / backward do with the per-call checks done once.
 - `for_device(ctx, dtype)`: the op to run on `ctx` for data of `dtype`, by default the op itself;
   an op with a device library (Convolution and Pooling with cuDNN on GPUs) returns a variant with
   the same slots whose backward may read different arrays. The compiler asks before planning.
@@ -282,6 +284,19 @@ class Op:
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         raise NotImplementedError("%s has no backward" % self.name)
+
+    def bind_forward(self, xp, inputs, aux, out):
+        """Optional: `run(xp, is_train)` doing `forward` on these very arrays, with every
+        decision that depends only on their shapes, dtypes and layouts taken here, once;
+        None (the default) when there is no such fast path for them. The executor binds
+        each step once per memory plan, so what a step costs in Python is paid at bind time.
+        A bound step must write exactly the numbers `forward` writes."""
+        return None
+
+    def bind_backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        """Optional: `run(xp, is_train)` doing `backward` on these arrays, like
+        `bind_forward`; None when there is no fast path for them."""
+        return None
 
     # --- helpers for subclasses
     def _in_name(self, i: int) -> str:

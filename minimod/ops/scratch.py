@@ -1,4 +1,5 @@
-"""Reused work arrays for operators: the process-wide scratch cache and shared index ranges.
+"""Reused work arrays for operators: the process-wide scratch cache and shared index ranges
+(and `_plain_numpy`, the test of arrays that the ops' bound fast paths share).
 
 An op that needs temporaries (im2col columns, padded copies, reduction results, index arrays)
 takes them from here instead of allocating them on every call, so a planned training step
@@ -112,3 +113,13 @@ def _max(xp, a, axis, out, keepdims: bool = False):
     if xp.__name__ == "numpy":
         return xp.maximum.reduce(a, axis=axis, out=out, keepdims=keepdims)
     return xp.max(a, axis=axis, out=out, keepdims=keepdims)
+
+
+def _plain_numpy(xp, *arrays) -> bool:
+    """Whether a bound fast path may take these arrays as they are: NumPy arrays, all
+    C-contiguous and of one dtype (so every reshape is a view, and a BLAS call writes into
+    its `out=` directly). Anything else runs the op's general forward / backward."""
+    if xp.__name__ != "numpy":
+        return False
+    dtype = arrays[0].dtype
+    return all(a.flags.c_contiguous and a.dtype == dtype for a in arrays)
