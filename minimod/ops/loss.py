@@ -277,13 +277,11 @@ class SoftmaxOutput(_ScratchMixin, Op):
         if not self._bound_case(xp, inputs[1], y, None) or not _plain_numpy(xp, x, y):
             return None
         red = xp.empty((y.shape[0], 1), y.dtype)  # the row maxima, then the row sums
-        max_reduce, add_reduce = xp.maximum.reduce, xp.add.reduce
-        subtract, exp, divide = xp.subtract, xp.exp, xp.divide
 
         def run(xp, is_train):  # `_softmax` along axis 1
-            subtract(x, max_reduce(x, axis=1, out=red, keepdims=True), out=y)
-            exp(y, out=y)
-            divide(y, add_reduce(y, axis=1, out=red, keepdims=True), out=y)
+            xp.subtract(x, xp.maximum.reduce(x, axis=1, out=red, keepdims=True), out=y)
+            xp.exp(y, out=y)
+            xp.divide(y, xp.add.reduce(y, axis=1, out=red, keepdims=True), out=y)
         return run
 
     def bind_backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
@@ -305,22 +303,20 @@ class SoftmaxOutput(_ScratchMixin, Op):
             scale /= rows
         scale = None if scale == 1.0 else _const(xp, scale, g.dtype)
         one = _const(xp, 1, g.dtype)
-        copyto, max_reduce, add, multiply = xp.copyto, xp.maximum.reduce, xp.add, xp.multiply
-        subtract_at = xp.subtract.at
         general = self.backward
 
         def run(xp, is_train):
-            copyto(at, lab, casting="unsafe")  # truncation toward zero, like astype
-            if rows and int(max_reduce(at_unsigned, out=bound)) >= classes:
+            xp.copyto(at, lab, casting="unsafe")  # truncation toward zero, like astype
+            if rows and int(xp.maximum.reduce(at_unsigned, out=bound)) >= classes:
                 general(xp, out_grads, inputs, outputs, in_grads, aux)
                 return
             if label_grad is not None:
                 label_grad.fill(0)
-            copyto(gv, out)
-            add(at, starts, out=at)
-            subtract_at(gv_flat, at, one)
+            xp.copyto(gv, out)
+            xp.add(at, starts, out=at)
+            xp.subtract.at(gv_flat, at, one)  # one index per row: no two updates collide
             if scale is not None:
-                multiply(gv, scale, out=gv)
+                xp.multiply(gv, scale, out=gv)
         return run
 
     def _index_grad(self, xp, out, label):

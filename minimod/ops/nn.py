@@ -405,16 +405,16 @@ class FullyConnected(Op):
         if not _plain_numpy(xp, x, weight, y, *inputs[2:]):
             return None
         x2 = self._as_2d(x)
-        y2, w_t, matmul = y.reshape(x2.shape[0], -1), weight.T, xp.matmul
+        y2, w_t = y.reshape(x2.shape[0], -1), weight.T
         if self.attrs.no_bias:
             def run(xp, is_train):
-                matmul(x2, w_t, out=y2)
+                xp.matmul(x2, w_t, out=y2)
             return run
-        bias, add = inputs[2], xp.add
+        bias = inputs[2]
 
         def run_bias(xp, is_train):
-            matmul(x2, w_t, out=y2)
-            add(y2, bias, out=y2)
+            xp.matmul(x2, w_t, out=y2)
+            xp.add(y2, bias, out=y2)
         return run_bias
 
     def bind_backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
@@ -423,19 +423,18 @@ class FullyConnected(Op):
         if not _plain_numpy(xp, out_grads[0], x, weight, *grads):
             return None
         g2 = out_grads[0].reshape(-1, self.attrs.num_hidden)
-        g2_t, x2, matmul = g2.T, self._as_2d(x), xp.matmul
+        g2_t, x2 = g2.T, self._as_2d(x)
         dx, dw = in_grads[0], in_grads[1]
         db = None if self.attrs.no_bias else in_grads[2]
         dx2 = None if dx is None else dx.reshape(g2.shape[0], -1)
-        add_reduce = xp.add.reduce  # `_sum` on NumPy
 
         def run(xp, is_train):
             if dx2 is not None:
-                matmul(g2, weight, out=dx2)
+                xp.matmul(g2, weight, out=dx2)
             if dw is not None:
-                matmul(g2_t, x2, out=dw)
+                xp.matmul(g2_t, x2, out=dw)
             if db is not None:
-                add_reduce(g2, axis=0, out=db)
+                xp.add.reduce(g2, axis=0, out=db)  # `_sum` on NumPy
         return run
 
 
@@ -1289,15 +1288,13 @@ class Activation(Op):
         if act not in ("relu", "tanh") or not _plain_numpy(xp, x, y):
             return None
         if act == "tanh":
-            tanh = xp.tanh
-
             def run_tanh(xp, is_train):
-                tanh(x, out=y)
+                xp.tanh(x, out=y)
             return run_tanh
-        maximum, zero = xp.maximum, _const(xp, 0, y.dtype)
+        zero = _const(xp, 0, y.dtype)
 
         def run_relu(xp, is_train):
-            maximum(x, zero, out=y)
+            xp.maximum(x, zero, out=y)
         return run_relu
 
     def bind_backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
@@ -1306,18 +1303,18 @@ class Activation(Op):
         if dx is None or act not in ("relu", "tanh") or not _plain_numpy(xp, dx, g, y):
             return None
         if act == "tanh":
-            multiply, subtract, one = xp.multiply, xp.subtract, _const(xp, 1, dx.dtype)
+            one = _const(xp, 1, dx.dtype)
 
             def run_tanh(xp, is_train):
-                multiply(y, y, out=dx)
-                subtract(one, dx, out=dx)
-                multiply(dx, g, out=dx)
+                xp.multiply(y, y, out=dx)
+                xp.subtract(one, dx, out=dx)
+                xp.multiply(dx, g, out=dx)
             return run_tanh
-        sign, multiply = xp.sign, xp.multiply
 
         def run_relu(xp, is_train):
-            sign(y, out=dx)
-            multiply(dx, g, out=dx)
+            # y = max(x, 0) >= 0, so sign(y) is exactly the 0/1 mask
+            xp.sign(y, out=dx)
+            xp.multiply(dx, g, out=dx)
         return run_relu
 
 

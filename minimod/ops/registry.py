@@ -290,7 +290,9 @@ class Op:
         decision that depends only on their shapes, dtypes and layouts taken here, once;
         None (the default) when there is no such fast path for them. The executor binds
         each step once per memory plan, so what a step costs in Python is paid at bind time.
-        A bound step must write exactly the numbers `forward` writes."""
+        A bound step must write exactly the numbers `forward` writes, and it calls the array
+        module's functions through `xp` at run time, as `forward` does (so a profiler that
+        swaps `numpy.matmul` for a timed wrapper still sees its calls)."""
         return None
 
     def bind_backward(self, xp, out_grads, inputs, outputs, in_grads, aux):

@@ -147,3 +147,31 @@ def test_executor_runs_the_bound_steps():
         assert ".bind_forward." in qual or ".bind_backward." in qual, (node.name, qual)
         names.append(node.name)
     assert len(names) == 8  # 4 forward nodes and their 4 backward nodes
+
+
+def test_bound_steps_call_numpy_through_xp_at_run_time(monkeypatch):
+    """A bound step looks NumPy's functions up when it runs, not when it is bound, so a
+    wrapper swapped in after binding (benchmarks/profile_steps.py times GEMMs this way) sees
+    every call: 2 forward and 3 backward GEMMs for two FullyConnected layers (the first one's
+    data gradient is not wanted)."""
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(mx.sym.FullyConnected(data, num_hidden=4, name="fc1"),
+                                num_hidden=3, name="fc2")
+    net = mx.sym.SoftmaxOutput(net, name="softmax")
+    exe = net.simple_bind(mx.cpu(), data=(2, 5), grad_req={"data": "null", "fc1_weight": "write",
+                                                           "fc1_bias": "write",
+                                                           "fc2_weight": "write",
+                                                           "fc2_bias": "write",
+                                                           "softmax_label": "null"})
+    calls = []
+    real = np.matmul
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(np, "matmul", counting)
+    exe.forward(is_train=True)
+    assert len(calls) == 2
+    exe.backward()
+    assert len(calls) == 5
