@@ -221,11 +221,7 @@ class SoftmaxOutput(_ScratchMixin, Op):
         if a.normalization == "valid":
             gv *= a.grad_scale / xp.maximum(keep.sum(), 1).astype(p.dtype)
             return
-        scale = a.grad_scale
-        if self.mode != "preserve":
-            scale /= label.size // out.shape[0]
-        if a.normalization == "batch":
-            scale /= p.shape[0]
+        scale = self._label_scale(label.size, out.shape[0], p.shape[0])
         if scale != 1.0:
             gv *= scale
 
@@ -233,7 +229,6 @@ class SoftmaxOutput(_ScratchMixin, Op):
         """The common case of `_index_grad_into` (one class index per row of the 2-D gv, every
         label in range) without temporaries: gv (holding p) gets 1 subtracted at each row's
         label and is scaled. False, with gv untouched, when a label is out of range."""
-        a = self.attrs
         rows, classes = gv.shape
         lab = label.reshape(-1)[:rows] if self.mode == "flat" else label.reshape(-1)
         flat = self._scratch(xp, "label_at", (rows,), "int64")
@@ -254,27 +249,23 @@ class SoftmaxOutput(_ScratchMixin, Op):
         if xp.__name__ == "numpy":
             flat += _row_starts(xp, rows, classes)
             xp.subtract.at(gv.reshape(-1), flat, _const(xp, 1, gv.dtype))
-        scale = a.grad_scale
-        if self.mode != "preserve":
-            scale /= label.size // rows
-        if a.normalization == "batch":
-            scale /= rows
+        scale = self._label_scale(label.size, rows, rows)
         if scale != 1.0:
             gv *= scale
         return True
 
-    def _bound_case(self, xp, label, out, g) -> bool:
-        """Whether the bound fast paths apply: NumPy, flat mode on 2-D data, and for
-        backward the common index-label case of `_index_grad_rows`."""
+    def _bound_case(self, xp, label, out, other) -> bool:
+        """Whether the bound fast paths apply: flat mode on 2-D data with index labels, the
+        common case of `_index_grad_rows`, and plain NumPy arrays `out` and `other` (the
+        data for forward, the gradient for backward)."""
         a = self.attrs
         return (self.mode == "flat" and out.ndim == 2 and label.shape != out.shape
                 and not a.smooth_alpha and not a.out_grad and not a.use_ignore
-                and a.normalization != "valid" and _plain_numpy(xp, out, *(
-                    [] if g is None else [g])))
+                and a.normalization != "valid" and _plain_numpy(xp, out, other))
 
     def bind_forward(self, xp, inputs, aux, out):
         x, y = inputs[0], out[0]
-        if not self._bound_case(xp, inputs[1], y, None) or not _plain_numpy(xp, x, y):
+        if not self._bound_case(xp, inputs[1], y, x):
             return None
         red = xp.empty((y.shape[0], 1), y.dtype)  # the row maxima, then the row sums
 
@@ -298,9 +289,7 @@ class SoftmaxOutput(_ScratchMixin, Op):
         starts = _row_starts(xp, rows, classes)
         gv, gv_flat = g.reshape(out.shape), g.reshape(-1)
         label_grad = in_grads[1] if len(in_grads) > 1 else None
-        scale = self.attrs.grad_scale / (label.size // rows)
-        if self.attrs.normalization == "batch":
-            scale /= rows
+        scale = self._label_scale(label.size, rows, rows)
         scale = None if scale == 1.0 else _const(xp, scale, g.dtype)
         one = _const(xp, 1, g.dtype)
         general = self.backward
@@ -343,15 +332,22 @@ class SoftmaxOutput(_ScratchMixin, Op):
         if a.normalization == "valid":
             grad *= a.grad_scale / xp.maximum(keep.sum(), 1).astype(p.dtype)
             return grad
-        # MXNet divides by the label values per sample in the default and multi_output modes
-        scale = a.grad_scale
-        if self.mode != "preserve":
-            scale /= label.size // out.shape[0]
-        if a.normalization == "batch":
-            scale /= p.shape[0]
+        scale = self._label_scale(label.size, out.shape[0], p.shape[0])
         if scale != 1.0:
             grad *= scale
         return grad
+
+    def _label_scale(self, label_size: int, batch: int, rows: int) -> float:
+        """The factor of an index-label gradient (normalization other than 'valid'):
+        grad_scale, divided by the label values per sample (label_size // batch) in the
+        default and multi_output modes, as MXNet does, and by the rows softmaxed for
+        'batch'."""
+        scale = self.attrs.grad_scale
+        if self.mode != "preserve":
+            scale /= label_size // batch
+        if self.attrs.normalization == "batch":
+            scale /= rows
+        return scale
 
 
 class _RegressionOutput(Op):
