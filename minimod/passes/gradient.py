@@ -74,7 +74,7 @@ class BackwardOp:
     def _in_name(self, i: int) -> str:
         return self.arguments()[i]
 
-    def bind(self, inputs: list, outputs: list, xp=None):
+    def bind(self, inputs: list, outputs: list, xp):
         """A call `fn(xp, is_train)` running this backward on fixed arrays: the forward op's
         bound fast path (`Op.bind_backward`) where it has one for them, else its `backward`."""
         fwd = self.fwd_op
@@ -96,10 +96,9 @@ class BackwardOp:
         in_grads = [None] * n_args
         for k, i in enumerate(self.wanted):
             in_grads[i] = outputs[k]
-        if xp is not None:
-            fast = fwd.bind_backward(xp, out_grads, fwd_inputs, fwd_outputs, in_grads, aux)
-            if fast is not None:
-                return fast
+        fast = fwd.bind_backward(xp, out_grads, fwd_inputs, fwd_outputs, in_grads, aux)
+        if fast is not None:
+            return fast
         backward = fwd.backward
 
         def run(xp, is_train=True):
