@@ -474,29 +474,67 @@ class SGD(_Builtin):
         if mom is not None:
             w += mom
 
-    def _blocks(self, w, g, mom, scratches: int):
-        """(w, g, mom, step scratch, decay scratch or None) block by block.
+    def _blocks(self, w, g, mom, scratches: int) -> list:
+        """[(w, g, mom, step scratch, decay scratch or None)] block by block.
 
         The step lr * clip(rescale * g) (+ lr * wd * w) goes through a scratch small enough to
         stay in the cache, one block of a large contiguous buffer at a time: a scratch the size
         of the parameters would stream them through memory twice more, about a third of the
         update's time inside a training step (benchmarks/RESULTS.md). The gradient stays
         untouched, as MXNet leaves it, and every element sees the operations of one
-        whole-buffer pass in the same order. Small or strided arrays are one block."""
+        whole-buffer pass in the same order. Small or strided arrays are one block.
+
+        A flat parameter buffer comes back with the same arrays every step, so its list of
+        block views is made once and kept (`_BlockViews`): slicing five arrays per block cost
+        about as much Python time as the block's two ufunc calls."""
         whole = w.size <= _SGD_BLOCK or not (
             w.flags.c_contiguous and g.flags.c_contiguous
             and (mom is None or mom.flags.c_contiguous))
         if whole:
             tmp = self._tmp(w, scratches)
-            yield w, g, mom, tmp[0], tmp[1] if scratches > 1 else None
-            return
-        w, g = w.reshape(-1), g.reshape(-1)
-        mom = None if mom is None else mom.reshape(-1)
-        tmp = self._tmp(w[:_SGD_BLOCK], scratches)
-        for lo in range(0, w.size, _SGD_BLOCK):
-            hi = min(lo + _SGD_BLOCK, w.size)
-            yield (w[lo:hi], g[lo:hi], None if mom is None else mom[lo:hi], tmp[0][:hi - lo],
-                   tmp[1][:hi - lo] if scratches > 1 else None)
+            return [(w, g, mom, tmp[0], tmp[1] if scratches > 1 else None)]
+        cache = self._scratch.get(_BlockViews)
+        if cache is None:
+            cache = self._scratch[_BlockViews] = _BlockViews()
+        views = cache.get(w, g, mom, scratches)
+        if views is None:
+            flat_w, flat_g = w.reshape(-1), g.reshape(-1)
+            flat_m = None if mom is None else mom.reshape(-1)
+            tmp = self._tmp(flat_w[:_SGD_BLOCK], scratches)
+            views = []
+            for lo in range(0, w.size, _SGD_BLOCK):
+                hi = min(lo + _SGD_BLOCK, w.size)
+                views.append((flat_w[lo:hi], flat_g[lo:hi],
+                              None if mom is None else flat_m[lo:hi], tmp[0][:hi - lo],
+                              tmp[1][:hi - lo] if scratches > 1 else None))
+            cache.put(w, g, mom, scratches, views)
+        return views
+
+
+class _BlockViews:
+    """SGD's block views of the last few (weight, gradient, momentum) buffers it updated,
+    found again by the identity of those arrays. The views keep their buffers alive, so only
+    the `size` most recently made lists are kept: a module's flat buffers come back every
+    step, and an old module's are let go after a few new ones."""
+
+    size = 4
+
+    def __init__(self):
+        self._entries: dict = {}
+
+    def get(self, w, g, mom, scratches: int):
+        entry = self._entries.get((id(w), id(g), id(mom), scratches))
+        if entry is None or entry[0] is not w or entry[1] is not g or entry[2] is not mom:
+            return None
+        return entry[3]
+
+    def put(self, w, g, mom, scratches: int, views: list) -> None:
+        entries = self._entries
+        key = (id(w), id(g), id(mom), scratches)
+        entries.pop(key, None)
+        while len(entries) >= self.size:
+            del entries[next(iter(entries))]
+        entries[key] = (w, g, mom, views)
 
 
 # Elements per block of SGD's NumPy update: 128 KB of float32, well inside a core's L2.

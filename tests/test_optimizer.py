@@ -523,3 +523,58 @@ def test_sgd_blocked_update_of_a_large_buffer_is_mxnets_whole_array_arithmetic(m
         want = w0 - (step + decay if wd else step)
     np.testing.assert_array_equal(weight.asnumpy(), want)
     np.testing.assert_array_equal(grad.asnumpy(), g0)  # the gradient is left as it was
+
+
+def _sgd_mom_reference(w, g, m, lr, mu, rescale):
+    f = np.float32
+    m = m * f(mu) - g * (f(lr) * f(rescale))
+    return w + m, m
+
+
+def test_sgd_block_views_are_made_once_per_buffer_and_follow_new_buffers():
+    n = 2 * opt._SGD_BLOCK + 99
+    rng = np.random.RandomState(3)
+    sgd = opt.SGD(learning_rate=0.1, momentum=0.9, rescale_grad=0.5)
+    w0, g0 = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    weight, grad = mx.nd.array(w0), mx.nd.array(g0)
+    state = sgd.create_state(0, weight)
+    sgd.update(0, weight, grad, state)
+    views = sgd._blocks(weight._data, grad._data, state._data, 1)
+    assert len(views) == 3 and views[-1][0].size == 99
+    sgd.update(0, weight, grad, state)
+    # the second update ran on the same block list, and still equals two whole-array updates
+    assert sgd._blocks(weight._data, grad._data, state._data, 1) is views
+    want_w, want_m = _sgd_mom_reference(w0, g0, np.zeros(n, np.float32), 0.1, 0.9, 0.5)
+    want_w, want_m = _sgd_mom_reference(want_w, g0, want_m, 0.1, 0.9, 0.5)
+    np.testing.assert_array_equal(weight.asnumpy(), want_w)
+    np.testing.assert_array_equal(state.asnumpy(), want_m)
+    # another buffer (same sizes) gets its own views, over its own memory
+    w1 = rng.standard_normal(n).astype(np.float32)
+    weight1 = mx.nd.array(w1)
+    state1 = sgd.create_state(1, weight1)
+    sgd.update(1, weight1, grad, state1)
+    views1 = sgd._blocks(weight1._data, grad._data, state1._data, 1)
+    assert views1 is not views and np.shares_memory(views1[0][0], weight1._data)
+    np.testing.assert_array_equal(
+        weight1.asnumpy(), _sgd_mom_reference(w1, g0, np.zeros(n, np.float32), 0.1, 0.9, 0.5)[0])
+    np.testing.assert_array_equal(weight.asnumpy(), want_w)  # the first buffer is untouched
+
+
+def test_sgd_block_views_keep_only_the_latest_buffers():
+    n = opt._SGD_BLOCK + 1
+    sgd = opt.SGD(learning_rate=0.1, momentum=0.9)
+    g, m = np.ones(n, np.float32), np.zeros(n, np.float32)
+    first = np.zeros(n, np.float32)
+    views = sgd._blocks(first, g, m, 1)
+    assert sgd._blocks(first, g, m, 1) is views
+    for _ in range(opt._BlockViews.size):
+        sgd._blocks(np.zeros(n, np.float32), g, m, 1)
+    cache = sgd._scratch[opt._BlockViews]
+    assert len(cache._entries) == opt._BlockViews.size  # bounded: `first`'s list was let go
+    again = sgd._blocks(first, g, m, 1)
+    assert again is not views and all(np.shares_memory(v[0], first) for v in again)
+    # an array that merely has a cached array's id is not taken for it
+    key = next(iter(cache._entries))
+    other = np.zeros(n, np.float32)
+    cache._entries[(id(other),) + key[1:]] = cache._entries.pop(key)
+    assert cache.get(other, g, m, 1) is None
