@@ -45,8 +45,10 @@ so a resumed run matches MXNet, which restarts the counts); a user subclass that
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
+import operator
 import os
 import pickle
 import struct
@@ -248,8 +250,23 @@ class Optimizer:
             if count > self.num_update:
                 self.num_update = count
 
+    def _count_distinct_updates(self, indices: Sequence) -> list:
+        """`_update_count(indices)` for keys that are all different, without a Python loop per
+        key (a flat buffer's keys, every step); returns their new counts in order."""
+        counts = self._index_update_count
+        new = [c + 1 for c in map(counts.get, indices, itertools.repeat(self.begin_num_update))]
+        counts.update(zip(indices, new))
+        top = max(new, default=self.num_update)
+        if top > self.num_update:
+            self.num_update = top
+        return new
+
+    def _base_lr(self) -> float:
+        """The learning rate before lr_mult: the scheduler's at num_update, else `lr`."""
+        return self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+
     def _get_lrs(self, indices: Sequence) -> list[float]:
-        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        lr = self._base_lr()
         return [lr * self._mult(index, self.lr_mult, "lr_mult") for index in indices]
 
     def _get_lr(self, index: Any) -> float:
@@ -1469,11 +1486,17 @@ class Updater:
             return
         opt._set_current_context(weights[0].context.device_id)
         record = self._flat_record(indices, flat, weights)
-        opt._update_count(list(indices))
-        lrs, wds = opt._get_lrs(indices), opt._get_wds(indices)
-        counts = opt._index_update_count
-        hyper = [(lr, wd, counts[i]) for lr, wd, i in zip(lrs, wds, indices)]
-        starts = tuple(i for i in range(len(hyper)) if i == 0 or hyper[i] != hyper[i - 1])
+        counts = opt._count_distinct_updates(indices)
+        lr_mults, wd_mults = self._flat_mults(record, indices)
+        # what _get_lrs/_get_wds give, product by product (operator.mul over the kept mults)
+        lrs = list(map(operator.mul, itertools.repeat(opt._base_lr()), lr_mults))
+        wds = list(map(operator.mul, itertools.repeat(opt.wd), wd_mults))
+        n = len(indices)
+        if lrs.count(lrs[0]) == n and wds.count(wds[0]) == n and counts.count(counts[0]) == n:
+            starts = (0,)  # the usual case: one run
+        else:
+            hyper = list(zip(lrs, wds, counts))
+            starts = tuple(i for i in range(n) if i == 0 or hyper[i] != hyper[i - 1])
         runs = record["runs"]
         if runs is None or record["key"] != starts:
             runs = record["runs"] = self._flat_runs(indices, flat, record, starts)
@@ -1495,6 +1518,22 @@ class Updater:
             return False
         return not (opt.multi_precision and weights and weights[0].dtype == np.float16)
 
+    def _flat_mults(self, record: dict, indices) -> tuple:
+        """(lr_mults, wd_mults) of the buffer's keys, as `Optimizer._mult` finds them, kept in
+        the buffer's record while the optimizer's lr_mult, wd_mult and idx2name compare equal
+        to the copies taken with them (dict comparisons run in C; an edit in place shows up
+        as a difference). With a param_dict (Gluon parameters carry their own mults) they are
+        looked up every time."""
+        opt = self.optimizer
+        kept = record.get("mults")
+        if (kept is None or opt.param_dict or kept[0] != opt.lr_mult or kept[1] != opt.wd_mult
+                or kept[2] != opt.idx2name):
+            kept = record["mults"] = (
+                dict(opt.lr_mult), dict(opt.wd_mult), dict(opt.idx2name),
+                [opt._mult(i, opt.lr_mult, "lr_mult") for i in indices],
+                [opt._mult(i, opt.wd_mult, "wd_mult") for i in indices])
+        return kept[3], kept[4]
+
     def _flat_record(self, indices, flat, weights) -> dict:
         """The flat states of this buffer (made on first use), with every key's state a view."""
         records = self.__dict__.setdefault("_flat_records", {})
@@ -1506,6 +1545,10 @@ class Updater:
                 indices[0], whole), "views": {}, "runs": None, "key": None}
             for idx, lo, hi, shape in zip(indices, flat.offsets, flat.offsets[1:], flat.shapes):
                 record["views"][idx] = _state_slice(record["state"], lo, hi, shape)
+            record["view_list"] = [record["views"][idx] for idx in indices]
+        if all(map(operator.is_, map(self.states.get, indices, itertools.repeat(_MISSING)),
+                   record["view_list"])):
+            return record  # every key's state is still its view (checked at C speed)
         views = record["views"]
         for idx, lo, hi in zip(indices, flat.offsets, flat.offsets[1:]):
             have = self.states.get(idx, _MISSING)

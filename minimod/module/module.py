@@ -15,6 +15,7 @@ Differences from MXNet, all in the user's favour:
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import warnings
@@ -455,7 +456,7 @@ class Module(BaseModule):
         if kv is not None and (kv.type not in ("local", "device", "dist_sync", "dist_device_sync")
                                or getattr(kv, "_compression", None) is not None):
             return None
-        ident = tuple(id(a) for arrays in group.param_arrays for a in arrays)
+        ident = tuple(map(id, itertools.chain.from_iterable(group.param_arrays)))
         cached = getattr(self, "_flat_plan_cache", None)
         if cached is not None and cached[0] == ident:
             return cached[1]

@@ -163,3 +163,44 @@ def test_states_loaded_from_a_file_are_moved_into_the_flat_state(tmp_path, monke
     assert np.array_equal(a, run(0, reload=False).get_params()[0]["fc1_weight"].asnumpy())
     forgot = run(2, reload=True, load=False).get_params()[0]["fc1_weight"].asnumpy()
     assert not np.array_equal(a, forgot)
+
+
+def _train_with_edits(monkeypatch, flat, params):
+    """Train while editing the optimizer's lr_mult and wd_mult in place between updates;
+    returns the parameters, the update counts, num_update and the keys holding a state."""
+    mx.random.seed(11)
+    mod = mx.mod.Module(_symbol(), context=mx.cpu())
+    mod.bind(data_shapes=[("data", (12, 7))], label_shapes=[("softmax_label", (12,))])
+    mod.init_params(initializer=mx.init.Xavier(magnitude=2.0))
+    mod.init_optimizer(optimizer="sgd", optimizer_params=dict(params))
+    if not flat:
+        monkeypatch.setattr(mod, "_update_flat", lambda: False)
+    optim = mod._optimizer
+    edits = [lambda: None,
+             lambda: optim.lr_mult.__setitem__("fc1_weight", 0.25),
+             lambda: optim.wd_mult.__setitem__("fc2_weight", 3.0),
+             lambda: optim.lr_mult.__setitem__("fc2_bias", 0.0),
+             lambda: optim.lr_mult.clear()]
+    batches = _batches()
+    for edit in edits:
+        edit()
+        for batch in batches[:2]:
+            mod.forward_backward(batch)
+            mod.update()
+    monkeypatch.undo()
+    arg, _ = mod.get_params()
+    return ({k: v.asnumpy() for k, v in arg.items()}, dict(optim._index_update_count),
+            optim.num_update, sorted(mod._updater.states))
+
+
+@pytest.mark.parametrize("params", [{"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-2},
+                                    {"learning_rate": 0.1, "wd": 1e-2}])
+def test_flat_update_follows_mults_edited_in_place(monkeypatch, params):
+    # the flat path keeps each buffer's lr/wd mults between steps: an edit of the optimizer's
+    # dicts in place must still reach the next update, exactly as on the per-parameter path
+    flat = _train_with_edits(monkeypatch, True, params)
+    plain = _train_with_edits(monkeypatch, False, params)
+    for key in plain[0]:
+        assert np.array_equal(flat[0][key], plain[0][key]), key
+    assert flat[1:] == plain[1:]  # update counts, num_update, and a state for every key
+    assert len(flat[3]) == 4 and flat[2] == 10
