@@ -24,13 +24,12 @@ __all__ = [
 Normalization = Literal["null", "batch", "valid"]
 
 
-def _softmax(xp, x, axis: int, out, op=None) -> None:
+def _softmax(xp, x, axis: int, out, op=None, red=None) -> None:
     """Numerically stable softmax of x along `axis`, written into `out` (same shape).
 
-    With `op` (a scratch owner) the row maxima and sums go into a reused array."""
-    if op is None:
-        red = None
-    else:
+    The row maxima and sums go into `red` when given (shaped like x with `axis` of size 1),
+    else, with `op` (a scratch owner), into a reused array of its own."""
+    if red is None and op is not None:
         shape = list(x.shape)
         shape[axis] = 1
         red = op._scratch(xp, "softmax_red", shape, out.dtype)
@@ -269,10 +268,8 @@ class SoftmaxOutput(_ScratchMixin, Op):
             return None
         red = xp.empty((y.shape[0], 1), y.dtype)  # the row maxima, then the row sums
 
-        def run(xp, is_train):  # `_softmax` along axis 1
-            xp.subtract(x, xp.maximum.reduce(x, axis=1, out=red, keepdims=True), out=y)
-            xp.exp(y, out=y)
-            xp.divide(y, xp.add.reduce(y, axis=1, out=red, keepdims=True), out=y)
+        def run(xp, is_train):
+            _softmax(xp, x, 1, y, red=red)
         return run
 
     def bind_backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
