@@ -241,18 +241,28 @@ class Executor:
     def _report(self, nid: int) -> None:
         graph = self._plan.graph
         node = graph.nodes[nid]
-        first = graph.row_ptr[nid]
-        outputs = node.op.outputs()[:node.op.num_json_outputs()]
+        ins = [self._arrays[e] for e in graph.input_eids[nid]]
+        outs = [self._arrays[e] for e in range(graph.row_ptr[nid], graph.row_ptr[nid + 1])]
+        unfused = getattr(node.op, "unfused_nodes", None)
+        if unfused is None:
+            self._report_node(node.name, node.op, ins, outs)
+            return
+        # a fused op reports what the nodes it stands for would have reported
+        for name, op, op_ins, op_outs in unfused(self._xp, node.name, ins, outs):
+            self._report_node(name, op, op_ins, op_outs)
+
+    def _report_node(self, name: str, op, ins: list, outs: list) -> None:
+        outputs = op.outputs()[:op.num_json_outputs()]
         # like MXNet, hidden outputs are reported too (BatchNorm's bn_mean, bn_var), but not an
         # op's own reserve that MXNet does not count (the RNN op's)
-        names = (["%s_output" % node.name] if len(outputs) == 1
-                 else ["%s_%s" % (node.name, o) for o in outputs])
-        for k, name in enumerate(names):
-            self._monitor(name, NDArray(self._arrays[first + k], self._ctx))
+        names = (["%s_output" % name] if len(outputs) == 1
+                 else ["%s_%s" % (name, o) for o in outputs])
+        for k, out_name in enumerate(names):
+            self._monitor(out_name, NDArray(outs[k], self._ctx))
         if self._monitor_all:
-            slots = node.op.arguments() + node.op.aux_states()
-            for slot, eid in zip(slots, graph.input_eids[nid]):
-                self._monitor("%s_%s" % (node.name, slot), NDArray(self._arrays[eid], self._ctx))
+            slots = op.arguments() + op.aux_states()
+            for slot, arr in zip(slots, ins):
+                self._monitor("%s_%s" % (name, slot), NDArray(arr, self._ctx))
 
     def _check_pool(self) -> None:
         if self._generation != self._pool.generation:

@@ -1005,7 +1005,8 @@ class Pooling(_ScratchMixin, Op):
         return self._scratch(xp, role, (arr.size,), arr.dtype)
 
     def _forward_disjoint(self, xp, xpad, kernel, out_spatial, y, mask):
-        """Disjoint windows: one copy into a (K, M) panel, one reduction; mask = first argmax."""
+        """Disjoint windows: one copy into a (K, M) panel, one reduction; mask = first argmax.
+        Returns the panel (a scratch array, valid until the next Pooling call)."""
         tiles = self._tiles(xpad, kernel, out_spatial)
         nk = math.prod(kernel)
         panel = self._scratch(xp, "panel", (nk, y.size), y.dtype)
@@ -1016,26 +1017,35 @@ class Pooling(_ScratchMixin, Op):
         else:
             xp.max(panel, axis=0, out=yf)
             mf = self._flat(xp, "mask", mask)
-            if nk == 1:
-                mf.fill(0)
-            else:
-                # the first maximum's offset = how many leading entries differ from the max
-                ne = self._scratch(xp, "ne", (nk - 1, y.size), bool)
-                xp.not_equal(panel[:nk - 1], yf, out=ne)
-                # counted in small integers (bool + uint8 adds are several times faster than
-                # bool + float), converted once
-                count = self._scratch(xp, "count", (y.size,), "uint8" if nk <= 256 else "int32")
-                count[...] = ne[0]
-                # bools read as the uint8 0/1 they are: no cast (and no cast buffer) per add
-                ne8 = ne.view("uint8") if count.dtype == xp.uint8 else ne
-                for k in range(1, nk - 1):
-                    xp.logical_and(ne[k - 1], ne[k], out=ne[k])
-                    xp.add(count, ne8[k], out=count)
-                mf[...] = count
+            self._first_max(xp, panel, yf, mf)
             if not mask.flags.c_contiguous:
                 mask[...] = mf.reshape(mask.shape)
         if not y.flags.c_contiguous:
             y[...] = yf.reshape(y.shape)
+        return panel
+
+    def _first_max(self, xp, panel, yf, mf, ne=None) -> None:
+        """mf = the offset of the first entry of each panel column equal to its maximum yf
+        (the last offset for a NaN column, where no entry equals it). `ne`, when given, holds
+        panel[:-1] != yf already (and is overwritten)."""
+        nk = panel.shape[0]
+        if nk == 1:
+            mf.fill(0)
+            return
+        # the first maximum's offset = how many leading entries differ from the max
+        if ne is None:
+            ne = self._scratch(xp, "ne", (nk - 1, yf.size), bool)
+            xp.not_equal(panel[:nk - 1], yf, out=ne)
+        # counted in small integers (bool + uint8 adds are several times faster than
+        # bool + float), converted once
+        count = self._scratch(xp, "count", (yf.size,), "uint8" if nk <= 256 else "int32")
+        count[...] = ne[0]
+        # bools read as the uint8 0/1 they are: no cast (and no cast buffer) per add
+        ne8 = ne.view("uint8") if count.dtype == xp.uint8 else ne
+        for k in range(1, nk - 1):
+            xp.logical_and(ne[k - 1], ne[k], out=ne[k])
+            xp.add(count, ne8[k], out=count)
+        mf[...] = count
 
     def _backward_disjoint(self, xp, gy, mask, dx, kernel, pad_lo, pad_hi, out_spatial):
         """Disjoint windows: every kernel offset's gradient written in one pass."""

@@ -1,9 +1,10 @@
 """The graph compiler: pure passes from a symbol graph to an execution `Plan`.
 
 `compile_graph` runs shape inference, type inference, the device pass (for a given Context),
-the gradient pass and the memory planner in that order and returns a frozen Plan. It
-allocates nothing: the executor binds a plan to a device. (DESIGN lists Plan under executor/; it is defined here so that the passes, which build
-it, do not import the executor, which runs it.)
+the fusion pass, the gradient pass and the memory planner in that order and returns a frozen
+Plan. It allocates nothing: the executor binds a plan to a device. (DESIGN lists Plan under
+executor/; it is defined here so that the passes, which build it, do not import the executor,
+which runs it.)
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..base import BindError, ShapeError
 from ..ops.registry import fmt_shape, shape_is_known
 from ..symbol.graph import Graph
 from .device import specialize
+from .fuse import fuse, fusion
 from .gradient import BackwardOp, GradientGraph, build_gradient
 from .infer import infer_graph_shapes, infer_graph_types
 from .liveness import last_use
@@ -23,7 +25,7 @@ from .memory import MemoryPlan, entry_nbytes, plan_memory
 
 __all__ = ["Plan", "compile_graph", "infer_graph_shapes", "infer_graph_types", "build_gradient",
            "last_use", "plan_memory", "MemoryPlan", "BackwardOp", "GradientGraph",
-           "normalize_grad_req", "specialize"]
+           "normalize_grad_req", "specialize", "fuse", "fusion"]
 
 GRAD_REQS = ("write", "add", "null")
 
@@ -122,6 +124,12 @@ def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str
     if device_graph is not graph:  # a variant may size its hidden outputs differently
         graph = device_graph
         fwd_shapes = infer_graph_shapes(graph, shapes)
+    fused_graph = fuse(graph, fwd_shapes, fwd_types, ctx)
+    if fused_graph is not graph:  # entries were dropped: every entry id moved
+        graph = fused_graph
+        arg_ids, aux_ids = graph.argument_ids(), graph.aux_ids()  # same variables, same order
+        fwd_shapes = infer_graph_shapes(graph, shapes)
+        fwd_types = infer_graph_types(graph, known_types)
     wrt = [n for n in arg_names if grad_req.get(n, "null") != "null"]
     if wrt:
         gg = build_gradient(graph, wrt)

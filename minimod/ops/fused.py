@@ -1,0 +1,203 @@
+"""Fused operators: one op standing for a pattern of ordinary ones, with the same numbers.
+
+No symbol names these ops. The graph compiler (`minimod.passes.fuse`) puts one in place of the
+nodes it stands for, in a plan's graph only, where the pattern allows it; the user's symbol, its
+JSON and its node names stay as written.
+
+`ActivationMaxPooling` stands for Activation (tanh or relu) followed by max Pooling over windows
+that do not overlap (LeNet's conv-tanh-pool, VGG's conv-relu-pool). Both activations never
+decrease, so the largest activation in a window is (nearly always exactly) the activation of
+the window's largest input: pooling first runs the activation, forward and backward, on one
+element per window instead of every element (a quarter of them under 2x2 pooling), and the
+activation's full-size output is never made.
+
+"Nearly always": float32 tanh is rounded, so two different inputs can map to one value, and
+NumPy's tanh is not monotone everywhere (float32 tanh(1.4999999) > tanh(1.5) by one unit in
+the last place). Where that matters, the pooled-first result could name a different winner
+(which decides where the gradient goes) or even a different maximum. So every window whose
+runner-up input lies close enough below its maximum for their activations to coincide is
+recomputed the unfused way (activation of each entry, first maximum). Close enough is bounded
+from tanh's slope: two inputs whose tanh values agree to within e units in the last place of y
+differ by at most e * ulp(y) / (1 - (|y| + e * ulp(y))^2). The bound takes e = 16, far above
+the few units a libm tanh is off, so the windows it flags are a superset of the ties.
+relu, max(x, 0), is exact and monotone: its only ties are windows with no positive entry,
+where every entry maps to 0 and the first one wins.
+
+One difference is left: in a window holding a NaN the output and mask are the unfused ones
+(NaN, last offset), but the gradient is NaN at every entry of the window, where the unfused
+nodes put NaN at the NaN entries only. A NaN has already spoilt that step's gradients either
+way (`mx.numerics.nan_guard` stops at the first one).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .nn import Activation, Pooling
+from .registry import Op
+from .scratch import _const, _ScratchMixin
+
+__all__ = ["ActivationMaxPooling"]
+
+#: activations that never decrease, with ties handled below
+FUSIBLE_ACTIVATIONS = ("relu", "tanh")
+
+#: units in the last place of tanh's value allowed between two inputs taken as possibly tied
+_TANH_ULPS = 16
+
+#: beyond this fraction of flagged windows, recompute the whole layer the unfused way
+_RECOMPUTE_ALL = 0.125
+
+
+class ActivationMaxPooling(_ScratchMixin, Op):
+    """Max Pooling (disjoint windows, no padding) of Activation(relu or tanh), pooled first.
+
+    Outputs are Pooling's: 'output' (the pooled activation) and the hidden 'mask' (offset of
+    each window's first maximum, which backward reads), equal to what the Activation and
+    Pooling nodes write (relu: up to the sign of a zero). The gradient is the activation's
+    gradient at the pooled value, sent to the winning offset.
+    """
+
+    name = "Activation+Pooling"
+    Attrs = Pooling.Attrs
+    backward_inputs = ()
+    backward_outputs = (0, 1)
+
+    def __init__(self, act: Activation, pool: Pooling, act_name: str):
+        super().__init__(pool.raw_attrs)
+        self.act = act
+        self.pool = pool
+        #: the name of the Activation node this op absorbed (for the monitor)
+        self.act_name = act_name
+
+    @staticmethod
+    def applies(act, pool, in_shape, dtype) -> bool:
+        """Whether Pooling `pool` over the output (shape `in_shape`, `dtype`) of Activation
+        `act` can run as this op."""
+        if type(act) is not Activation or type(pool) is not Pooling:
+            return False
+        a = pool.attrs
+        if (act.attrs.act_type not in FUSIBLE_ACTIVATIONS or a.pool_type != "max"
+                or (a.layout is not None and not a.layout.startswith("NC"))
+                or dtype is None or np.dtype(dtype).kind != "f"
+                or in_shape is None or len(in_shape) < 3):
+            return False
+        kernel, stride, pad_lo, pad_hi, out = pool._geometry(tuple(in_shape[2:]))
+        return (not any(pad_lo) and not any(pad_hi) and all(y > 0 for y in out)
+                and Pooling._disjoint(kernel, stride, out))
+
+    def outputs(self) -> list:
+        return ["output", "mask"]
+
+    def num_visible_outputs(self) -> int:
+        return 1
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        return self.pool.infer_shape(in_shapes, out_shapes)
+
+    def infer_type(self, in_types: list, out_types: list):
+        return self.pool.infer_type(in_types, out_types)
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, y, mask = inputs[0], out[0], out[1]
+        pool = self.pool
+        kernel, _, _, _, out_spatial = pool._geometry(x.shape[2:])
+        nk, size = math.prod(kernel), y.size
+        # the windows as a (K, M) panel, as Pooling's disjoint path makes them
+        tiles = Pooling._tiles(x, kernel, out_spatial)
+        panel = pool._scratch(xp, "panel", (nk, size), y.dtype)
+        panel.reshape(tiles.shape)[...] = tiles
+        xf = self._scratch(xp, "xmax", (size,), y.dtype)
+        xp.max(panel, axis=0, out=xf)
+        # flat views (copies, written back below, for arrays that are not contiguous)
+        yf = (y if y.flags.c_contiguous else xp.ascontiguousarray(y)).reshape(-1)
+        mf = (mask if mask.flags.c_contiguous else xp.ascontiguousarray(mask)).reshape(-1)
+        self.act.forward(xp, [xf], [], [yf], is_train)
+        if self.act.attrs.act_type == "relu":
+            pool._first_max(xp, panel, xf, mf)
+            # y == 0: no positive entry, every entry's relu is 0 (or -0), the first one wins
+            zero = self._scratch(xp, "zero", (size,), bool)
+            xp.equal(yf, _const(xp, 0, yf.dtype), out=zero)
+            xp.copyto(mf, _const(xp, 0, mf.dtype), where=zero)
+        else:
+            # entries below their window's maximum (all of a NaN window's)
+            below = self._scratch(xp, "below", (nk, size), bool)
+            xp.not_equal(panel, xf, out=below)
+            flagged = self._near_ties(xp, panel, xf, yf, below)
+            pool._first_max(xp, panel, xf, mf, ne=below[:nk - 1])
+            self._recompute(xp, panel, yf, mf, flagged)
+        if not y.flags.c_contiguous:
+            y[...] = yf.reshape(y.shape)
+        if not mask.flags.c_contiguous:
+            mask[...] = mf.reshape(mask.shape)
+
+    def _near_ties(self, xp, panel, xf, yf, below):
+        """Windows (bool per window) with an entry below the maximum xf whose tanh may equal
+        tanh(xf) = yf: one at or above xf - slack, the slack of the module docstring."""
+        dtype = yf.dtype
+        eps = float(np.finfo(dtype).eps)
+        u = _TANH_ULPS * eps / 2  # e units in the last place of any |y| < 1
+        slack = self._scratch(xp, "slack", yf.shape, dtype)
+        # 1 - (|y| + u)^2 >= 1 - y^2 - (2u + u^2) for |y| <= 1: two passes fewer than abs
+        xp.multiply(yf, yf, out=slack)
+        xp.subtract(_const(xp, 1 - 2 * u - u * u, dtype), slack, out=slack)
+        xp.maximum(slack, _const(xp, 0, dtype), out=slack)
+        # the factor 1.25 also covers the rounding of the passes here and of lo below
+        # (a slack is at least 5 units in the last place of any |x| at which tanh is not
+        # yet 1); a window at or past saturation gets an infinite slack
+        with np.errstate(divide="ignore"):
+            xp.divide(_const(xp, 1.25 * u, dtype), slack, out=slack)
+        lo = self._scratch(xp, "lo", yf.shape, dtype)
+        # +inf - inf would be NaN and flag nothing: start from the largest finite value
+        xp.minimum(xf, _const(xp, float(np.finfo(dtype).max), dtype), out=lo)
+        xp.subtract(lo, slack, out=lo)
+        near = self._scratch(xp, "near", panel.shape, bool)
+        xp.greater_equal(panel, lo, out=near)  # False throughout a NaN window
+        xp.logical_and(near, below, out=near)
+        flagged = self._scratch(xp, "flagged", yf.shape, bool)
+        xp.logical_or.reduce(near, axis=0, out=flagged)
+        return flagged
+
+    def _recompute(self, xp, panel, yf, mf, flagged) -> None:
+        """The unfused results (activation of every entry, then the first maximum) for the
+        flagged windows; for all windows when many are flagged."""
+        count = int(xp.count_nonzero(flagged))
+        if count == 0:
+            return
+        if count > _RECOMPUTE_ALL * yf.size:
+            self.act.forward(xp, [panel], [], [panel], True)
+            xp.max(panel, axis=0, out=yf)
+            self.pool._first_max(xp, panel, yf, mf)
+            return
+        idx = xp.flatnonzero(flagged)
+        sub = panel[:, idx]
+        self.act.forward(xp, [sub], [], [sub], True)
+        best = sub.max(axis=0)
+        yf[idx] = best
+        mf[idx] = (sub == best).argmax(axis=0)  # best is one of the column's entries
+
+    # ------------------------------------------------------------------ backward
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx = in_grads[0]
+        if dx is None:
+            return
+        g, y, mask = out_grads[0], outputs[0], outputs[1]
+        # the activation's gradient at the pooled values, as Activation computes it at the
+        # winners, then Pooling's routing of it to the winning offsets
+        gact = self._scratch(xp, "gact", g.shape, g.dtype)
+        self.act.backward(xp, [g], [None], [y], [gact], [])
+        pool = self.pool
+        kernel, _, pad_lo, pad_hi, out_spatial = pool._geometry(dx.shape[2:])
+        pool._backward_disjoint(xp, gact, mask, dx, kernel, pad_lo, pad_hi, out_spatial)
+
+    # ------------------------------------------------------------------ monitor
+    def unfused_nodes(self, xp, node_name: str, inputs, outputs) -> list:
+        """The two nodes this op stands for, as (name, op, inputs, outputs) with their arrays
+        (the activation's output recomputed here), for the monitor to report as it would."""
+        x = inputs[0]
+        act_out = xp.empty_like(x)
+        self.act.forward(xp, [x], [], [act_out], False)
+        return [(self.act_name, self.act, [x], [act_out]),
+                (node_name, self.pool, [act_out], list(outputs))]

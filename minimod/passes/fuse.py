@@ -1,0 +1,80 @@
+"""The fusion pass: replace patterns of nodes by one fused op with the same numbers.
+
+Runs on the forward graph after the device pass and before the gradient pass, so the fused op
+gets its own backward node and the memory plan sees the fused graph (the activation's
+full-size output, and its gradient, are never planned). Only the plan's graph changes; the
+symbol, its JSON and the names of its outputs stay as written.
+
+One pattern so far (`minimod.ops.fused.ActivationMaxPooling`): an Activation (relu or tanh)
+read by nothing but a max Pooling over disjoint windows without padding, and not itself an
+output. It applies on CPUs only: on a GPU the pooling is cuDNN's, and the tie analysis of the
+fused op is written for NumPy's tanh.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Sequence
+
+from ..ops.fused import ActivationMaxPooling
+from ..symbol.graph import Entry, Graph, Node
+
+__all__ = ["fuse", "fusion"]
+
+_ENABLED = [True]
+
+
+@contextlib.contextmanager
+def fusion(enabled: bool):
+    """`with fusion(False):` plans compiled in the block keep every node as written (for
+    comparing fused and unfused executors, or debugging); the previous setting comes back."""
+    old = _ENABLED[0]
+    _ENABLED[0] = bool(enabled)
+    try:
+        yield
+    finally:
+        _ENABLED[0] = old
+
+
+def fuse(graph: Graph, shapes: Sequence, dtypes: Sequence, ctx=None) -> Graph:
+    """`graph` with every fusible pattern replaced by its fused op (`graph` itself when there is
+    none). `shapes` and `dtypes` are per entry of `graph`; `ctx` is the target Context."""
+    if not _ENABLED[0] or (ctx is not None and ctx.device_type != "cpu"):
+        return graph
+    consumers = graph.consumers()
+    outputs = set(graph.output_eids)
+    fused_ops: dict = {}  # pool node id -> fused op
+    absorbed: set = set()  # activation node ids
+    for nid, node in enumerate(graph.nodes):
+        if node.op is None or not node.inputs or node.inputs[0].index != 0:
+            continue
+        src = graph.node_id[id(node.inputs[0].node)]
+        act = graph.nodes[src]
+        eid = graph.row_ptr[src]
+        if (act.op is None or eid in outputs or consumers[eid] != [nid]
+                or not ActivationMaxPooling.applies(act.op, node.op, shapes[eid],
+                                                    dtypes[eid])):
+            continue
+        fused_ops[nid] = ActivationMaxPooling(act.op, node.op, act.name)
+        absorbed.add(src)
+    if not fused_ops:
+        return graph
+    copies: dict = {}
+    nodes = []
+    for nid, node in enumerate(graph.nodes):
+        if nid in absorbed:
+            continue
+        if nid in fused_ops:
+            act_input = node.inputs[0].node.inputs[0]
+            new = Node(fused_ops[nid], node.name, node.attrs,
+                       [Entry(copies.get(id(act_input.node), act_input.node),
+                              act_input.index)])
+        elif any(id(e.node) in copies for e in node.inputs):
+            new = Node(node.op, node.name, node.attrs,
+                       [Entry(copies.get(id(e.node), e.node), e.index) for e in node.inputs])
+        else:
+            nodes.append(node)
+            continue
+        copies[id(node)] = new
+        nodes.append(new)
+    outs = [Entry(copies.get(id(e.node), e.node), e.index) for e in graph.outputs]
+    return Graph(nodes, outs)
