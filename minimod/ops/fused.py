@@ -17,9 +17,13 @@ the last place). Where that matters, the pooled-first result could name a differ
 (which decides where the gradient goes) or even a different maximum. So every window whose
 runner-up input lies close enough below its maximum for their activations to coincide is
 recomputed the unfused way (activation of each entry, first maximum). Close enough is bounded
-from tanh's slope: two inputs whose tanh values agree to within e units in the last place of y
-differ by at most e * ulp(y) / (1 - (|y| + e * ulp(y))^2). The bound takes e = 16, far above
-the few units a libm tanh is off, so the windows it flags are a superset of the ties.
+from tanh's slope. Say the computed tanh is within d of the true one, for d = 5 units in the
+last place of values in [0.5, 1) (libm's and NumPy's float32 tanh are within 1-3). If x1 < x2
+and tanh(x1) >= tanh(x2) = y as computed, the true values differ by at most 2d and lie within
+3d of y, where tanh's slope 1 - t^2 is at least 1 - (|y| + 3d)^2; so x2 - x1 is at most
+2d / (1 - (|y| + 3d)^2). The op takes u = 16 such units (over 3d), flags every window with an
+entry in [x2 - 1.25 u / (1 - y^2 - 2u - u^2), x2), and takes a window at or near saturation
+(denominator <= 0) as flagged whenever it has any entry below its maximum.
 relu, max(x, 0), is exact and monotone: its only ties are windows with no positive entry,
 where every entry maps to 0 and the first one wins.
 
@@ -43,7 +47,7 @@ __all__ = ["ActivationMaxPooling"]
 #: activations that never decrease, with ties handled below
 FUSIBLE_ACTIVATIONS = ("relu", "tanh")
 
-#: units in the last place of tanh's value allowed between two inputs taken as possibly tied
+#: units in the last place (of values in [0.5, 1)) in the tie bound: 3 x 5, rounded up
 _TANH_ULPS = 16
 
 #: beyond this fraction of flagged windows, recompute the whole layer the unfused way
@@ -138,7 +142,7 @@ class ActivationMaxPooling(_ScratchMixin, Op):
         tanh(xf) = yf: one at or above xf - slack, the slack of the module docstring."""
         dtype = yf.dtype
         eps = float(np.finfo(dtype).eps)
-        u = _TANH_ULPS * eps / 2  # e units in the last place of any |y| < 1
+        u = _TANH_ULPS * eps / 2  # 16 units in the last place of values in [0.5, 1)
         slack = self._scratch(xp, "slack", yf.shape, dtype)
         # 1 - (|y| + u)^2 >= 1 - y^2 - (2u + u^2) for |y| <= 1: two passes fewer than abs
         xp.multiply(yf, yf, out=slack)
