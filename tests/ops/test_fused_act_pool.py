@@ -129,11 +129,14 @@ def test_many_near_ties_recompute_every_window_and_stay_exact():
     _check("tanh", np.ascontiguousarray(x))
 
 
-def test_other_window_shapes_and_float64():
+def test_other_window_shapes_and_dtypes():
     rng = np.random.RandomState(4)
     _check("tanh", (rng.randn(2, 3, 9, 9) * 2).astype(np.float32), kernel=(3, 3))
     _check("tanh", (rng.randn(2, 3, 8, 6) * 2).astype(np.float64))
+    _check("tanh", (rng.randn(2, 3, 8, 6) * 2).astype(np.float16))
     _check("relu", rng.randn(2, 3, 8, 6).astype(np.float32), kernel=(2, 3))
+    _check("tanh", (rng.randn(2, 3, 12) * 2).astype(np.float32), kernel=(2,))
+    _check("tanh", (rng.randn(2, 2, 4, 6, 4) * 2).astype(np.float32), kernel=(2, 2, 2))
 
 
 @given(st.floats(-12, 12, width=32), st.lists(st.integers(-40, 40), min_size=4, max_size=4),
