@@ -1540,6 +1540,10 @@ class Updater:
         rkey = (id(flat), tuple(indices))
         record = records.get(rkey)
         if record is None or record["flat"] is not flat:
+            # these keys moved to a new buffer (a module rebound with its optimizer kept): the
+            # states move over below, and the old buffer's record would only hold its memory
+            for stale in [k for k, r in records.items() if k[1] == rkey[1] and k != rkey]:
+                del records[stale]
             whole = NDArray(flat.weight, weights[0].context)
             record = records[rkey] = {"flat": flat, "state": self.optimizer.create_state(
                 indices[0], whole), "views": {}, "runs": None, "key": None}

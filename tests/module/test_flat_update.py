@@ -204,3 +204,38 @@ def test_flat_update_follows_mults_edited_in_place(monkeypatch, params):
         assert np.array_equal(flat[0][key], plain[0][key]), key
     assert flat[1:] == plain[1:]  # update counts, num_update, and a state for every key
     assert len(flat[3]) == 4 and flat[2] == 10
+
+
+def test_rebinding_keeps_the_momenta_and_drops_the_old_buffer():
+    """bind(force_rebind=True) keeps the optimizer: the momenta move into the new executor's
+    flat buffer, and the updater stops holding the old buffer (and its states)."""
+    import gc
+    import weakref
+
+    def train(rebind):
+        mx.random.seed(5)
+        mod = mx.mod.Module(_symbol(), context=mx.cpu())
+        mod.bind(data_shapes=[("data", (12, 7))], label_shapes=[("softmax_label", (12,))])
+        mod.init_params(initializer=mx.init.Xavier(magnitude=2.0))
+        mod.init_optimizer(optimizer="sgd",
+                           optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+        batches = _batches()
+        old = None
+        for i, batch in enumerate(batches):
+            if rebind and i == 2:
+                old = weakref.ref(mod._exec_group.execs[0].flat_params[0])
+                mod.get_params()  # the trained values, which the new executors start from
+                mod.bind(data_shapes=[("data", (12, 7))],
+                         label_shapes=[("softmax_label", (12,))], force_rebind=True)
+            mod.forward_backward(batch)
+            mod.update()
+        return mod, old
+
+    mod, old = train(True)
+    gc.collect()
+    assert old() is None  # nothing holds the first executor's buffer any more
+    assert len(mod._updater._flat_records) == 1
+    a = mod.get_params()[0]
+    b = train(False)[0].get_params()[0]
+    for name in a:
+        assert np.array_equal(a[name].asnumpy(), b[name].asnumpy()), name
