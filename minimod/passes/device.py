@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..symbol.graph import Entry, Graph, Node
+from ..symbol.graph import Graph
 
 __all__ = ["specialize"]
 
@@ -25,15 +25,4 @@ def specialize(graph: Graph, dtypes: Sequence, ctx) -> Graph:
     for nid, node in enumerate(graph.nodes):
         op = node.op
         chosen.append(op if op is None else op.for_device(ctx, dtypes[graph.row_ptr[nid]]))
-    if all(new is node.op for new, node in zip(chosen, graph.nodes)):
-        return graph
-    copies: dict = {}
-    for node, op in zip(graph.nodes, chosen):
-        if op is node.op and all(id(e.node) not in copies for e in node.inputs):
-            continue  # untouched, and so is everything it reads
-        copies[id(node)] = Node(op, node.name, node.attrs,
-                                [Entry(copies.get(id(e.node), e.node), e.index)
-                                 for e in node.inputs])
-    nodes = [copies.get(id(n), n) for n in graph.nodes]
-    outputs = [Entry(copies.get(id(e.node), e.node), e.index) for e in graph.outputs]
-    return Graph(nodes, outputs)
+    return graph.rebuilt(chosen)

@@ -16,7 +16,7 @@ import contextlib
 from typing import Sequence
 
 from ..ops.fused import ActivationMaxPooling
-from ..symbol.graph import Entry, Graph, Node
+from ..symbol.graph import Graph
 
 __all__ = ["fuse", "fusion"]
 
@@ -58,23 +58,7 @@ def fuse(graph: Graph, shapes: Sequence, dtypes: Sequence, ctx=None) -> Graph:
         absorbed.add(src)
     if not fused_ops:
         return graph
-    copies: dict = {}
-    nodes = []
-    for nid, node in enumerate(graph.nodes):
-        if nid in absorbed:
-            continue
-        if nid in fused_ops:
-            act_input = node.inputs[0].node.inputs[0]
-            new = Node(fused_ops[nid], node.name, node.attrs,
-                       [Entry(copies.get(id(act_input.node), act_input.node),
-                              act_input.index)])
-        elif any(id(e.node) in copies for e in node.inputs):
-            new = Node(node.op, node.name, node.attrs,
-                       [Entry(copies.get(id(e.node), e.node), e.index) for e in node.inputs])
-        else:
-            nodes.append(node)
-            continue
-        copies[id(node)] = new
-        nodes.append(new)
-    outs = [Entry(copies.get(id(e.node), e.node), e.index) for e in graph.outputs]
-    return Graph(nodes, outs)
+    ops = [fused_ops.get(nid, node.op) for nid, node in enumerate(graph.nodes)]
+    # a fused node reads what its activation read
+    inputs = {nid: graph.nodes[nid].inputs[0].node.inputs[:1] for nid in fused_ops}
+    return graph.rebuilt(ops, inputs, drop=absorbed)

@@ -14,7 +14,7 @@ Nothing here recurses: unrolled RNNs are thousands of nodes deep.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Optional
+from typing import Collection, Iterable, Mapping, Optional, Sequence
 
 __all__ = ["Node", "Entry", "Graph", "topo_sort"]
 
@@ -178,6 +178,32 @@ class Graph:
 
     def aux_ids(self) -> list:
         return [i for i, n in enumerate(self.nodes) if n.op is None and i in self.aux_nodes]
+
+    def rebuilt(self, ops: Sequence, inputs: Optional[Mapping[int, Sequence["Entry"]]] = None,
+                drop: Collection[int] = ()) -> "Graph":
+        """A copy where node i runs `ops[i]`, reads `inputs[i]` where given (entries of this
+        graph), and the nodes in `drop` are left out (nothing kept may read them). Nodes that
+        change, or read a node that changed, are copied with their names and attrs; the rest
+        are shared. This graph itself when nothing changes."""
+        inputs = inputs or {}
+        copies: dict = {}
+        nodes = []
+        for nid, node in enumerate(self.nodes):
+            if nid in drop:
+                continue
+            ins = inputs.get(nid, node.inputs)
+            if (ops[nid] is node.op and nid not in inputs
+                    and all(id(e.node) not in copies for e in ins)):
+                nodes.append(node)  # untouched, and so is everything it reads
+                continue
+            copies[id(node)] = Node(ops[nid], node.name, node.attrs,
+                                    [Entry(copies.get(id(e.node), e.node), e.index)
+                                     for e in ins])
+            nodes.append(copies[id(node)])
+        if not copies and not drop:
+            return self
+        return Graph(nodes, [Entry(copies.get(id(e.node), e.node), e.index)
+                             for e in self.outputs])
 
     def consumers(self) -> list:
         """Per entry id, the ids of the nodes that read it."""
