@@ -83,3 +83,25 @@ def test_monitor_during_fit_reports_forward_nodes_only():
     mod.fit(it, num_epoch=1, monitor=mon, optimizer_params={"learning_rate": 0.1})
     assert "fc_output" in seen and "softmax_output" in seen
     assert not any("backward" in name for name in seen)
+
+
+def test_monitor_all_reports_inputs_before_the_node_runs():
+    # MXNet reports a node's inputs before running it: an in-place activation's input is
+    # still the previous node's output then (minimod plans tanh in place over fc's output)
+    data = mx.sym.Variable("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=3, name="fc")
+    net = mx.sym.FullyConnected(mx.sym.Activation(fc, act_type="tanh", name="act"),
+                                num_hidden=2, name="fc2")
+    exe = net.simple_bind(mx.cpu(), data=(2, 4))
+    for arr in exe.arg_arrays:
+        arr[:] = (np.arange(arr.size).reshape(arr.shape) % 5 - 2).astype(np.float32)
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.asnumpy())),
+                             monitor_all=True)
+    exe.forward()
+    names = [name for name, _ in seen]
+    values = dict(seen)
+    assert names.index("act_data") < names.index("act_output")
+    assert names.index("fc_data") < names.index("fc_output")
+    assert np.array_equal(values["act_data"], values["fc_output"])
+    assert np.array_equal(values["act_output"], np.tanh(values["fc_output"]))

@@ -222,11 +222,16 @@ class Executor:
         try:
             with backend.device_scope(self._ctx):
                 for nid, fn in steps:
-                    fn(xp, is_train)
-                    # MXNet's monitor sees the forward nodes' outputs (and, with monitor_all,
-                    # their inputs); gradient steps are not reported
+                    # MXNet's monitor sees the forward nodes' outputs and, with monitor_all,
+                    # their inputs first, as they were before the node ran (an in-place node
+                    # overwrites its input); gradient steps are not reported
                     if self._monitor is not None and nid < self._plan.num_forward_nodes:
-                        self._report(nid)
+                        if self._monitor_all:
+                            self._report(nid, inputs=True)
+                        fn(xp, is_train)
+                        self._report(nid, inputs=False)
+                    else:
+                        fn(xp, is_train)
         except MXNetError as err:
             raise type(err)("%s: %s" % (self._where(nid), err)) from err
         except Exception as err:
@@ -238,31 +243,34 @@ class Executor:
         node = self._plan.graph.nodes[nid]
         return "while running %s (%s) on %s" % (node.name, node.op.name, self._ctx)
 
-    def _report(self, nid: int) -> None:
+    def _report(self, nid: int, inputs: bool) -> None:
+        """Report node `nid`'s inputs (before it runs) or its outputs (after)."""
         graph = self._plan.graph
         node = graph.nodes[nid]
         ins = [self._arrays[e] for e in graph.input_eids[nid]]
         outs = [self._arrays[e] for e in range(graph.row_ptr[nid], graph.row_ptr[nid + 1])]
         unfused = getattr(node.op, "unfused_nodes", None)
-        if unfused is None:
-            self._report_node(node.name, node.op, ins, outs)
+        # a fused op reports what the nodes it stands for would have reported, node by node
+        parts = [(node.name, node.op, ins, outs)] if unfused is None else unfused(
+            self._xp, node.name, ins, outs)
+        if inputs:
+            self._report_inputs(*parts[0][:3])
             return
-        # a fused op reports what the nodes it stands for would have reported
-        for name, op, op_ins, op_outs in unfused(self._xp, node.name, ins, outs):
-            self._report_node(name, op, op_ins, op_outs)
+        for k, (name, op, op_ins, op_outs) in enumerate(parts):
+            if k and self._monitor_all:
+                self._report_inputs(name, op, op_ins)
+            outputs = op.outputs()[:op.num_json_outputs()]
+            # like MXNet, hidden outputs are reported too (BatchNorm's bn_mean, bn_var), but
+            # not an op's own reserve that MXNet does not count (the RNN op's)
+            names = (["%s_output" % name] if len(outputs) == 1
+                     else ["%s_%s" % (name, o) for o in outputs])
+            for out_name, arr in zip(names, op_outs):
+                self._monitor(out_name, NDArray(arr, self._ctx))
 
-    def _report_node(self, name: str, op, ins: list, outs: list) -> None:
-        outputs = op.outputs()[:op.num_json_outputs()]
-        # like MXNet, hidden outputs are reported too (BatchNorm's bn_mean, bn_var), but not an
-        # op's own reserve that MXNet does not count (the RNN op's)
-        names = (["%s_output" % name] if len(outputs) == 1
-                 else ["%s_%s" % (name, o) for o in outputs])
-        for k, out_name in enumerate(names):
-            self._monitor(out_name, NDArray(outs[k], self._ctx))
-        if self._monitor_all:
-            slots = op.arguments() + op.aux_states()
-            for slot, arr in zip(slots, ins):
-                self._monitor("%s_%s" % (name, slot), NDArray(arr, self._ctx))
+    def _report_inputs(self, name: str, op, ins: list) -> None:
+        slots = op.arguments() + op.aux_states()
+        for slot, arr in zip(slots, ins):
+            self._monitor("%s_%s" % (name, slot), NDArray(arr, self._ctx))
 
     def _check_pool(self) -> None:
         if self._generation != self._pool.generation:
