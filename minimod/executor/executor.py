@@ -226,10 +226,11 @@ class Executor:
                     # their inputs first, as they were before the node ran (an in-place node
                     # overwrites its input); gradient steps are not reported
                     if self._monitor is not None and nid < self._plan.num_forward_nodes:
+                        parts = self._monitored_nodes(nid)
                         if self._monitor_all:
-                            self._report(nid, inputs=True)
+                            self._report_inputs(*parts[0][:3])
                         fn(xp, is_train)
-                        self._report(nid, inputs=False)
+                        self._report_outputs(parts)
                     else:
                         fn(xp, is_train)
         except MXNetError as err:
@@ -243,28 +244,30 @@ class Executor:
         node = self._plan.graph.nodes[nid]
         return "while running %s (%s) on %s" % (node.name, node.op.name, self._ctx)
 
-    def _report(self, nid: int, inputs: bool) -> None:
-        """Report node `nid`'s inputs (before it runs) or its outputs (after)."""
+    def _monitored_nodes(self, nid: int) -> list:
+        """(name, op, inputs, outputs) of the nodes the monitor sees in step `nid`: the node
+        itself, or the nodes a fused op stands for (their arrays; the outputs are filled in
+        once the step has run)."""
         graph = self._plan.graph
         node = graph.nodes[nid]
         ins = [self._arrays[e] for e in graph.input_eids[nid]]
         outs = [self._arrays[e] for e in range(graph.row_ptr[nid], graph.row_ptr[nid + 1])]
         unfused = getattr(node.op, "unfused_nodes", None)
-        # a fused op reports what the nodes it stands for would have reported, node by node
-        parts = [(node.name, node.op, ins, outs)] if unfused is None else unfused(
-            self._xp, node.name, ins, outs)
-        if inputs:
-            self._report_inputs(*parts[0][:3])
-            return
-        for k, (name, op, op_ins, op_outs) in enumerate(parts):
+        if unfused is None:
+            return [(node.name, node.op, ins, outs)]
+        return unfused(self._xp, node.name, ins, outs)
+
+    def _report_outputs(self, parts: list) -> None:
+        """Outputs of each monitored node, and the inputs of the ones after the first."""
+        for k, (name, op, ins, outs) in enumerate(parts):
             if k and self._monitor_all:
-                self._report_inputs(name, op, op_ins)
+                self._report_inputs(name, op, ins)
             outputs = op.outputs()[:op.num_json_outputs()]
             # like MXNet, hidden outputs are reported too (BatchNorm's bn_mean, bn_var), but
             # not an op's own reserve that MXNet does not count (the RNN op's)
             names = (["%s_output" % name] if len(outputs) == 1
                      else ["%s_%s" % (name, o) for o in outputs])
-            for out_name, arr in zip(names, op_outs):
+            for out_name, arr in zip(names, outs):
                 self._monitor(out_name, NDArray(arr, self._ctx))
 
     def _report_inputs(self, name: str, op, ins: list) -> None:

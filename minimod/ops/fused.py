@@ -198,8 +198,9 @@ class ActivationMaxPooling(_ScratchMixin, Op):
 
     # ------------------------------------------------------------------ monitor
     def unfused_nodes(self, xp, node_name: str, inputs, outputs) -> list:
-        """The two nodes this op stands for, as (name, op, inputs, outputs) with their arrays
-        (the activation's output recomputed here), for the monitor to report as it would."""
+        """The two nodes this op stands for, as (name, op, inputs, outputs) with their arrays,
+        for the monitor to report as it would: the activation's output is computed here from
+        the input, which this op never overwrites (so before or after it runs alike)."""
         x = inputs[0]
         act_out = xp.empty_like(x)
         self.act.forward(xp, [x], [], [act_out], False)
