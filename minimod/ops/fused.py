@@ -109,10 +109,7 @@ class ActivationMaxPooling(_ScratchMixin, Op):
         pool = self.pool
         kernel, _, _, _, out_spatial = pool._geometry(x.shape[2:])
         nk, size = math.prod(kernel), y.size
-        # the windows as a (K, M) panel, as Pooling's disjoint path makes them
-        tiles = Pooling._tiles(x, kernel, out_spatial)
-        panel = pool._scratch(xp, "panel", (nk, size), y.dtype)
-        panel.reshape(tiles.shape)[...] = tiles
+        panel = pool._window_panel(xp, x, kernel, out_spatial, y.dtype)
         xf = self._scratch(xp, "xmax", (size,), y.dtype)
         xp.max(panel, axis=0, out=xf)
         # flat views (copies, written back below, for arrays that are not contiguous)

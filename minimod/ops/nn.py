@@ -1004,13 +1004,18 @@ class Pooling(_ScratchMixin, Op):
             return arr.reshape(-1)
         return self._scratch(xp, role, (arr.size,), arr.dtype)
 
-    def _forward_disjoint(self, xp, xpad, kernel, out_spatial, y, mask):
-        """Disjoint windows: one copy into a (K, M) panel, one reduction; mask = first argmax.
-        Returns the panel (a scratch array, valid until the next Pooling call)."""
+    def _window_panel(self, xp, xpad, kernel, out_spatial, dtype):
+        """The disjoint windows of xpad copied into a (K, M) scratch panel: row k holds kernel
+        offset k of every window, in the output's order (valid until the next Pooling call)."""
         tiles = self._tiles(xpad, kernel, out_spatial)
-        nk = math.prod(kernel)
-        panel = self._scratch(xp, "panel", (nk, y.size), y.dtype)
+        panel = self._scratch(xp, "panel", (math.prod(kernel), math.prod(tiles.shape[len(
+            kernel):])), dtype)
         panel.reshape(tiles.shape)[...] = tiles
+        return panel
+
+    def _forward_disjoint(self, xp, xpad, kernel, out_spatial, y, mask):
+        """Disjoint windows: one copy into a (K, M) panel, one reduction; mask = first argmax."""
+        panel = self._window_panel(xp, xpad, kernel, out_spatial, y.dtype)
         yf = self._flat(xp, "y", y)
         if mask is None:
             _sum(xp, panel, 0, yf)
@@ -1022,7 +1027,6 @@ class Pooling(_ScratchMixin, Op):
                 mask[...] = mf.reshape(mask.shape)
         if not y.flags.c_contiguous:
             y[...] = yf.reshape(y.shape)
-        return panel
 
     def _first_max(self, xp, panel, yf, mf, ne=None) -> None:
         """mf = the offset of the first entry of each panel column equal to its maximum yf
