@@ -252,6 +252,9 @@ class Executor:
         node = graph.nodes[nid]
         ins = [self._arrays[e] for e in graph.input_eids[nid]]
         outs = [self._arrays[e] for e in range(graph.row_ptr[nid], graph.row_ptr[nid + 1])]
+        as_written = getattr(node.op, "as_written", None)
+        if as_written is not None:  # batch-last arrays, seen in MXNet's layout
+            ins, outs = as_written(self._xp, ins, outs)
         unfused = getattr(node.op, "unfused_nodes", None)
         if unfused is None:
             return [(node.name, node.op, ins, outs)]
@@ -464,7 +467,9 @@ class Executor:
             outs = ", ".join("%s%s@%s" % (graph.entry_name(e), _shape_text(plan.shapes[e]),
                                           _sid_text(storage[e], e, plan))
                              for e in range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
-            lines.append("[%s] %s (%s): %s -> %s" % (phase, node.name, node.op.name, ins, outs))
+            note = getattr(node.op, "layout_note", None)
+            lines.append("[%s] %s (%s%s): %s -> %s" % (phase, node.name, node.op.name,
+                                                      note() if note else "", ins, outs))
         planned = plan.memory.planned_bytes
         lines.append("Planned memory: %d bytes in %d blocks (%d in-place) vs %d bytes unplanned"
                      % (planned, len(plan.memory.block_bytes), plan.memory.inplace_hits,

@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from .layout import BatchLastMixin, from_batch_last, to_batch_last
 from .nn import Activation, Pooling
 from .registry import Op
 from .scratch import _const, _ScratchMixin
@@ -54,14 +55,19 @@ _TANH_ULPS = 16
 _RECOMPUTE_ALL = 0.125
 
 
-class ActivationMaxPooling(_ScratchMixin, Op):
+class ActivationMaxPooling(BatchLastMixin, _ScratchMixin, Op):
     """Max Pooling (disjoint windows, no padding) of Activation(relu or tanh), pooled first.
 
     Outputs are Pooling's: 'output' (the pooled activation) and the hidden 'mask' (offset of
     each window's first maximum, which backward reads), equal to what the Activation and
     Pooling nodes write (relu: up to the sign of a zero). The gradient is the activation's
     gradient at the pooled value, sent to the winning offset.
+
+    Data and output may each be batch-last (`BatchLastMixin`, set by the layout pass); the
+    mask follows the data's layout, in which the windows are gathered (the "panel order").
     """
+
+    follows_data = (1,)
 
     name = "Activation+Pooling"
     Attrs = Pooling.Attrs
@@ -97,7 +103,7 @@ class ActivationMaxPooling(_ScratchMixin, Op):
     def num_visible_outputs(self) -> int:
         return 1
 
-    def infer_shape(self, in_shapes: list, out_shapes: list):
+    def infer_batch_first(self, in_shapes: list, out_shapes: list):
         return self.pool.infer_shape(in_shapes, out_shapes)
 
     def infer_type(self, in_types: list, out_types: list):
@@ -106,15 +112,16 @@ class ActivationMaxPooling(_ScratchMixin, Op):
     # ------------------------------------------------------------------ forward
     def forward(self, xp, inputs, aux, out, is_train):
         x, y, mask = inputs[0], out[0], out[1]
-        pool = self.pool
-        kernel, _, _, _, out_spatial = pool._geometry(x.shape[2:])
+        pool, last = self.pool, self.data_last
+        kernel, _, _, _, out_spatial = pool._geometry(x.shape[1:-1] if last else x.shape[2:])
         nk, size = math.prod(kernel), y.size
-        panel = pool._window_panel(xp, x, kernel, out_spatial, y.dtype)
+        panel = pool._window_panel(xp, x, kernel, out_spatial, y.dtype, last)
         xf = self._scratch(xp, "xmax", (size,), y.dtype)
         xp.max(panel, axis=0, out=xf)
-        # flat views (copies, written back below, for arrays that are not contiguous)
-        yf = (y if y.flags.c_contiguous else xp.ascontiguousarray(y)).reshape(-1)
-        mf = (mask if mask.flags.c_contiguous else xp.ascontiguousarray(mask)).reshape(-1)
+        # flat in the panel's order: views of y and mask where they are stored that way,
+        # else stand-ins copied over at the end
+        yf = self._flat_panel(xp, "y", y, self.out_last)
+        mf = self._flat_panel(xp, "mask", mask, last)
         self.act.forward(xp, [xf], [], [yf], is_train)
         if self.act.attrs.act_type == "relu":
             pool._first_max(xp, panel, xf, mf)
@@ -129,10 +136,32 @@ class ActivationMaxPooling(_ScratchMixin, Op):
             flagged = self._near_ties(xp, panel, xf, yf, below)
             pool._first_max(xp, panel, xf, mf, ne=below[:nk - 1])
             self._recompute(xp, panel, yf, mf, flagged)
-        if not y.flags.c_contiguous:
-            y[...] = yf.reshape(y.shape)
-        if not mask.flags.c_contiguous:
-            mask[...] = mf.reshape(mask.shape)
+        self._store_panel(xp, yf, y, self.out_last)
+        self._store_panel(xp, mf, mask, last)
+
+    def _in_panel_order(self, arr, last: bool) -> bool:
+        """Whether arr, stored batch-last if `last`, is a contiguous array in panel order."""
+        return last == self.data_last and arr.flags.c_contiguous
+
+    def _flat_panel(self, xp, role: str, arr, last: bool):
+        """arr as a flat array in panel order: a view, or a scratch for `_store_panel`."""
+        if self._in_panel_order(arr, last):
+            return arr.reshape(-1)
+        return self._scratch(xp, role, (arr.size,), arr.dtype)
+
+    def _store_panel(self, xp, flat, arr, last: bool) -> None:
+        """Copy `flat` (from `_flat_panel`) into arr unless it is a view of it."""
+        if self._in_panel_order(arr, last):
+            return
+        arr[...] = self._panel_view(xp, flat, arr.shape, last)
+
+    def _panel_view(self, xp, flat, shape, last: bool):
+        """`flat` (panel order) seen as an array of `shape`, stored batch-last if `last`."""
+        if last == self.data_last:
+            return flat.reshape(shape)
+        if self.data_last:  # panel batch-last, target (N, C, ...)
+            return xp.moveaxis(flat.reshape(to_batch_last(shape)), -1, 0)
+        return xp.moveaxis(flat.reshape(from_batch_last(shape)), 0, -1)
 
     def _near_ties(self, xp, panel, xf, yf, below):
         """Windows (bool per window) with an entry below the maximum xf whose tanh may equal
@@ -185,13 +214,20 @@ class ActivationMaxPooling(_ScratchMixin, Op):
         if dx is None:
             return
         g, y, mask = out_grads[0], outputs[0], outputs[1]
+        last = self.data_last
         # the activation's gradient at the pooled values, as Activation computes it at the
-        # winners, then Pooling's routing of it to the winning offsets
+        # winners (in the output's layout), then Pooling's routing of it to the winning
+        # offsets (in the data's)
         gact = self._scratch(xp, "gact", g.shape, g.dtype)
         self.act.backward(xp, [g], [None], [y], [gact], [])
+        if self.out_last != last:
+            moved = self._scratch(xp, "gact_moved", mask.shape, g.dtype)
+            moved[...] = xp.moveaxis(gact, 0, -1) if last else xp.moveaxis(gact, -1, 0)
+            gact = moved
         pool = self.pool
-        kernel, _, pad_lo, pad_hi, out_spatial = pool._geometry(dx.shape[2:])
-        pool._backward_disjoint(xp, gact, mask, dx, kernel, pad_lo, pad_hi, out_spatial)
+        kernel, _, pad_lo, pad_hi, out_spatial = pool._geometry(
+            dx.shape[1:-1] if last else dx.shape[2:])
+        pool._backward_disjoint(xp, gact, mask, dx, kernel, pad_lo, pad_hi, out_spatial, last)
 
     # ------------------------------------------------------------------ monitor
     def unfused_nodes(self, xp, node_name: str, inputs, outputs) -> list:

@@ -25,6 +25,7 @@ from typing import Literal, Optional
 
 from .. import backend
 from ..base import OpParamError, ShapeError
+from .layout import BatchLastMixin
 from .registry import Op, fmt_shape, register
 from .scratch import _arange, _const, _plain_numpy, _ScratchMixin, _sum
 
@@ -136,20 +137,27 @@ def _work_shape(c: int, n: int, spatial: tuple, cn: bool) -> tuple:
     return (c, n) + tuple(spatial) if cn else (c,) + tuple(spatial) + (n,)
 
 
-def _to_work(op, xp, role: str, x, pad: tuple, cn: bool, copy: bool = True):
-    """x (N, C, *sp) as a work array (C, N, *(sp + 2 pad)) if cn else (C, *(sp + 2 pad), N).
+def _to_work(op, xp, role: str, x, pad: tuple, cn: bool, copy: bool = True, last: bool = False):
+    """x (N, C, *sp), or (C, *sp, N) when `last`, as a work array (C, N, *(sp + 2 pad)) if cn
+    else (C, *(sp + 2 pad), N).
 
-    The copy is a scratch with a zero border. Unpadded channels-batch data that is only read
-    through views (copy=False) needs no copy: x with its first two axes swapped is returned.
+    The copy is a scratch with a zero border. Unpadded data that is only read through views
+    (copy=False) needs no copy when it is batch-last already (`last`, which implies not cn), or
+    channels-batch: x with its first two axes swapped is returned.
     """
-    if cn and not copy and not any(pad):
-        return x.swapaxes(0, 1)
-    spatial = x.shape[2:]
-    shape = _work_shape(x.shape[1], x.shape[0], tuple(n + 2 * p for n, p in zip(spatial, pad)),
-                        cn)
+    if last:
+        if not copy and not any(pad):
+            return x
+        c, n, spatial, src = x.shape[0], x.shape[-1], x.shape[1:-1], x
+    else:
+        if cn and not copy and not any(pad):
+            return x.swapaxes(0, 1)
+        c, n, spatial = x.shape[1], x.shape[0], x.shape[2:]
+        src = x.swapaxes(0, 1) if cn else xp.moveaxis(x, 0, -1)
+    shape = _work_shape(c, n, tuple(m + 2 * p for m, p in zip(spatial, pad)), cn)
     buf = op._scratch(xp, "%s%s%s" % (role, pad, "cn" if cn else "bl"), shape, x.dtype,
                       zero=any(pad))
-    buf[_interior(pad, spatial, cn)] = x.swapaxes(0, 1) if cn else xp.moveaxis(x, 0, -1)
+    buf[_interior(pad, spatial, cn)] = src
     return buf
 
 
@@ -225,9 +233,11 @@ def _row_sums(op, xp, a, out=None):
     return xp.matmul(a, ones)
 
 
-def _gemm(op, xp, role: str, a, b):
-    """a @ b (2-D, or batched over groups) into a scratch array."""
-    res = op._scratch(xp, role, a.shape[:-1] + b.shape[-1:], b.dtype)
+def _gemm(op, xp, role: str, a, b, into=None):
+    """a @ b (2-D, or batched over groups) into a scratch array, or into `into` (a contiguous
+    array of the product's size) when given."""
+    shape = a.shape[:-1] + b.shape[-1:]
+    res = op._scratch(xp, role, shape, b.dtype) if into is None else into.reshape(shape)
     xp.matmul(a, b, out=res)
     return res
 
@@ -502,7 +512,7 @@ class _ConvBase(_ScratchMixin, Op):
 
 
 @register
-class Convolution(_ConvBase):
+class Convolution(BatchLastMixin, _ConvBase):
     """N-D convolution (cross-correlation) over channels-first data, 1-D, 2-D or 3-D.
 
     data (N, C, *x), weight (F, C/g, *k), bias (F,), out (N, F, *y) with
@@ -532,7 +542,7 @@ class Convolution(_ConvBase):
     def num_json_outputs(self) -> int:
         return 1
 
-    def infer_shape(self, in_shapes: list, out_shapes: list):
+    def infer_batch_first(self, in_shapes: list, out_shapes: list):
         a = self.attrs
         nd = len(self.kernel)
         _check_rank(self, in_shapes[0], nd + 2, "kernel %s" % (a.kernel,))
@@ -568,27 +578,40 @@ class Convolution(_ConvBase):
     def for_device(self, ctx, dtype):
         return _cudnn_variant(self, CudnnConvolution, ctx, dtype)
 
+    def _cn(self, out_spatial: tuple) -> bool:
+        """Whether to work channels-batch (see `_cn_layout`): never next to batch-last data."""
+        return _cn_layout(out_spatial) and not (self.data_last or self.out_last)
+
     def forward(self, xp, inputs, aux, out, is_train):
         x, weight = inputs[0], inputs[1]
         y = out[0]
-        g, nf, n = self.attrs.num_group, y.shape[1], x.shape[0]
-        out_spatial = y.shape[2:]
-        cn = _cn_layout(out_spatial)
-        xw = _to_work(self, xp, "x", x, self.pad, cn, copy=False)
+        g, nf = self.attrs.num_group, self.attrs.num_filter
+        n = x.shape[-1] if self.data_last else x.shape[0]
+        out_spatial = y.shape[1:-1] if self.out_last else y.shape[2:]
+        cn = self._cn(out_spatial)
+        xw = _to_work(self, xp, "x", x, self.pad, cn, copy=False, last=self.data_last)
         cols = _im2col(self, xp, xw, self.kernel, self.stride, self.dilate, out_spatial, cn,
                        into=out[1])
         npix = math.prod(out_spatial) * n
-        res = _gemm(self, xp, "y", _groups(weight, g), _panel(cols, g, npix)).reshape(nf, npix)
+        # a batch-last output is the GEMM's result as it stands: written in place
+        direct = self.out_last and y.flags.c_contiguous
+        res = _gemm(self, xp, "y", _groups(weight, g), _panel(cols, g, npix),
+                    into=y if direct else None).reshape(nf, npix)
         if not self.attrs.no_bias:
             res += inputs[2][:, None]  # along contiguous rows, before the layout change
-        y[...] = _from_work(xp, res.reshape(_work_shape(nf, n, out_spatial, cn)), cn)
+        if direct:
+            return
+        work = res.reshape(_work_shape(nf, n, out_spatial, cn))
+        y[...] = work if self.out_last else _from_work(xp, work, cn)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         weight, gy = inputs[1], out_grads[0]
-        g, nf, n = self.attrs.num_group, gy.shape[1], gy.shape[0]
-        out_spatial = gy.shape[2:]
-        cn = _cn_layout(out_spatial)
-        gw = _to_work(self, xp, "gy", gy, (0,) * len(out_spatial), cn)
+        g, nf = self.attrs.num_group, self.attrs.num_filter
+        n = gy.shape[-1] if self.out_last else gy.shape[0]
+        out_spatial = gy.shape[1:-1] if self.out_last else gy.shape[2:]
+        cn = self._cn(out_spatial)
+        gw = _to_work(self, xp, "gy", gy, (0,) * len(out_spatial), cn,
+                      copy=not (self.out_last and gy.flags.c_contiguous), last=self.out_last)
         npix = math.prod(out_spatial) * n
         g_gemm = _panel(gw, g, npix)
         if in_grads[1] is not None:
@@ -598,16 +621,18 @@ class Convolution(_ConvBase):
                                                   _t(g_gemm))))
         if in_grads[0] is not None:
             dx = in_grads[0]
-            cg, k = dx.shape[1] // g, math.prod(self.kernel)
+            channels, spatial = (dx.shape[0], dx.shape[1:-1]) if self.data_last else (
+                dx.shape[1], dx.shape[2:])
+            cg, k = channels // g, math.prod(self.kernel)
             # W^T with its rows in (group, tap, channel) order: d columns come out tap-major
             wt = self._scratch(xp, "wt", (g, k * cg, nf // g), weight.dtype)
             wt.reshape(g, k, cg, nf // g)[...] = weight.reshape(g, nf // g, cg, k).transpose(
                 0, 3, 2, 1)
             dcols = _gemm(self, xp, "dcols", wt[0] if g == 1 else wt, g_gemm)
             dcols = dcols.reshape((g, k, cg) + _work_shape(1, n, out_spatial, cn)[1:])
-            dxw = _col2im(self, xp, dcols, dx.shape[2:], self.kernel, self.stride, self.dilate,
+            dxw = _col2im(self, xp, dcols, spatial, self.kernel, self.stride, self.dilate,
                           self.pad, out_spatial, cn, groups=g)
-            in_grads[0][...] = _from_work(xp, dxw, cn)
+            dx[...] = dxw if self.data_last else _from_work(xp, dxw, cn)
         if not self.attrs.no_bias:
             db = in_grads[2]
             if db is not None:
@@ -989,12 +1014,18 @@ class Pooling(_ScratchMixin, Op):
         return all(s == k or y == 1 for k, s, y in zip(kernel, stride, out_spatial))
 
     @staticmethod
-    def _tiles(xpad, kernel, out_spatial):
-        """The disjoint windows of xpad (N, C, *sp) as a view (*kernel, N, C, *out_spatial)."""
+    def _tiles(xpad, kernel, out_spatial, last: bool = False):
+        """The disjoint windows of xpad (N, C, *sp) as a view (*kernel, N, C, *out_spatial);
+        of a batch-last xpad (C, *sp, N) (`last`), as a view (*kernel, C, *out_spatial, N)."""
         nd = len(kernel)
-        v = xpad[(Ellipsis,) + tuple(slice(0, y * k) for k, y in zip(kernel, out_spatial))]
-        v = v.reshape(v.shape[:2] + tuple(itertools.chain.from_iterable(
-            zip(out_spatial, kernel))))
+        crop = tuple(slice(0, y * k) for k, y in zip(kernel, out_spatial))
+        split = tuple(itertools.chain.from_iterable(zip(out_spatial, kernel)))
+        if last:
+            v = xpad[(slice(None),) + crop].reshape(xpad.shape[:1] + split + xpad.shape[-1:])
+            return v.transpose(tuple(2 + 2 * i for i in range(nd)) + (0,)
+                               + tuple(1 + 2 * i for i in range(nd)) + (2 * nd + 1,))
+        v = xpad[(Ellipsis,) + crop]
+        v = v.reshape(v.shape[:2] + split)
         return v.transpose(tuple(3 + 2 * i for i in range(nd)) + (0, 1)
                            + tuple(2 + 2 * i for i in range(nd)))
 
@@ -1004,10 +1035,11 @@ class Pooling(_ScratchMixin, Op):
             return arr.reshape(-1)
         return self._scratch(xp, role, (arr.size,), arr.dtype)
 
-    def _window_panel(self, xp, xpad, kernel, out_spatial, dtype):
+    def _window_panel(self, xp, xpad, kernel, out_spatial, dtype, last: bool = False):
         """The disjoint windows of xpad copied into a (K, M) scratch panel: row k holds kernel
-        offset k of every window, in the output's order (valid until the next Pooling call)."""
-        tiles = self._tiles(xpad, kernel, out_spatial)
+        offset k of every window, in the output's order, batch-last if xpad is (`last`)
+        (valid until the next Pooling call)."""
+        tiles = self._tiles(xpad, kernel, out_spatial, last)
         panel = self._scratch(xp, "panel", (math.prod(kernel), math.prod(tiles.shape[len(
             kernel):])), dtype)
         panel.reshape(tiles.shape)[...] = tiles
@@ -1051,18 +1083,21 @@ class Pooling(_ScratchMixin, Op):
             xp.add(count, ne8[k], out=count)
         mf[...] = count
 
-    def _backward_disjoint(self, xp, gy, mask, dx, kernel, pad_lo, pad_hi, out_spatial):
-        """Disjoint windows: every kernel offset's gradient written in one pass."""
-        spatial = dx.shape[2:]
+    def _backward_disjoint(self, xp, gy, mask, dx, kernel, pad_lo, pad_hi, out_spatial,
+                           last: bool = False):
+        """Disjoint windows: every kernel offset's gradient written in one pass. With `last`,
+        dx, gy and the mask are all batch-last."""
+        spatial = dx.shape[1:-1] if last else dx.shape[2:]
         exact = not any(pad_lo) and not any(pad_hi) and all(
             y * k == n for y, k, n in zip(out_spatial, kernel, spatial))
         if exact and dx.flags.c_contiguous:
             target = dx
         else:
-            target = self._scratch(xp, "gpad", dx.shape[:2] + tuple(
-                n + lo + hi for n, lo, hi in zip(spatial, pad_lo, pad_hi)), dx.dtype)
+            padded = tuple(n + lo + hi for n, lo, hi in zip(spatial, pad_lo, pad_hi))
+            target = self._scratch(xp, "gpad", dx.shape[:1] + padded + dx.shape[-1:] if last
+                                   else dx.shape[:2] + padded, dx.dtype)
             target.fill(0)
-        tiles = self._tiles(target, kernel, out_spatial)
+        tiles = self._tiles(target, kernel, out_spatial, last)
         if mask is None:
             for offs in _offsets(kernel):
                 tiles[offs] = gy
@@ -1074,8 +1109,8 @@ class Pooling(_ScratchMixin, Op):
             xp.equal(mask, offsets, out=eq)
             xp.multiply(gy, eq, out=tiles)
         if target is not dx:
-            dx[...] = target[(Ellipsis,) + tuple(slice(lo, lo + n)
-                                                 for lo, n in zip(pad_lo, spatial))]
+            inner = tuple(slice(lo, lo + n) for lo, n in zip(pad_lo, spatial))
+            dx[...] = target[(slice(None),) + inner if last else (Ellipsis,) + inner]
 
     def _pool_sum(self, xp, xpad, kernel, stride, out_spatial, y):
         first = True

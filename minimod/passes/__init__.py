@@ -1,7 +1,7 @@
 """The graph compiler: pure passes from a symbol graph to an execution `Plan`.
 
 `compile_graph` runs shape inference, type inference, the device pass (for a given Context),
-the fusion pass, the gradient pass and the memory planner in that order and returns a frozen
+the fusion pass, the layout pass, the gradient pass and the memory planner in that order and returns a frozen
 Plan. It allocates nothing: the executor binds a plan to a device. (DESIGN lists Plan under
 executor/; it is defined here so that the passes, which build it, do not import the executor,
 which runs it.)
@@ -20,12 +20,13 @@ from .device import specialize
 from .fuse import fuse, fusion
 from .gradient import BackwardOp, GradientGraph, build_gradient
 from .infer import infer_graph_shapes, infer_graph_types
+from .layout import batch_last, layouts
 from .liveness import last_use
 from .memory import MemoryPlan, entry_nbytes, plan_memory
 
 __all__ = ["Plan", "compile_graph", "infer_graph_shapes", "infer_graph_types", "build_gradient",
            "last_use", "plan_memory", "MemoryPlan", "BackwardOp", "GradientGraph",
-           "normalize_grad_req", "specialize", "fuse", "fusion"]
+           "normalize_grad_req", "specialize", "fuse", "fusion", "batch_last", "layouts"]
 
 GRAD_REQS = ("write", "add", "null")
 
@@ -130,6 +131,10 @@ def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str
         arg_ids, aux_ids = graph.argument_ids(), graph.aux_ids()  # same variables, same order
         fwd_shapes = infer_graph_shapes(graph, shapes)
         fwd_types = infer_graph_types(graph, known_types)
+    laid_out = batch_last(graph, fwd_shapes, ctx)
+    if laid_out is not graph:  # same entries, some of them batch-last now
+        graph = laid_out
+        fwd_shapes = infer_graph_shapes(graph, shapes)
     wrt = [n for n in arg_names if grad_req.get(n, "null") != "null"]
     if wrt:
         gg = build_gradient(graph, wrt)

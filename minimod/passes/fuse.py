@@ -12,33 +12,27 @@ fused op is written for NumPy's tanh.
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Sequence
 
 from ..ops.fused import ActivationMaxPooling
 from ..symbol.graph import Graph
+from .switch import Switch
 
 __all__ = ["fuse", "fusion"]
 
-_ENABLED = [True]
+_SWITCH = Switch()
 
 
-@contextlib.contextmanager
 def fusion(enabled: bool):
     """`with fusion(False):` plans compiled in the block keep every node as written (for
     comparing fused and unfused executors, or debugging); the previous setting comes back."""
-    old = _ENABLED[0]
-    _ENABLED[0] = bool(enabled)
-    try:
-        yield
-    finally:
-        _ENABLED[0] = old
+    return _SWITCH.set(enabled)
 
 
 def fuse(graph: Graph, shapes: Sequence, dtypes: Sequence, ctx=None) -> Graph:
     """`graph` with every fusible pattern replaced by its fused op (`graph` itself when there is
     none). `shapes` and `dtypes` are per entry of `graph`; `ctx` is the target Context."""
-    if not _ENABLED[0] or (ctx is not None and ctx.device_type != "cpu"):
+    if not _SWITCH.enabled or (ctx is not None and ctx.device_type != "cpu"):
         return graph
     consumers = graph.consumers()
     outputs = set(graph.output_eids)

@@ -1,7 +1,8 @@
 """ActivationMaxPooling (minimod/ops/fused.py) writes exactly what Activation (tanh, relu)
 followed by max Pooling write: the pooled output, the hidden mask of winning offsets and the
 gradient, compared as raw bytes, on windows built to make the pooled-first shortcut wrong
-(near ties in tanh, NumPy's non-monotone float32 tanh at 1.5, saturation, NaN, infinities).
+(near ties in tanh, NumPy's non-monotone float32 tanh at 1.5, saturation, NaN, infinities);
+and with its data, output or both stored batch-last, the same bytes again.
 """
 import numpy as np
 import pytest
@@ -48,11 +49,37 @@ def _same_bits(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
+def _last(a):
+    return np.ascontiguousarray(np.moveaxis(a, 0, -1))
+
+
+def _first(a):
+    return np.ascontiguousarray(np.moveaxis(a, -1, 0))
+
+
+def _fused_laid_out(op, x, g):
+    """`_fused` through `op` storing its data (mask) and output batch-last as its flags say,
+    with the results brought back to (N, C, ...)."""
+    xs = _last(x) if op.data_last else x
+    y = np.full(_last(g).shape if op.out_last else g.shape, np.nan, x.dtype)
+    mask = np.full(_last(g).shape if op.data_last else g.shape, np.nan, x.dtype)
+    op.forward(np, [xs], [], [y, mask], True)
+    dx = np.full_like(xs, np.nan)
+    op.backward(np, [_last(g) if op.out_last else g], [None], [y, mask], [dx], [])
+    return (_first(y) if op.out_last else y, _first(mask) if op.data_last else mask,
+            _first(dx) if op.data_last else dx)
+
+
 def _check(act_type, x, kernel=(2, 2), seed=0):
     act, pool, op = _ops(act_type, kernel)
     g = np.random.RandomState(seed).randn(*_pooled_shape(x.shape, kernel)).astype(x.dtype)
     want = _unfused(act, pool, x, g)
     got = _fused(op, x, g)
+    # batch-last data, output or both (the layout pass's copies of the op): the same bits
+    for data_last, out_last in ((False, True), (True, False), (True, True)):
+        laid_out = _fused_laid_out(op.with_layout(data_last, out_last), x, g)
+        for name, w, o in zip(("output", "mask", "gradient"), got, laid_out):
+            assert _same_bits(w, o), (name, data_last, out_last)
     # a window holding a NaN: the same NaN output and mask, but its gradient is NaN at every
     # entry instead of at the NaN entries only (see the op's docstring)
     nan_windows = np.isnan(want[0])

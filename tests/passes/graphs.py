@@ -1,4 +1,7 @@
-"""Graphs shared by the pass and executor tests: an MLP, a LeNet-style convnet, an unrolled LSTM."""
+"""Graphs shared by the pass and executor tests: an MLP, a LeNet-style convnet, an unrolled LSTM;
+the fusion and layout passes' convnet, and binding and monitoring helpers."""
+import numpy as np
+
 import minimod as mx
 
 
@@ -57,3 +60,65 @@ def lstm(seq_len=5, hidden=6, vocab=9, embed=4):
 
 
 GRAPHS = {"mlp": mlp, "lenet": lenet, "lstm": lstm}
+
+
+def convnet(act1="tanh", act2="relu", pool1=None, expose=None, reread=None):
+    """conv1 - act1 - pool1 - conv2 (padded) - act2 - 2x2 max pool2 - fc - softmax: the
+    patterns of the fusion and layout passes. `pool1`: Pooling arguments over the 2x2 max
+    default; `expose`: a node ("act1", "pool1") that is also a graph output; `reread`: a node
+    that a second node (`side`) reads as well."""
+    nodes = {"conv1": mx.sym.Convolution(mx.sym.Variable("data"), kernel=(3, 3), num_filter=4,
+                                         name="conv1")}
+    nodes["act1"] = mx.sym.Activation(nodes["conv1"], act_type=act1, name="act1")
+    kw = dict(pool_type="max", kernel=(2, 2), stride=(2, 2))
+    kw.update(pool1 or {})
+    nodes["pool1"] = mx.sym.Pooling(nodes["act1"], name="pool1", **kw)
+    net = mx.sym.Convolution(nodes["pool1"], kernel=(3, 3), num_filter=5, pad=(1, 1),
+                             name="conv2")
+    net = mx.sym.Activation(net, act_type=act2, name="act2")
+    net = mx.sym.Pooling(net, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool2")
+    net = mx.sym.FullyConnected(mx.sym.Flatten(net), num_hidden=3, name="fc")
+    net = mx.sym.SoftmaxOutput(net, name="softmax")
+    if expose:
+        return mx.sym.Group([net, nodes[expose]])
+    if reread:
+        return mx.sym.Group([net, mx.sym.sum(nodes[reread], name="side")])
+    return net
+
+
+CONVNET_SHAPES = {"data": (3, 2, 14, 14), "softmax_label": (3,)}
+
+
+def bind_random(sym, shapes, seed=0, grad_req="write"):
+    """sym bound on the CPU with random arguments (labels among 3 classes)."""
+    exe = sym.simple_bind(mx.cpu(), grad_req=grad_req, **shapes)
+    rng = np.random.RandomState(seed)
+    for name, arr in exe.arg_dict.items():
+        if name == "softmax_label":
+            arr[:] = rng.randint(0, 3, arr.shape)
+        else:
+            arr[:] = (rng.randn(*arr.shape) * 2).astype(np.float32)
+    return exe
+
+
+def monitored(exe, is_train=False):
+    """[(name, values)] that a monitor with monitor_all sees in one forward pass."""
+    got = []
+    exe.set_monitor_callback(lambda name, arr: got.append((name, arr.asnumpy())),
+                             monitor_all=True)
+    exe.forward(is_train=is_train)
+    return got
+
+
+def fit_convnet(sym, contexts, batch_size):
+    """A Module on `contexts` after two epochs of `fit` (SGD with momentum, Xavier) over 12
+    fixed samples of CONVNET_SHAPES's data, with the iterator it ran over."""
+    rng = np.random.RandomState(3)
+    data = rng.randn(12, 2, 14, 14).astype(np.float32)
+    label = rng.randint(0, 3, 12).astype(np.float32)
+    mod = mx.mod.Module(sym, context=contexts)
+    it = mx.io.NDArrayIter(data, label, batch_size=batch_size)
+    mx.random.seed(1)
+    mod.fit(it, num_epoch=2, optimizer="sgd", initializer=mx.init.Xavier(),
+            optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    return mod, it

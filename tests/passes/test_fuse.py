@@ -7,27 +7,10 @@ import minimod as mx
 from minimod.passes import compile_graph, fuse, fusion
 from minimod.symbol.graph import Graph
 
-
-def _convnet(act_type="tanh", pool_kw=None, extra=None):
-    data = mx.sym.Variable("data")
-    net = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name="conv1")
-    act = mx.sym.Activation(net, act_type=act_type, name="act1")
-    kw = dict(pool_type="max", kernel=(2, 2), stride=(2, 2))
-    kw.update(pool_kw or {})
-    pool = mx.sym.Pooling(act, name="pool1", **kw)
-    net = mx.sym.Convolution(pool, kernel=(3, 3), num_filter=5, pad=(1, 1), name="conv2")
-    net = mx.sym.Activation(net, act_type="relu", name="act2")
-    net = mx.sym.Pooling(net, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool2")
-    net = mx.sym.FullyConnected(mx.sym.Flatten(net), num_hidden=3, name="fc")
-    net = mx.sym.SoftmaxOutput(net, name="softmax")
-    if extra == "act_output":
-        return mx.sym.Group([net, act])
-    if extra == "second_reader":
-        return mx.sym.Group([net, mx.sym.sum(act, name="side")])
-    return net
+from .graphs import CONVNET_SHAPES, bind_random, convnet, fit_convnet, monitored
 
 
-SHAPES = {"data": (3, 2, 14, 14), "softmax_label": (3,)}
+SHAPES = CONVNET_SHAPES
 
 
 def _plan_ops(sym, ctx=None):
@@ -37,29 +20,29 @@ def _plan_ops(sym, ctx=None):
 
 
 def test_fuses_tanh_and_relu_before_disjoint_max_pooling():
-    ops = _plan_ops(_convnet())
+    ops = _plan_ops(convnet())
     assert ("pool1", "Activation+Pooling") in ops and ("pool2", "Activation+Pooling") in ops
     assert not any(name in ("act1", "act2") for name, _ in ops)
 
 
-@pytest.mark.parametrize("act_type,pool_kw,extra", [
-    ("sigmoid", None, None),                                    # not a fused activation
-    ("tanh", {"pool_type": "avg"}, None),                        # not max pooling
-    ("tanh", {"kernel": (3, 3), "stride": (2, 2)}, None),        # overlapping windows
-    ("tanh", {"pad": (1, 1)}, None),                             # padding
-    ("tanh", {"pooling_convention": "full", "kernel": (5, 5),
-              "stride": (5, 5)}, None),                          # 'full' pads 12 to 15
-    ("tanh", None, "act_output"),                                # activation is an output
-    ("tanh", None, "second_reader"),                             # activation read twice
+@pytest.mark.parametrize("kw", [
+    {"act1": "sigmoid"},                                         # not a fused activation
+    {"pool1": {"pool_type": "avg"}},                             # not max pooling
+    {"pool1": {"kernel": (3, 3), "stride": (2, 2)}},             # overlapping windows
+    {"pool1": {"pad": (1, 1)}},                                  # padding
+    {"pool1": {"pooling_convention": "full", "kernel": (5, 5),
+               "stride": (5, 5)}},                               # 'full' pads 12 to 15
+    {"expose": "act1"},                                          # activation is an output
+    {"reread": "act1"},                                          # activation read twice
 ])
-def test_leaves_other_patterns_alone(act_type, pool_kw, extra):
-    ops = _plan_ops(_convnet(act_type, pool_kw, extra))
+def test_leaves_other_patterns_alone(kw):
+    ops = _plan_ops(convnet(**kw))
     assert ("act1", "Activation") in ops
     assert ("pool1", "Pooling") in ops
 
 
 def test_off_switch_and_non_cpu_contexts_keep_the_graph():
-    sym = _convnet()
+    sym = convnet()
     with fusion(False):
         assert ("act1", "Activation") in _plan_ops(sym)
     assert ("act1", "Activation") not in _plan_ops(sym)  # the setting came back
@@ -75,14 +58,7 @@ def test_off_switch_and_non_cpu_contexts_keep_the_graph():
 
 def _bound(sym, fused, seed=0, grad_req="write"):
     with fusion(fused):
-        exe = sym.simple_bind(mx.cpu(), grad_req=grad_req, **SHAPES)
-    rng = np.random.RandomState(seed)
-    for name, arr in exe.arg_dict.items():
-        if name == "softmax_label":
-            arr[:] = rng.randint(0, 3, arr.shape)
-        else:
-            arr[:] = (rng.randn(*arr.shape) * 2).astype(np.float32)
-    return exe
+        return bind_random(sym, SHAPES, seed, grad_req)
 
 
 def _bits(arr):
@@ -91,7 +67,7 @@ def _bits(arr):
 
 @pytest.mark.parametrize("act_type", ["tanh", "relu"])
 def test_fused_executor_equals_unfused_forward_and_backward(act_type):
-    sym = _convnet(act_type)
+    sym = convnet(act_type)
     a, b = _bound(sym, True), _bound(sym, False)
     for exe in (a, b):
         exe.forward(is_train=True)
@@ -105,15 +81,8 @@ def test_fused_executor_equals_unfused_forward_and_backward(act_type):
 
 
 def test_monitor_sees_the_fused_activation_as_the_unfused_executor_does():
-    sym = _convnet()
-    seen = {}
-    for fused in (True, False):
-        exe = _bound(sym, fused)
-        got = []
-        exe.set_monitor_callback(lambda name, arr, got=got: got.append((name, arr.asnumpy())),
-                                 monitor_all=True)
-        exe.forward(is_train=False)
-        seen[fused] = got
+    sym = convnet()
+    seen = {fused: monitored(_bound(sym, fused)) for fused in (True, False)}
     assert [n for n, _ in seen[True]] == [n for n, _ in seen[False]]
     assert "act1_output" in [n for n, _ in seen[True]]
     for (name, x), (_, y) in zip(seen[True], seen[False]):
@@ -121,18 +90,11 @@ def test_monitor_sees_the_fused_activation_as_the_unfused_executor_does():
 
 
 def test_module_training_with_fused_nodes_matches_unfused():
-    sym = _convnet()
-    rng = np.random.RandomState(3)
-    data = rng.randn(12, 2, 14, 14).astype(np.float32)
-    label = rng.randint(0, 3, 12).astype(np.float32)
+    sym = convnet()
     params = {}
     for fused in (True, False):
         with fusion(fused):
-            mod = mx.mod.Module(sym, context=mx.cpu())
-            it = mx.io.NDArrayIter(data, label, batch_size=3)
-            mx.random.seed(1)
-            mod.fit(it, num_epoch=2, optimizer="sgd", initializer=mx.init.Xavier(),
-                    optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+            mod, _ = fit_convnet(sym, mx.cpu(), 3)
         params[fused] = mod.get_params()[0]
     for name in params[True]:
         assert np.array_equal(params[True][name].asnumpy(), params[False][name].asnumpy()), name

@@ -1,0 +1,69 @@
+"""The layout pass: keep data batch-last (C, *spatial, N) between ops that work that way.
+
+Convolution computes in a batch-last work layout and turns its result back into MXNet's
+(N, C, *spatial), which the next convolution (or the fused activation-pooling op between them)
+turns straight back; pooling windows, too, are gathered faster batch-last, where each is a run
+of N contiguous values. This pass finds every edge from such an op's output 0 to such an op's
+input 0 and gives both ends copies of their ops that store that edge batch-last
+(`minimod.ops.layout.BatchLastMixin`). The compiler then infers shapes again, so the plan's
+shapes, and the gradients the backward pass sizes from them, follow.
+
+An edge qualifies when its one reader is the other op, reading it once, as its data, and it is
+not a graph output (the user sees every output in MXNet's layout). Runs on CPUs, after the
+fusion pass and before the gradient pass; only the plan's graph changes. The arithmetic is
+unchanged (the same GEMMs over the same columns, the same windows), so results are the bits of
+the batch-first plan; `layouts(False)` turns the pass off to compare.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..ops.fused import ActivationMaxPooling
+from ..ops.nn import Convolution
+from ..symbol.graph import Graph
+from .switch import Switch
+
+__all__ = ["batch_last", "layouts"]
+
+_SWITCH = Switch()
+
+#: ops that can store their data input and output batch-last (exact types: a device variant
+#: such as the cuDNN convolution works in its library's layout)
+_CAPABLE = (Convolution, ActivationMaxPooling)
+
+
+def layouts(enabled: bool):
+    """`with layouts(False):` plans compiled in the block keep every array in MXNet's layout;
+    the previous setting comes back after it."""
+    return _SWITCH.set(enabled)
+
+
+def _capable(op) -> bool:
+    return op is not None and type(op) in _CAPABLE
+
+
+def batch_last(graph: Graph, shapes: Sequence, ctx=None) -> Graph:
+    """`graph` with every qualifying edge stored batch-last (`graph` itself when none does).
+    `shapes` are per entry of `graph` (MXNet's layout); `ctx` is the target Context."""
+    if not _SWITCH.enabled or (ctx is not None and ctx.device_type != "cpu"):
+        return graph
+    consumers = graph.consumers()
+    outputs = set(graph.output_eids)
+    data_last, out_last = set(), set()  # node ids
+    for nid, node in enumerate(graph.nodes):
+        if not _capable(node.op):
+            continue
+        eid = graph.row_ptr[nid]
+        readers = consumers[eid]
+        if eid in outputs or len(readers) != 1 or shapes[eid] is None or len(shapes[eid]) < 3:
+            continue
+        reader = readers[0]
+        if _capable(graph.nodes[reader].op) and graph.input_eids[reader][0] == eid:
+            out_last.add(nid)
+            data_last.add(reader)
+    if not out_last:
+        return graph
+    ops = [node.op.with_layout(nid in data_last, nid in out_last)
+           if nid in data_last or nid in out_last else node.op
+           for nid, node in enumerate(graph.nodes)]
+    return graph.rebuilt(ops)
