@@ -164,6 +164,10 @@ def test_other_window_shapes_and_dtypes():
     _check("relu", rng.randn(2, 3, 8, 6).astype(np.float32), kernel=(2, 3))
     _check("tanh", (rng.randn(2, 3, 12) * 2).astype(np.float32), kernel=(2,))
     _check("tanh", (rng.randn(2, 2, 4, 6, 4) * 2).astype(np.float32), kernel=(2, 2, 2))
+    # sizes that are not multiples of the window: the last rows and columns are left out
+    _check("tanh", (rng.randn(3, 2, 7, 9) * 2).astype(np.float32))
+    _check("relu", rng.randn(2, 3, 5, 7).astype(np.float32), kernel=(3, 2))
+    _check("tanh", (rng.randn(2, 2, 5, 5, 7) * 2).astype(np.float32), kernel=(2, 2, 3))
 
 
 @given(st.floats(-12, 12, width=32), st.lists(st.integers(-40, 40), min_size=4, max_size=4),
