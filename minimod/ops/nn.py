@@ -1260,11 +1260,13 @@ class ActivationAttrs:
 
 
 @register
-class Activation(Op):
+class Activation(BatchLastMixin, Op):
     """Elementwise activation, out has the shape of data.
 
     relu max(x, 0); sigmoid 1/(1+e^-x); tanh; softrelu log(1+e^x); softsign x/(1+|x|).
     Every gradient is written in terms of the output, so the output may overwrite the input.
+    Being elementwise, it runs on batch-last data as it is (the layout pass stores its data
+    and output alike, `BatchLastMixin`).
     """
 
     name = "Activation"
@@ -1272,6 +1274,9 @@ class Activation(Op):
     inplace = ((0, 0),)
     backward_inputs = ()
     backward_outputs = (0,)
+
+    def infer_batch_first(self, in_shapes: list, out_shapes: list):
+        return self.same_shape(in_shapes, out_shapes)
 
     def forward(self, xp, inputs, aux, out, is_train):
         x, y = inputs[0], out[0]

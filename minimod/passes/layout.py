@@ -5,21 +5,26 @@ Convolution computes in a batch-last work layout and turns its result back into 
 turns straight back; pooling windows, too, are gathered faster batch-last, where each is a run
 of N contiguous values. This pass finds every edge from such an op's output 0 to such an op's
 input 0 and gives both ends copies of their ops that store that edge batch-last
-(`minimod.ops.layout.BatchLastMixin`). The compiler then infers shapes again, so the plan's
-shapes, and the gradients the backward pass sizes from them, follow.
+(`minimod.ops.layout.BatchLastMixin`). An Activation between two such ops (VGG's
+conv-relu-conv) passes the layout through: being elementwise it runs on batch-last data as it
+is, so its data and output are stored batch-last together or not at all. The compiler then
+infers shapes again, so the plan's shapes, and the gradients the backward pass sizes from them,
+follow.
 
 An edge qualifies when its one reader is the other op, reading it once, as its data, and it is
 not a graph output (the user sees every output in MXNet's layout). Runs on CPUs, after the
 fusion pass and before the gradient pass; only the plan's graph changes. The arithmetic is
-unchanged (the same GEMMs over the same columns, the same windows), so results are the bits of
-the batch-first plan; `layouts(False)` turns the pass off to compare.
+that of the batch-first plan (the same GEMMs over the same columns, the same windows), in the
+same order too where a convolution worked batch-last before; one that worked channels-by-batch
+(outputs 16 or more wide) now sums its GEMM and its weight and bias gradients over the pixels
+in another order, which can change the last bits. `layouts(False)` turns the pass off.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from ..ops.fused import ActivationMaxPooling
-from ..ops.nn import Convolution
+from ..ops.nn import Activation, Convolution
 from ..symbol.graph import Graph
 from .switch import Switch
 
@@ -27,9 +32,12 @@ __all__ = ["batch_last", "layouts"]
 
 _SWITCH = Switch()
 
-#: ops that can store their data input and output batch-last (exact types: a device variant
-#: such as the cuDNN convolution works in its library's layout)
-_CAPABLE = (Convolution, ActivationMaxPooling)
+#: ops that compute in a batch-last layout, and so can store their data input and output
+#: that way (exact types: a device variant such as the cuDNN convolution works in its
+#: library's layout)
+_BATCH_LAST_OPS = (Convolution, ActivationMaxPooling)
+#: elementwise ops: they run on batch-last data as it is, with data and output stored alike
+_TRANSPARENT = (Activation,)
 
 
 def layouts(enabled: bool):
@@ -39,7 +47,11 @@ def layouts(enabled: bool):
 
 
 def _capable(op) -> bool:
-    return op is not None and type(op) in _CAPABLE
+    return op is not None and type(op) in _BATCH_LAST_OPS + _TRANSPARENT
+
+
+def _transparent(graph: Graph, nid: int) -> bool:
+    return type(graph.nodes[nid].op) in _TRANSPARENT
 
 
 def batch_last(graph: Graph, shapes: Sequence, ctx=None) -> Graph:
@@ -49,7 +61,7 @@ def batch_last(graph: Graph, shapes: Sequence, ctx=None) -> Graph:
         return graph
     consumers = graph.consumers()
     outputs = set(graph.output_eids)
-    data_last, out_last = set(), set()  # node ids
+    edges = {}  # producer node id -> reader node id, of the edges that may be batch-last
     for nid, node in enumerate(graph.nodes):
         if not _capable(node.op):
             continue
@@ -59,10 +71,20 @@ def batch_last(graph: Graph, shapes: Sequence, ctx=None) -> Graph:
             continue
         reader = readers[0]
         if _capable(graph.nodes[reader].op) and graph.input_eids[reader][0] == eid:
-            out_last.add(nid)
-            data_last.add(reader)
-    if not out_last:
+            edges[nid] = reader
+    # an elementwise node stores its data and output alike: one with a batch-last edge on one
+    # side only gives it up, which may leave a neighbour in the same case (a chain of them)
+    while True:
+        into = {reader: nid for nid, reader in edges.items()}
+        lone = [nid for nid in set(edges) ^ set(into) if _transparent(graph, nid)]
+        if not lone:
+            break
+        for nid in lone:
+            edges.pop(nid, None)
+            edges.pop(into.get(nid), None)
+    if not edges:
         return graph
+    out_last, data_last = set(edges), set(edges.values())
     ops = [node.op.with_layout(nid in data_last, nid in out_last)
            if nid in data_last or nid in out_last else node.op
            for nid, node in enumerate(graph.nodes)]

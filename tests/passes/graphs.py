@@ -122,3 +122,24 @@ def fit_convnet(sym, contexts, batch_size):
     mod.fit(it, num_epoch=2, optimizer="sgd", initializer=mx.init.Xavier(),
             optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
     return mod, it
+
+
+def trained_pair(bind, sym):
+    """`bind(sym, True)` and `bind(sym, False)` (executors with and without a pass) after one
+    forward and backward each (compare them with `assert_same_step`)."""
+    pair = bind(sym, True), bind(sym, False)
+    for exe in pair:
+        exe.forward(is_train=True)
+        exe.backward()
+    return pair
+
+
+def assert_same_step(a, b, exact=True):
+    """a and b wrote the same first output and gradients: byte for byte, or (exact=False)
+    equal values (a relu may differ from another in the sign of a zero)."""
+    def same(x, y):
+        return x.tobytes() == y.tobytes() if exact else np.array_equal(x, y)
+    assert a.outputs[0].asnumpy().tobytes() == b.outputs[0].asnumpy().tobytes()
+    for name, grad in a.grad_dict.items():
+        if grad is not None:
+            assert same(grad.asnumpy(), b.grad_dict[name].asnumpy()), name

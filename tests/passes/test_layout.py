@@ -7,7 +7,8 @@ import pytest
 import minimod as mx
 from minimod.passes import batch_last, compile_graph, fuse, layouts
 
-from .graphs import CONVNET_SHAPES, bind_random, convnet, fit_convnet, monitored
+from .graphs import (CONVNET_SHAPES, assert_same_step, bind_random, convnet, fit_convnet,
+                     monitored, trained_pair)
 
 
 def _convnet(act2="tanh", extra=None):
@@ -96,25 +97,15 @@ def _bound(sym, on, wide=False, seed=0):
 @pytest.mark.parametrize("act2", ["tanh", "relu"])
 def test_batch_last_executor_equals_batch_first_to_the_byte(act2):
     sym = _convnet(act2)
-    a, b = _bound(sym, True), _bound(sym, False)
     assert _layouts(sym)["conv2"] == (True, True)
-    for exe in (a, b):
-        exe.forward(is_train=True)
-        exe.backward()
-    assert a.outputs[0].asnumpy().tobytes() == b.outputs[0].asnumpy().tobytes()
-    for name, grad in a.grad_dict.items():
-        if grad is not None:
-            assert grad.asnumpy().tobytes() == b.grad_dict[name].asnumpy().tobytes(), name
+    assert_same_step(*trained_pair(_bound, sym))
 
 
 def test_wide_first_convolution_differs_only_in_the_order_of_sums():
     # a 20-wide conv1 works channels-batch batch-first and batch-last here: its GEMM and its
     # weight and bias gradient sums run over the pixels in another order
     sym = _convnet()
-    a, b = _bound(sym, True, wide=True), _bound(sym, False, wide=True)
-    for exe in (a, b):
-        exe.forward(is_train=True)
-        exe.backward()
+    a, b = trained_pair(lambda s, on: _bound(s, on, wide=True), sym)
     np.testing.assert_allclose(a.outputs[0].asnumpy(), b.outputs[0].asnumpy(), rtol=1e-5)
     for name, grad in a.grad_dict.items():
         if grad is not None:
@@ -156,3 +147,56 @@ def test_layout_pass_runs_after_fusion():
     fused = fuse(graph, shapes, types, mx.cpu())
     assert batch_last(fused, mx.passes.infer_graph_shapes(fused, _shapes()), mx.cpu()) \
         is not fused
+
+
+def _vgg(second_act=None, head_act=False):
+    """conv1 - relu1 [- second_act] - conv2 - relu2 - max pool (fused) - fc: the activations
+    between convolutions pass the batch-last layout through. With head_act, a relu after the
+    pooling feeds the FullyConnected."""
+    net = mx.sym.Convolution(mx.sym.Variable("data"), kernel=(3, 3), num_filter=4, pad=(1, 1),
+                             name="conv1")
+    net = mx.sym.Activation(net, act_type="relu", name="relu1")
+    if second_act:
+        net = mx.sym.Activation(net, act_type=second_act, name="act1b")
+    net = mx.sym.Convolution(net, kernel=(3, 3), num_filter=5, pad=(1, 1), name="conv2")
+    net = mx.sym.Activation(net, act_type="relu", name="relu2")
+    net = mx.sym.Pooling(net, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool2")
+    if head_act:
+        net = mx.sym.Activation(net, act_type="relu", name="relu3")
+    net = mx.sym.FullyConnected(mx.sym.Flatten(net), num_hidden=3, name="fc")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def test_activations_between_convolutions_pass_the_layout_through():
+    got = _layouts(_vgg())
+    assert got["conv1"] == (False, True) and got["relu1"] == (True, True)
+    assert got["conv2"] == (True, True) and got["pool2"] == (True, False)
+    # a chain of two activations: both batch-last
+    got = _layouts(_vgg("sigmoid"))
+    assert got["relu1"] == got["act1b"] == (True, True) and got["conv2"] == (True, True)
+    # an activation after the last batch-last op, read by Flatten: batch-first throughout
+    got = _layouts(_vgg(head_act=True))
+    assert got["pool2"] == (True, False) and got["relu3"] == (False, False)
+
+
+def test_activation_with_a_batch_first_side_stays_batch_first():
+    # conv - relu - FullyConnected: the relu's output goes to an op that needs (N, C, ...), so
+    # neither of its sides is batch-last and the convolution writes batch-first
+    net = mx.sym.Convolution(mx.sym.Variable("data"), kernel=(3, 3), num_filter=4, name="c1")
+    net = mx.sym.Activation(net, act_type="relu", name="r1")
+    net = mx.sym.Activation(net, act_type="tanh", name="r2")
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, num_hidden=2, name="fc"),
+                               name="softmax")
+    got = _layouts(net)
+    assert got["c1"] == got["r1"] == got["r2"] == (False, False)
+
+
+@pytest.mark.parametrize("second_act", [None, "sigmoid"])
+def test_activation_pass_through_gives_the_same_bytes(second_act):
+    sym = _vgg(second_act)
+    assert_same_step(*trained_pair(_bound, sym))
+    seen = {on: monitored(_bound(sym, on), is_train=True) for on in (True, False)}
+    assert [n for n, _ in seen[True]] == [n for n, _ in seen[False]]
+    assert "relu1_output" in [n for n, _ in seen[True]]
+    for (name, x), (_, y) in zip(seen[True], seen[False]):
+        assert x.shape == y.shape and x.tobytes() == y.tobytes(), name
