@@ -5,7 +5,6 @@ import pytest
 
 import minimod as mx
 from minimod.passes import compile_graph, fuse, fusion
-from minimod.symbol.graph import Graph
 
 from .graphs import (CONVNET_SHAPES, assert_same_step, bind_random, convnet, fit_convnet,
                      monitored, trained_pair)
