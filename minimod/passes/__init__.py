@@ -1,10 +1,10 @@
 """The graph compiler: pure passes from a symbol graph to an execution `Plan`.
 
 `compile_graph` runs shape inference, type inference, the device pass (for a given Context),
-the fusion pass, the layout pass, the gradient pass and the memory planner in that order and returns a frozen
-Plan. It allocates nothing: the executor binds a plan to a device. (DESIGN lists Plan under
-executor/; it is defined here so that the passes, which build it, do not import the executor,
-which runs it.)
+the fusion pass, the layout pass, the gradient pass and the memory planner in that order and
+returns a frozen Plan. It allocates nothing: the executor binds a plan to a device. (DESIGN
+lists Plan under executor/; it is defined here so that the passes, which build it, do not
+import the executor, which runs it.)
 """
 from __future__ import annotations
 
