@@ -135,8 +135,9 @@ def trained_pair(bind, sym):
 
 
 def assert_same_step(a, b, exact=True):
-    """a and b wrote the same first output and gradients: byte for byte, or (exact=False)
-    equal values (a relu may differ from another in the sign of a zero)."""
+    """a and b wrote the same first output, byte for byte, and the same gradients: byte for
+    byte, or (exact=False) equal values (a relu may differ from another in the sign of a
+    zero)."""
     def same(x, y):
         return x.tobytes() == y.tobytes() if exact else np.array_equal(x, y)
     assert a.outputs[0].asnumpy().tobytes() == b.outputs[0].asnumpy().tobytes()

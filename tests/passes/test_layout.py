@@ -11,11 +11,9 @@ from .graphs import (CONVNET_SHAPES, assert_same_step, bind_random, convnet, fit
                      monitored, trained_pair)
 
 
-def _convnet(act2="tanh", extra=None):
-    """The passes' convnet with tanh at act1; `extra`: pool1's output also a graph output
-    ("pool1_output") or read by a second node ("second_reader")."""
-    return convnet("tanh", act2, expose="pool1" if extra == "pool1_output" else None,
-                   reread="pool1" if extra == "second_reader" else None)
+def _convnet(act2="tanh", **kw):
+    """The passes' convnet with tanh at act1 (`kw`: convnet's expose / reread)."""
+    return convnet("tanh", act2, **kw)
 
 
 def _shapes(wide=False):
@@ -57,15 +55,15 @@ def test_plan_shapes_are_the_stored_ones():
     assert "conv2 (Convolution [batch-last in, out])" in exe.debug_str()
 
 
-@pytest.mark.parametrize("act2,extra,want", [
+@pytest.mark.parametrize("act2,kw,want", [
     # act2 is not fused: a plain Activation reads conv2, which writes batch-first
-    ("sigmoid", None, {"pool1": (True, True), "conv2": (True, False), "pool2": (False, False)}),
+    ("sigmoid", {}, {"pool1": (True, True), "conv2": (True, False), "pool2": (False, False)}),
     # pool1's output is a graph output (the user sees (N, C, ...)), or read twice
-    ("tanh", "pool1_output", {"pool1": (True, False), "conv2": (False, True)}),
-    ("tanh", "second_reader", {"pool1": (True, False), "conv2": (False, True)}),
+    ("tanh", {"expose": "pool1"}, {"pool1": (True, False), "conv2": (False, True)}),
+    ("tanh", {"reread": "pool1"}, {"pool1": (True, False), "conv2": (False, True)}),
 ])
-def test_leaves_other_edges_batch_first(act2, extra, want):
-    got = _layouts(_convnet(act2, extra))
+def test_leaves_other_edges_batch_first(act2, kw, want):
+    got = _layouts(_convnet(act2, **kw))
     assert {name: got[name] for name in want} == want
     assert got["conv1"] == (False, True)
 
