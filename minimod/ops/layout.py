@@ -1,14 +1,14 @@
 """Batch-last storage: an op's data input or output held as (C, *spatial, N) instead of
-MXNet's (N, C, *spatial).
+MXNet's (N, C, *spatial), or as (features, N) instead of (N, features).
 
 Convolution computes in a batch-last work layout (one GEMM over every pixel of every sample at
-once), and a max pooling window there is a run of N contiguous values. Between two such ops the
-data need not go back to (N, C, ...) at all: the layout pass (`minimod.passes.layout`) gives
-the ops on either side of such an edge copies of themselves with `data_last` / `out_last` set,
-in a plan's graph only. Shapes are inferred for the layout the arrays have, so an array on a
-batch-last edge is what its shape says; the gradient of that edge, which the backward pass
-sizes from it, is batch-last too. The monitor, which reports what MXNet would, sees the arrays
-through `as_written`.
+once), a max pooling window there is a run of N contiguous values, and FullyConnected runs its
+GEMMs on the transposed operands. Between two such ops the data need not go back to (N, C, ...)
+at all: the layout pass (`minimod.passes.layout`) gives the ops on either side of such an edge
+copies of themselves with `data_last` / `out_last` set, in a plan's graph only. Shapes are
+inferred for the layout the arrays have, so an array on a batch-last edge is what its shape
+says; the gradient of that edge, which the backward pass sizes from it, is batch-last too. The
+monitor, which reports what MXNet would, sees the arrays through `as_written`.
 """
 from __future__ import annotations
 
@@ -38,6 +38,10 @@ class BatchLastMixin:
     out_last = False
     #: hidden outputs stored in input 0's layout (max pooling's mask, read by backward only)
     follows_data: tuple = ()
+
+    def can_batch_last(self) -> bool:
+        """Whether this op's attributes allow the batch-last storage at all."""
+        return True
 
     def with_layout(self, data_last: bool, out_last: bool):
         """A copy of this op with its input 0 and output 0 stored as given."""

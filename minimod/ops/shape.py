@@ -17,6 +17,7 @@ import dataclasses
 from typing import Literal, Optional
 
 from ..base import OpParamError, ShapeError
+from .layout import BatchLastMixin
 from .registry import Op, Shape, VariadicOp, fmt_shape, merge_shape, register, shape_is_known
 
 __all__ = [
@@ -99,16 +100,18 @@ class _Relabel(Op):
 
 
 @register
-class Flatten(_Relabel):
+class Flatten(BatchLastMixin, _Relabel):
     """Collapse every axis after the first: (d0, d1, ..., dk) -> (d0, d1*...*dk).
 
     A 1-D input (n,) gives (n, 1). Backward reshapes the head gradient to the input shape.
+    Stored batch-last (`BatchLastMixin`; the layout pass sets data and output alike), data
+    (d1, ..., dk, d0) becomes (d1*...*dk, d0) by the same reshape.
     """
 
     name = "Flatten"
     aliases = ("flatten",)
 
-    def infer_shape(self, in_shapes, out_shapes):
+    def infer_batch_first(self, in_shapes, out_shapes):
         data = in_shapes[0]
         if data is not None:
             if len(data) == 0:

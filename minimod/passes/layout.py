@@ -1,15 +1,18 @@
-"""The layout pass: keep data batch-last (C, *spatial, N) between ops that work that way.
+"""The layout pass: keep data batch-last, (C, *spatial, N) or (features, N), between ops that
+work that way.
 
 Convolution computes in a batch-last work layout and turns its result back into MXNet's
 (N, C, *spatial), which the next convolution (or the fused activation-pooling op between them)
 turns straight back; pooling windows, too, are gathered faster batch-last, where each is a run
-of N contiguous values. This pass finds every edge from such an op's output 0 to such an op's
-input 0 and gives both ends copies of their ops that store that edge batch-last
-(`minimod.ops.layout.BatchLastMixin`). An Activation between two such ops (VGG's
-conv-relu-conv) passes the layout through: being elementwise it runs on batch-last data as it
-is, so its data and output are stored batch-last together or not at all. The compiler then
-infers shapes again, so the plan's shapes, and the gradients the backward pass sizes from them,
-follow.
+of N contiguous values; and FullyConnected's GEMMs run faster on the transposed operands,
+out^T = weight . data^T, at small batches. This pass finds every edge from such an op's output
+0 to such an op's input 0 and gives both ends copies of their ops that store that edge
+batch-last (`minimod.ops.layout.BatchLastMixin`). An Activation between two such ops (VGG's
+conv-relu-conv, an MLP's fc-relu-fc) passes the layout through: being elementwise it runs on
+batch-last data as it is, so its data and output are stored batch-last together or not at all.
+So does Flatten, whose (C * H * W, N) is the batch-last form of its (N, C * H * W): a pooling
+output reaches the first dense layer without a transpose. The compiler then infers shapes
+again, so the plan's shapes, and the gradients the backward pass sizes from them, follow.
 
 An edge qualifies when its one reader is the other op, reading it once, as its data, and it is
 not a graph output (the user sees every output in MXNet's layout). Runs on CPUs, after the
@@ -17,14 +20,17 @@ fusion pass and before the gradient pass; only the plan's graph changes. The ari
 that of the batch-first plan (the same GEMMs over the same columns, the same windows), in the
 same order too where a convolution worked batch-last before; one that worked channels-by-batch
 (outputs 16 or more wide) now sums its GEMM and its weight and bias gradients over the pixels
-in another order, which can change the last bits. `layouts(False)` turns the pass off.
+in another order, which can change the last bits, and so does a FullyConnected with a
+batch-last output (its GEMM runs with the operands swapped, its bias gradient is a
+matrix-vector product). `layouts(False)` turns the pass off.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from ..ops.fused import ActivationMaxPooling
-from ..ops.nn import Activation, Convolution
+from ..ops.nn import Activation, Convolution, FullyConnected
+from ..ops.shape import Flatten
 from ..symbol.graph import Graph
 from .switch import Switch
 
@@ -35,9 +41,10 @@ _SWITCH = Switch()
 #: ops that compute in a batch-last layout, and so can store their data input and output
 #: that way (exact types: a device variant such as the cuDNN convolution works in its
 #: library's layout)
-_BATCH_LAST_OPS = (Convolution, ActivationMaxPooling)
-#: elementwise ops: they run on batch-last data as it is, with data and output stored alike
-_TRANSPARENT = (Activation,)
+_BATCH_LAST_OPS = (Convolution, ActivationMaxPooling, FullyConnected)
+#: ops that run on batch-last data as it is, with data and output stored alike: elementwise
+#: ones, and Flatten, whose (d1*d2*..., N) is the batch-last form of its (N, d1*d2*...)
+_TRANSPARENT = (Activation, Flatten)
 
 
 def layouts(enabled: bool):
@@ -47,7 +54,7 @@ def layouts(enabled: bool):
 
 
 def _capable(op) -> bool:
-    return op is not None and type(op) in _BATCH_LAST_OPS + _TRANSPARENT
+    return op is not None and type(op) in _BATCH_LAST_OPS + _TRANSPARENT and op.can_batch_last()
 
 
 def _transparent(graph: Graph, nid: int) -> bool:
@@ -67,7 +74,7 @@ def batch_last(graph: Graph, shapes: Sequence, ctx=None) -> Graph:
             continue
         eid = graph.row_ptr[nid]
         readers = consumers[eid]
-        if eid in outputs or len(readers) != 1 or shapes[eid] is None or len(shapes[eid]) < 3:
+        if eid in outputs or len(readers) != 1 or shapes[eid] is None or len(shapes[eid]) < 2:
             continue
         reader = readers[0]
         if _capable(graph.nodes[reader].op) and graph.input_eids[reader][0] == eid:

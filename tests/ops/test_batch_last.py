@@ -1,13 +1,15 @@
-"""Convolution with its data, output or both stored batch-last (minimod/ops/layout.py, as the
-layout pass sets them) computes what the batch-first op computes: the same bytes where the
-batch-first op works batch-last too (outputs narrower than `_CN_MIN_WIDTH`), and the same
-values up to the order of GEMM sums where it works channels-batch. (The fused
+"""Convolution and FullyConnected with their data, output or both stored batch-last
+(minimod/ops/layout.py, as the layout pass sets them) compute what the batch-first ops compute.
+Convolution: the same bytes where the batch-first op works batch-last too (outputs narrower
+than `_CN_MIN_WIDTH`), and the same values up to the order of GEMM sums where it works
+channels-batch. FullyConnected: the same values up to the order of sums (its GEMMs run on the
+transposed operands), and the same bytes on its bound and general paths. (The fused
 activation-pooling op's layouts are checked in test_fused_act_pool.py.)"""
 import numpy as np
 import pytest
 
 from minimod.ops.layout import from_batch_last, to_batch_last
-from minimod.ops.nn import _CN_MIN_WIDTH, Convolution
+from minimod.ops.nn import _CN_MIN_WIDTH, Convolution, FullyConnected
 
 LAYOUTS = ((False, True), (True, False), (True, True))
 
@@ -113,3 +115,64 @@ def test_as_written_shows_the_arrays_in_mxnets_layout():
     assert outs[0].shape == (2, 4, 3, 3) and outs[1] is cols
     assert op.layout_note() == " [batch-last in, out]"
     assert Convolution({"kernel": (3, 3), "num_filter": 4}).layout_note() == ""
+
+
+# ----------------------------------------------------------------------------- FullyConnected
+
+def _run_fc(op, x, w, b, g, bound):
+    """Forward and backward of FullyConnected `op` through its bound steps or its general
+    forward / backward, on batch-first x and g; results come back batch-first."""
+    xs = _last(x) if op.data_last else x
+    gs = np.ascontiguousarray(g.T) if op.out_last else g
+    inputs = [xs, w] if b is None else [xs, w, b]
+    y = np.full(gs.shape, np.nan, x.dtype)
+    grads = [np.full_like(a, np.nan) for a in inputs]
+    if bound:
+        op.bind_forward(np, inputs, [], [y])(np, True)
+        op.bind_backward(np, [gs], inputs, [y], grads, [])(np, True)
+    else:
+        op.forward(np, inputs, [], [y], True)
+        op.backward(np, [gs], inputs, [y], grads, [])
+    dx = _first(grads[0]) if op.data_last else grads[0]
+    return [np.ascontiguousarray(y.T) if op.out_last else y, dx] + grads[1:]
+
+
+@pytest.mark.parametrize("data_shape,no_bias", [
+    ((32, 20), False),        # an MLP layer
+    ((6, 5, 3, 3), False),    # reading a (C, H, W, N) pooling output, flattened
+    ((9, 7), True),
+])
+def test_fully_connected_in_every_layout(data_shape, no_bias):
+    rng = np.random.RandomState(1)
+    op = FullyConnected({"num_hidden": 11, "no_bias": no_bias})
+    x = rng.randn(*data_shape).astype(np.float32)
+    w = rng.randn(11, int(np.prod(data_shape[1:]))).astype(np.float32)
+    b = None if no_bias else rng.randn(11).astype(np.float32)
+    g = rng.randn(data_shape[0], 11).astype(np.float32)
+    want = _run_fc(op, x, w, b, g, bound=True)
+    assert not any(np.isnan(a).any() for a in want)
+    for a, o in zip(want, _run_fc(op, x, w, b, g, bound=False)):
+        assert a.tobytes() == o.tobytes()
+    for data_last, out_last in LAYOUTS:
+        laid_out = op.with_layout(data_last, out_last)
+        got = _run_fc(laid_out, x, w, b, g, bound=True)
+        general = _run_fc(laid_out, x, w, b, g, bound=False)
+        names = ("output", "data grad", "weight grad", "bias grad")
+        for name, a, o, o2 in zip(names, want, got, general):
+            assert o.shape == a.shape, name
+            np.testing.assert_allclose(o, a, rtol=1e-5, atol=1e-5 * np.abs(a).max(),
+                                       err_msg="%s %s" % (name, (data_last, out_last)))
+            assert o.tobytes() == o2.tobytes(), (name, data_last, out_last)
+
+
+def test_fully_connected_shapes_in_the_stored_layout():
+    op = FullyConnected({"num_hidden": 500})
+    ins, outs = op.with_layout(True, True).infer_shape([(50, 4, 4, 64), None, None], [None])
+    assert ins == [(50, 4, 4, 64), (500, 800), (500,)] and outs == [(500, 64)]
+    ins, outs = op.with_layout(False, True).infer_shape([(64, 800), None, None], [None])
+    assert outs == [(500, 64)]
+    ins, outs = op.with_layout(True, False).infer_shape([(800, None), None, None], [(64, 500)])
+    assert ins[0] == (800, 64) and ins[1] == (500, 800)
+    assert op.can_batch_last()
+    # flatten=False keeps every leading axis: there is no one batch axis to move
+    assert not FullyConnected({"num_hidden": 5, "flatten": False}).can_batch_last()

@@ -77,7 +77,7 @@ def convnet(act1="tanh", act2="relu", pool1=None, expose=None, reread=None):
                              name="conv2")
     net = mx.sym.Activation(net, act_type=act2, name="act2")
     net = mx.sym.Pooling(net, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool2")
-    net = mx.sym.FullyConnected(mx.sym.Flatten(net), num_hidden=3, name="fc")
+    net = mx.sym.FullyConnected(mx.sym.Flatten(net, name="flat"), num_hidden=3, name="fc")
     net = mx.sym.SoftmaxOutput(net, name="softmax")
     if expose:
         return mx.sym.Group([net, nodes[expose]])

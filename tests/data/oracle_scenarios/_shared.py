@@ -38,3 +38,38 @@ def conv_bn(mx, classes=5):
 def batch(mx, x, y, i, size):
     return mx.io.DataBatch([mx.nd.array(x[i * size:(i + 1) * size])],
                            [mx.nd.array(y[i * size:(i + 1) * size])])
+
+
+def sgd_trajectory(mx, sym, x, y, size, grads, keep=lambda name, a: a):
+    """A Module of `sym` with det_params, bound for `size` samples with input gradients:
+    three SGD-momentum steps over x, y (probabilities "prob%d", input gradients "dx%d" and the
+    gradients of the `grads` names "g_NAME_%d" of each), the parameters after them ("p_NAME")
+    and an inference pass over the next batch ("eval"). `keep(key, array)` may cut an array
+    down before it is stored."""
+    dshape = (size,) + x.shape[1:]
+    args, auxs = det_params(sym, data=dshape, softmax_label=(size,))
+    mod = mx.mod.Module(sym, context=mx.cpu())
+    mod.bind(data_shapes=[("data", dshape)], label_shapes=[("softmax_label", (size,))],
+             inputs_need_grad=True)
+    mod.set_params(to_nd(mx, args), to_nd(mx, auxs))
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.05,
+                                                          "momentum": 0.9})
+    out = {}
+
+    def put(key, arr):
+        out[key] = keep(key, arr.asnumpy())
+
+    for i in range(3):
+        mod.forward_backward(batch(mx, x, y, i, size))
+        put("prob%d" % i, mod.get_outputs()[0])
+        put("dx%d" % i, mod.get_input_grads()[0])
+        exe = mod._exec_group.execs[0]
+        for name in grads:
+            put("g_%s_%d" % (name, i), exe.grad_dict[name])
+        mod.update()
+    arg, _ = mod.get_params()
+    for name in sorted(arg):
+        put("p_%s" % name, arg[name])
+    mod.forward(batch(mx, x, y, 3, size), is_train=False)
+    put("eval", mod.get_outputs()[0])
+    return out
