@@ -312,7 +312,7 @@ class _RunsCode:
 def test_hostile_states_pickle_is_refused_without_running(tmp_path):
     witness = tmp_path / "pwned"
     payload = pickle.dumps({0: _RunsCode(str(witness))}, protocol=2)
-    with pytest.raises(opt.UnsafeStatesError, match="refused global io.open"):
+    with pytest.raises(opt.UnsafeStatesError, match=r"refused global _?io\.open"):
         opt.load_states(payload)
     assert not witness.exists()
     os_system = b"\x80\x02cos\nsystem\nq\x00X\x04\x00\x00\x00trueq\x01\x85q\x02Rq\x03."

@@ -7,8 +7,8 @@ import pytest
 import minimod as mx
 from minimod.passes import batch_last, compile_graph, fuse, layouts
 
-from .graphs import (CONVNET_SHAPES, assert_same_step, bind_random, convnet, fit_convnet, mlp,
-                     monitored, trained_pair)
+from .graphs import (CONVNET_SHAPES, assert_same_step, bind_random, convnet, fit_convnet, head,
+                     mlp, monitored, trained_pair)
 
 
 def _convnet(act2="tanh", **kw):
@@ -35,9 +35,8 @@ def test_edges_between_convolutions_and_fused_pooling_are_batch_last():
     assert got["conv1"] == (False, True)   # the data variable is the user's: batch-first
     assert got["pool1"] == (True, True)
     assert got["conv2"] == (True, True)
-    # Flatten passes the layout on to the FullyConnected, whose output softmax reads
-    assert got["pool2"] == got["flat"] == (True, True)
-    assert got["fc"] == (True, False)
+    assert got["pool2"] == (True, False)   # the Reshape reads it: batch-first
+    assert got["fc"] == (False, False)
 
 
 def test_plan_shapes_are_the_stored_ones():
@@ -48,10 +47,8 @@ def test_plan_shapes_are_the_stored_ones():
     assert shapes["pool1_output"] == (4, 6, 6, 3)
     assert shapes["pool1_mask"] == (4, 6, 6, 3)
     assert shapes["conv2_output"] == (5, 6, 6, 3)
-    assert shapes["pool2_output"] == (5, 3, 3, 3)
+    assert shapes["pool2_output"] == (3, 5, 3, 3)       # (N, C, H, W) for the Reshape
     assert shapes["pool2_mask"] == (5, 3, 3, 3)         # the mask follows pool2's data
-    assert shapes["flat_output"] == (45, 3)             # (C * H * W, N)
-    assert shapes["fc_output"] == (3, 3)                # softmax reads it: (N, classes)
     # the gradients of batch-last edges are batch-last too
     assert shapes["conv2_backward_data_grad"] == (4, 6, 6, 3)
     assert shapes["pool2_backward_data_grad"] == (5, 6, 6, 3)
@@ -151,10 +148,10 @@ def test_layout_pass_runs_after_fusion():
         is not fused
 
 
-def _vgg(second_act=None, head_act=False):
+def _vgg(second_act=None, head_act=False, flatten="reshape"):
     """conv1 - relu1 [- second_act] - conv2 - relu2 - max pool (fused) - fc: the activations
     between convolutions pass the batch-last layout through. With head_act, a relu after the
-    pooling feeds the FullyConnected."""
+    pooling feeds the FullyConnected (through graphs.head of kind `flatten`)."""
     net = mx.sym.Convolution(mx.sym.Variable("data"), kernel=(3, 3), num_filter=4, pad=(1, 1),
                              name="conv1")
     net = mx.sym.Activation(net, act_type="relu", name="relu1")
@@ -165,20 +162,23 @@ def _vgg(second_act=None, head_act=False):
     net = mx.sym.Pooling(net, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool2")
     if head_act:
         net = mx.sym.Activation(net, act_type="relu", name="relu3")
-    net = mx.sym.FullyConnected(mx.sym.Flatten(net), num_hidden=3, name="fc")
-    return mx.sym.SoftmaxOutput(net, name="softmax")
+    return mx.sym.SoftmaxOutput(head(net, flatten), name="softmax")
 
 
 def test_activations_between_convolutions_pass_the_layout_through():
     got = _layouts(_vgg())
     assert got["conv1"] == (False, True) and got["relu1"] == (True, True)
-    assert got["conv2"] == (True, True) and got["pool2"] == (True, True)
+    assert got["conv2"] == (True, True) and got["pool2"] == (True, False)
     # a chain of two activations: both batch-last
     got = _layouts(_vgg("sigmoid"))
     assert got["relu1"] == got["act1b"] == (True, True) and got["conv2"] == (True, True)
-    # an activation after the pooling, read through Flatten by the FullyConnected
+    # an activation after the last batch-last op, read by the Reshape: batch-first throughout
     got = _layouts(_vgg(head_act=True))
-    assert got["pool2"] == got["relu3"] == (True, True) and got["fc"] == (True, False)
+    assert got["pool2"] == (True, False) and got["relu3"] == (False, False)
+    # the same activation read through Flatten by the FullyConnected: batch-last to fc's data
+    got = _layouts(_vgg(head_act=True, flatten="flatten"))
+    assert got["pool2"] == got["relu3"] == got["flat"] == (True, True)
+    assert got["fc"] == (True, False)
 
 
 def test_activation_with_a_batch_first_side_stays_batch_first():
@@ -283,3 +283,26 @@ def test_module_fit_with_batch_last_layers():
     assert batch_last_nodes == {True: ["fc1", "relu1", "fc2", "tanh2"], False: []}
     for name in params[True]:
         _assert_close(params[True][name].asnumpy(), params[False][name].asnumpy(), name)
+
+
+def test_flatten_passes_the_layout_on_to_the_fully_connected():
+    sym = _convnet(flatten="flatten")
+    got = _layouts(sym)
+    assert got["pool2"] == got["flat"] == (True, True)
+    assert got["fc"] == (True, False)  # softmax reads it as (N, classes)
+    exe = sym.simple_bind(mx.cpu(), **_shapes())
+    plan, graph = exe._plan, exe._plan.graph
+    stored = {graph.entry_name(e): plan.shapes[e] for e in range(graph.num_entries)}
+    assert stored["pool2_output"] == (5, 3, 3, 3) and stored["flat_output"] == (45, 3)
+    assert stored["fc_output"] == (3, 3)
+    # the FullyConnected's GEMM reads transposed data: the same values up to its sums' order
+    a, b = trained_pair(_bound, sym)
+    _assert_close(a.outputs[0].asnumpy(), b.outputs[0].asnumpy(), "output")
+    for name, grad in a.grad_dict.items():
+        if grad is not None:
+            _assert_close(grad.asnumpy(), b.grad_dict[name].asnumpy(), name)
+    seen = {on: monitored(_bound(sym, on), is_train=True) for on in (True, False)}
+    assert [n for n, _ in seen[True]] == [n for n, _ in seen[False]]
+    for (name, x), (_, y) in zip(seen[True], seen[False]):
+        assert x.shape == y.shape, name
+        _assert_close(x, y, name)
