@@ -64,7 +64,7 @@ def run_minimod(args) -> dict:
     timer = benchutil.timer_from_args(args, mx.nd.waitall, args.batch)
     result = benchutil.measure(step, timer)
     name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
-    return dict(result, version=mx.__version__, cupy=cupy.__version__,
+    return dict(result, version=mx.__minimod_version__, cupy=cupy.__version__,
                 device=name.decode() if isinstance(name, bytes) else str(name),
                 convolution=mx.backend.cudnn_status())
 
