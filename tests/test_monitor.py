@@ -101,7 +101,7 @@ def test_monitor_all_reports_inputs_before_the_node_runs():
     exe.forward()
     names = [name for name, _ in seen]
     values = dict(seen)
-    assert names.index("act_data") < names.index("act_output")
+    assert names.index("act_input0") < names.index("act_output")
     assert names.index("fc_data") < names.index("fc_output")
-    assert np.array_equal(values["act_data"], values["fc_output"])
+    assert np.array_equal(values["act_input0"], values["fc_output"])
     assert np.array_equal(values["act_output"], np.tanh(values["fc_output"]))

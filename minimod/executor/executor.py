@@ -228,7 +228,7 @@ class Executor:
                     if self._monitor is not None and nid < self._plan.num_forward_nodes:
                         parts = self._monitored_nodes(nid)
                         if self._monitor_all:
-                            self._report_inputs(*parts[0][:3])
+                            self._report_inputs(*parts[0][:3], self._variable_names(nid))
                         fn(xp, is_train)
                         self._report_outputs(parts)
                     else:
@@ -273,9 +273,20 @@ class Executor:
             for out_name, arr in zip(names, outs):
                 self._monitor(out_name, NDArray(arr, self._ctx))
 
-    def _report_inputs(self, name: str, op, ins: list) -> None:
-        slots = op.arguments() + op.aux_states()
-        for slot, arr in zip(slots, ins):
+    def _variable_names(self, nid: int) -> list:
+        """Per input of node `nid`: the name of the variable it is, or None."""
+        graph = self._plan.graph
+        nodes = [graph.nodes[graph.entry_node(e)] for e in graph.input_eids[nid]]
+        return [node.name if node.is_variable else None for node in nodes]
+
+    def _report_inputs(self, name: str, op, ins: list, variables=()) -> None:
+        """Each input as MXNet reports it: "<node>_<input name>", after the variable's own
+        name where the input is a variable (a weight is seen twice: `fc_weight` as the
+        variable, then as fc's input "weight")."""
+        variables = list(variables) + [None] * (len(ins) - len(variables))
+        for slot, arr, variable in zip(op.monitor_input_names(), ins, variables):
+            if variable is not None:
+                self._monitor(variable, NDArray(arr, self._ctx))
             self._monitor("%s_%s" % (name, slot), NDArray(arr, self._ctx))
 
     def _check_pool(self) -> None:

@@ -367,6 +367,8 @@ class _ScalarMath:
 class _ScalarBinary(Op):
     """Base of `data (op) scalar`: same shape in and out."""
 
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
     Attrs = ScalarAttrs
     inplace = ((0, 0),)
     spec: Optional[_ScalarMath] = None
@@ -472,6 +474,8 @@ for _name, (_aliases, _sm) in _SCALAR.items():
 
 class _Unary(Op):
     """Base of `out = f(data)`, same shape in and out."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
 
     inplace = ((0, 0),)
     fwd: Callable = None        # fwd(xp, x, out)
@@ -698,6 +702,8 @@ for _name, (_doc, _fwd, _grad, _reads) in _UNARY.items():
 class CopyOp(Op):
     """out = data (a copy); the gradient passes through unchanged."""
 
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
     name = "_copy"
     aliases = ("identity",)
     inplace = ((0, 0),)
@@ -716,6 +722,8 @@ class CopyOp(Op):
 @register
 class BlockGradOp(Op):
     """out = data; no gradient flows back (the input's gradient is zero)."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
 
     name = "BlockGrad"
     aliases = ("stop_gradient",)
@@ -742,6 +750,8 @@ class ClipAttrs:
 class ClipOp(Op):
     """out = min(max(data, a_min), a_max); gradient 1 inside [a_min, a_max] (ends included)."""
 
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
     name = "clip"
     Attrs = ClipAttrs
     inplace = ((0, 0),)
@@ -766,6 +776,8 @@ class CastAttrs:
 @register
 class CastOp(Op):
     """out = data converted to `dtype` (same shape); the gradient is converted back."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
 
     name = "Cast"
     aliases = ("cast",)
@@ -879,6 +891,8 @@ class BroadcastToAttrs:
 
 class _BroadcastUnary(Op):
     """Base of ops that broadcast `data` to a bigger shape; the gradient sums back."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
 
     backward_inputs = ()
     backward_outputs = ()
@@ -1092,6 +1106,8 @@ class FullOp(_Fill):
 
 class _FillLike(Op):
     """Base of zeros_like / ones_like: out has data's shape and dtype; no gradient."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
 
     backward_inputs = ()
     backward_outputs = ()

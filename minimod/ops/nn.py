@@ -1326,6 +1326,8 @@ class Activation(BatchLastMixin, Op):
     and output alike, `BatchLastMixin`).
     """
 
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
     name = "Activation"
     Attrs = ActivationAttrs
     inplace = ((0, 0),)
@@ -1933,6 +1935,8 @@ class SoftmaxActivationAttrs:
 @register
 class SoftmaxActivation(Op):
     """Softmax over the last axis (mode='instance') or over axis 1 (mode='channel')."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
 
     name = "SoftmaxActivation"
     Attrs = SoftmaxActivationAttrs

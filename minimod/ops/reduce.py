@@ -77,6 +77,8 @@ class _Reduce(Op):
     nothing is left. Subclasses give `reduce(xp, x, axes)` (keepdims result) and `grad`.
     """
 
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
     Attrs = ReduceAttrs
     backward_inputs = ()
     backward_outputs = ()
@@ -295,6 +297,8 @@ class _ArgReduce(Op):
     data, shape (1,) or all-1s with keepdims), as a float in data's dtype; first index on ties;
     no gradient."""
 
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
     Attrs = ArgReduceAttrs
     backward_inputs = ()
     backward_outputs = ()
@@ -376,6 +380,8 @@ class TopkOp(Op):
     dim becomes k. Ties keep the lower index first. Only 'value' and 'both' carry a gradient,
     which goes back to the chosen positions.
     """
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
 
     name = "topk"
     Attrs = TopkAttrs

@@ -218,6 +218,10 @@ class Op:
     backward_outputs: ClassVar = "all"
     #: True when the op's output carries no gradient back to its inputs (BlockGrad, argmax ...)
     no_gradient: ClassVar[bool] = False
+    #: True where MXNet registers the op without input names: its monitor then calls the
+    #: inputs "input0", "input1", ... (Activation, Reshape, the unary and scalar maths, the
+    #: reductions), where it says "data", "lhs", "weight" ... for the others
+    positional_inputs: ClassVar[bool] = False
 
     def __init__(self, attrs: Mapping[str, Any] | None = None):
         self.raw_attrs = dict(attrs or {})
@@ -232,6 +236,12 @@ class Op:
 
     def aux_states(self) -> list:
         return list(self.AUX)
+
+    def monitor_input_names(self) -> list:
+        """The names MXNet's monitor gives this op's inputs, aux states included (the
+        executor reports input i as "<node name>_<name i>")."""
+        names = self.arguments() + self.aux_states()
+        return ["input%d" % i for i in range(len(names))] if self.positional_inputs else names
 
     def num_visible_outputs(self) -> int:
         return len(self.outputs())

@@ -108,6 +108,8 @@ class Flatten(BatchLastMixin, _Relabel):
     (d1, ..., dk, d0) becomes (d1*...*dk, d0) by the same reshape.
     """
 
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
     name = "Flatten"
     aliases = ("flatten",)
 
@@ -242,6 +244,8 @@ class Reshape(_Relabel):
     one unknown dim give that dim.
     """
 
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
     name = "Reshape"
     aliases = ("reshape",)
 
@@ -339,6 +343,8 @@ class Transpose(Op):
     Backward applies the inverse permutation to the head gradient.
     """
 
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
     name = "transpose"
     backward_inputs = ()
     backward_outputs = ()
@@ -426,6 +432,8 @@ class SwapAxis(Op):
 @register
 class ExpandDims(_Relabel):
     """Insert a size-1 axis at position `axis` (in [-ndim-1, ndim])."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
 
     name = "expand_dims"
 
@@ -729,6 +737,8 @@ class SliceAxis(Op):
     scatters the head gradient into zeros.
     """
 
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
     name = "slice_axis"
     backward_inputs = ()
     backward_outputs = ()
@@ -788,6 +798,8 @@ class Slice(Op):
     None entries take Python's defaults (and so does a negative step), out-of-range bounds are
     clipped, as in Python. `begin` and `end` have the same length; `step` is empty or as long.
     """
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
 
     name = "slice"
     aliases = ("crop",)

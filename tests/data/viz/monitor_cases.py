@@ -28,7 +28,10 @@ def run(mx, monitor_all=False, pattern=".*", sort=False, batches=3, interval=2):
 
 
 def scenarios(mx):
-    # monitor_all is left out: which input names MXNet's executor reports (and how often)
-    # depends on its graph passes; tests/test_monitor.py checks minimod's on its own.
+    # "all": every node's inputs too, named as MXNet names them ("relu_input0" for an op
+    # MXNet registers without input names, a variable reported under its own name and then
+    # as the node's input); generated with MXNET_SUBGRAPH_BACKEND=NONE, since oneDNN's
+    # fused layers would be reported under other names
     return {"default": run(mx), "sorted": run(mx, sort=True, batches=1),
-            "pattern": run(mx, pattern="fc.*|bn_moving.*", interval=1, batches=2)}
+            "pattern": run(mx, pattern="fc.*|bn_moving.*", interval=1, batches=2),
+            "all": run(mx, monitor_all=True, batches=1)}
