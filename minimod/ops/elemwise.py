@@ -1097,6 +1097,7 @@ class FullOp(_Fill):
     """out = `value` of `shape` and `dtype`."""
 
     name = "_full"
+    PARAM_ORDER = ("shape", "ctx", "dtype", "value")
     Attrs = FullAttrs
 
     def __init__(self, attrs=None):

@@ -330,6 +330,7 @@ class FullyConnected(BatchLastMixin, Op):
     """
 
     name = "FullyConnected"
+    SIGNATURE_INPUTS = ("data", "weight", "bias")
     Attrs = FullyConnectedAttrs
     backward_inputs = (0, 1)  # data and weight; the bias gradient needs neither
     backward_outputs = ()
@@ -586,6 +587,9 @@ class Convolution(BatchLastMixin, _ConvBase):
     """
 
     name = "Convolution"
+    SIGNATURE_INPUTS = ("data", "weight", "bias")
+    PARAM_ORDER = ("kernel", "stride", "dilate", "pad", "num_filter", "num_group",
+                   "workspace", "no_bias", "cudnn_tune", "cudnn_off", "layout")
     Attrs = ConvolutionAttrs
     backward_inputs = (1,)
     backward_outputs = (1,)
@@ -778,6 +782,9 @@ class Deconvolution(_ConvBase):
     """
 
     name = "Deconvolution"
+    SIGNATURE_INPUTS = ("data", "weight", "bias")
+    PARAM_ORDER = ("kernel", "stride", "dilate", "pad", "adj", "target_shape", "num_filter",
+                   "num_group", "workspace", "no_bias", "cudnn_tune", "cudnn_off", "layout")
     Attrs = DeconvolutionAttrs
     backward_outputs = ()
 
@@ -1456,6 +1463,7 @@ class LeakyReLU(Op):
     """
 
     name = "LeakyReLU"
+    SIGNATURE_INPUTS = ("data", "gamma")
     Attrs = LeakyReLUAttrs
     backward_outputs = ()
 
@@ -1827,6 +1835,7 @@ class Softmax(Op):
     """
 
     name = "softmax"
+    SIGNATURE_INPUTS = ("data", "length")
     Attrs = SoftmaxAttrs
     backward_inputs = ()
     backward_outputs = (0,)
@@ -1899,6 +1908,8 @@ class LogSoftmax(Softmax):
     """log(softmax(x / temperature)) along `axis`; out has the shape of data."""
 
     name = "log_softmax"
+    SIGNATURE_INPUTS = ("data",)
+    PARAM_ORDER = ("axis", "temperature", "dtype", "use_length")  # MXNet's (no use_length here)
     Attrs = LogSoftmaxAttrs
 
     def arguments(self) -> list:
@@ -1980,6 +1991,7 @@ class LRN(Op):
     """
 
     name = "LRN"
+    PARAM_ORDER = ("alpha", "beta", "knorm", "nsize")
     Attrs = LRNAttrs
     OUTPUTS = ("output", "tmp_norm")
     backward_inputs = (0,)

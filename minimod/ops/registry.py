@@ -38,7 +38,8 @@ from ..base import DTypeError, GraphError, OpParamError, ShapeError
 
 __all__ = [
     "Op", "VariadicOp", "register", "get_op_class", "create_op", "list_ops", "canonical_name",
-    "Shape", "merge_shape", "shape_is_known", "NoAttrs", "parse_value",
+    "Shape", "merge_shape", "shape_is_known", "NoAttrs", "parse_value", "call_arguments",
+    "param_text",
 ]
 
 Shape = Optional[tuple]
@@ -222,10 +223,28 @@ class Op:
     #: inputs "input0", "input1", ... (Activation, Reshape, the unary and scalar maths, the
     #: reductions), where it says "data", "lhs", "weight" ... for the others
     positional_inputs: ClassVar[bool] = False
+    #: MXNet's calling order (`call_signature`), where ARGUMENTS + AUX and the Attrs fields'
+    #: order do not give it: every input MXNet's frontend names, used by these attrs or not
+    #: (FullyConnected's bias), and the parameters in MXNet's order
+    SIGNATURE_INPUTS: ClassVar[Optional[tuple]] = None
+    PARAM_ORDER: ClassVar[Optional[tuple]] = None
 
     def __init__(self, attrs: Mapping[str, Any] | None = None):
         self.raw_attrs = dict(attrs or {})
         self.attrs = parse_attrs(self.Attrs, self.raw_attrs, self.name)
+
+    @classmethod
+    def call_signature(cls) -> tuple:
+        """(inputs, parameters): the order in which `mx.sym.<op>(...)` and `mx.nd.<op>(...)`
+        take positional arguments, MXNet's: every input first, then the parameters."""
+        inputs = cls.SIGNATURE_INPUTS
+        if inputs is None:
+            inputs = tuple(cls.ARGUMENTS) + tuple(cls.AUX)
+        params = cls.PARAM_ORDER
+        if params is None:
+            params = () if cls.Attrs is NoAttrs else tuple(
+                f.name for f in dataclasses.fields(cls.Attrs))
+        return inputs, params
 
     # --- slots
     def arguments(self) -> list:
@@ -389,6 +408,58 @@ class VariadicOp(Op):
 
     def arguments(self) -> list:
         return list(self._args)
+
+
+def param_text(value: Any) -> str:
+    """A parameter value as the frontends store it: `str(value)`, as MXNet's do, with lists
+    written as tuples and dtypes by name ("float16", not "<class 'numpy.float16'>")."""
+    import numpy as np  # host-side metadata only: naming a dtype (ops compute through xp)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (np.dtype, type)):
+        return np.dtype(value).name
+    if isinstance(value, list):
+        value = tuple(value)
+    return str(value)
+
+
+def call_arguments(op_cls, args: Sequence, kwargs: Mapping[str, Any], is_input) -> tuple:
+    """Sort the arguments of a call `mx.sym.<op>(*args, **kwargs)` (or `mx.nd.<op>`) as
+    MXNet's frontend does: returns (inputs of a variadic op, in order; every other argument by
+    name). A list or tuple of inputs counts as that many positional arguments. Positional
+    arguments of a variadic op (Concat, add_n) are all inputs; for the others they follow
+    `call_signature()`, inputs first, then parameters, so `clip(x, 0, 1)` is
+    `clip(x, a_min=0, a_max=1)`. A positional None means "not given". `is_input(value)` tells
+    an input (a Symbol, an NDArray) from a parameter value."""
+    flat = []
+    for a in args:
+        if isinstance(a, (list, tuple)) and a and all(map(is_input, a)):
+            flat.extend(a)
+        else:
+            flat.append(a)
+    if issubclass(op_cls, VariadicOp):
+        for a in flat:
+            if not is_input(a):
+                raise TypeError("%s: positional arguments are its inputs, got %s; give "
+                                "parameters by keyword" % (op_cls.name, type(a).__name__))
+        return flat, dict(kwargs)
+    inputs, params = op_cls.call_signature()
+    order = inputs + params
+    if len(flat) > len(order):
+        raise TypeError("%s takes at most %d positional arguments (%s), got %d"
+                        % (op_cls.name, len(order), ", ".join(order), len(flat)))
+    named = dict(kwargs)
+    for i, (key, value) in enumerate(zip(order, flat)):
+        if value is None:
+            continue
+        if key in named:
+            raise TypeError("%s got multiple values for '%s'" % (op_cls.name, key))
+        if (i < len(inputs)) != bool(is_input(value)):
+            raise TypeError("%s: positional argument %d is its %s '%s', got %s"
+                            % (op_cls.name, i, "input" if i < len(inputs) else "parameter",
+                               key, type(value).__name__))
+        named[key] = value
+    return [], named
 
 
 # ----------------------------------------------------------------------------- registry

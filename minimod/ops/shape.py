@@ -1106,6 +1106,8 @@ class SequenceMask(_SequenceOp):
     """out[t, n] = data[t, n] for t < length[n], else `value` (time-major view)."""
 
     name = "SequenceMask"
+    SIGNATURE_INPUTS = ("data", "sequence_length")
+    PARAM_ORDER = ("use_sequence_length", "value", "axis")
 
     @dataclasses.dataclass(frozen=True)
     class Attrs:
@@ -1155,6 +1157,7 @@ class SequenceLast(_SequenceOp):
     """
 
     name = "SequenceLast"
+    SIGNATURE_INPUTS = ("data", "sequence_length")
 
     def infer_shape(self, in_shapes, out_shapes):
         self._infer_lengths(in_shapes)
@@ -1197,6 +1200,7 @@ class SequenceReverse(_SequenceOp):
     """
 
     name = "SequenceReverse"
+    SIGNATURE_INPUTS = ("data", "sequence_length")
 
     def infer_shape(self, in_shapes, out_shapes):
         self._infer_lengths(in_shapes)

@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..base import MXNetError, ShapeError, atomic_write
-from ..ops.registry import create_op, get_op_class
+from ..ops.registry import call_arguments, create_op, get_op_class, param_text
 from .graph import Entry, Graph, Node
 from .naming import HIDDEN_KEYS, current_attr_scope, current_name_manager, hidden_key
 
@@ -549,21 +549,14 @@ def make_op_symbol(op_name: str, args: Sequence, kwargs: dict, hint: Optional[st
     kwargs = dict(kwargs)
     name = kwargs.pop("name", None)
     attr = kwargs.pop("attr", None)
+    positional, kwargs = call_arguments(op_cls, args, kwargs,
+                                        lambda v: isinstance(v, Symbol))
     sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
     params = {}
     for k, v in kwargs.items():
         if isinstance(v, Symbol) or v is None:
             continue
-        params[k] = _param_str(v)
-    positional = []
-    for a in args:
-        if isinstance(a, Symbol):
-            positional.append(a)
-        elif isinstance(a, (list, tuple)) and a and all(isinstance(s, Symbol) for s in a):
-            positional.extend(a)
-        else:
-            raise TypeError("%s: positional inputs must be Symbols, got %r"
-                            % (op_name, type(a).__name__))
+        params[k] = param_text(v)
     if "num_args" in _attrs_field_names(op_cls) and "num_args" not in params:
         params["num_args"] = str(len(positional) + len(sym_kwargs))
     attrs = current_attr_scope().get(attr)
@@ -606,16 +599,6 @@ def _attrs_field_names(op_cls) -> set:
     return {f.name for f in dataclasses.fields(attrs_cls)}
 
 
-def _param_str(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (np.dtype, type)):
-        return np.dtype(value).name
-    if isinstance(value, list):
-        value = tuple(value)
-    return str(value)
-
-
 def load_json(json_str: str) -> Symbol:
     """A Symbol from MXNet's JSON (current and legacy forms)."""
     from .jsonfmt import graph_from_json
@@ -644,4 +627,10 @@ _FLUENT = {
     "ones_like": "ones_like", "sign": "sign", "round": "round", "floor": "floor", "ceil": "ceil",
     "reciprocal": "reciprocal", "dot": "dot",
 }
+# MXNet's other fluent methods, each the operator of the same name
+_FLUENT.update((name, name) for name in (
+    "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax_channel",
+    "broadcast_axes", "broadcast_like", "cbrt", "cos", "cosh", "degrees", "expm1", "fix", "flip",
+    "log10", "log1p", "log2", "nanprod", "nansum", "pad", "radians", "rint", "rsqrt", "sin",
+    "sinh", "tan", "topk", "trunc"))
 

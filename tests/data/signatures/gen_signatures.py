@@ -1,0 +1,91 @@
+"""Writes op_signatures.json from MXNet 1.9.1 (run with MXNet's Python, not minimod's):
+
+- "ops": for each operator name minimod registers (read from minimod's own list, opnames.json
+  beside this file), the inputs and the parameters of MXNet's generated `mx.sym.<op>` in the
+  order they are taken positionally, or {"variadic": true} for `(*data, **kwargs)` ops;
+- "calls": symbols built with positional parameters (`CALLS` below) and the nodes MXNet's
+  JSON gives them, so the tests check minimod maps positional arguments the same way.
+
+    python3 -c "import json, minimod.ops as o; json.dump(sorted(o.list_ops()), \
+        open('tests/data/signatures/opnames.json', 'w'))"
+    /path/to/mxnet-venv/bin/python tests/data/signatures/gen_signatures.py
+"""
+import inspect
+import json
+import os
+
+import mxnet as mx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# (op, positional arguments after the data symbol "x" (None: not given; "w"/"b"/"y": more
+# symbols), keyword arguments)
+CALLS = [
+    ("clip", [0, 1], {}),
+    ("reshape", [(0, -1)], {}),
+    ("Reshape", [(2, -1), True], {}),
+    ("transpose", [(1, 0)], {}),
+    ("sum", [1, True], {}),
+    ("slice_axis", [1, 0, 2], {}),
+    ("expand_dims", [1], {}),
+    ("one_hot", [10, 2.0], {}),
+    ("Dropout", [0.5], {}),
+    ("Activation", ["relu"], {}),
+    ("SliceChannel", [2, 0], {}),
+    ("split", [2], {"squeeze_axis": True}),
+    ("Cast", ["float16"], {}),
+    ("FullyConnected", ["w", "b", 10], {}),
+    ("FullyConnected", [None, None, 10, True], {}),
+    ("Convolution", [None, None, (3, 3), (2, 2), (1, 1), (1, 1), 8], {}),
+    ("Deconvolution", [None, None, (2, 2), (2, 2), (), (), (1, 1), (), 4], {}),
+    ("LRN", [0.001, 0.75, 2, 5], {}),
+    ("Pooling", [(2, 2), "max"], {"stride": (2, 2)}),
+    ("SequenceMask", [None, False, -1.0], {}),
+    ("LeakyReLU", [None, "leaky", 0.2], {}),
+    ("topk", [1, 3], {}),
+    ("softmax", [None, 0], {}),
+    ("log_softmax", [1, 2.0], {}),
+    ("Concat", ["y"], {"dim": 0}),
+    ("BatchNorm", [None, None, None, None, 1e-3, 0.8], {}),
+    ("Embedding", [None, 100, 8], {}),
+    ("RNN", [None, None, None, None, 16, 2, False, "gru"], {}),
+    ("pick", ["y", 0, True], {}),
+    ("SoftmaxOutput", ["y", 2.0], {}),
+]
+
+
+def signature(fn) -> dict:
+    params = [p for p in inspect.signature(fn).parameters.values()
+              if p.name not in ("name", "attr", "out", "kwargs")]
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return {"variadic": True}
+    return {"inputs": [p.name for p in params if p.default is None],
+            "params": [p.name for p in params if p.default is not None]}
+
+
+def op_fn(name):
+    return getattr(mx.sym, name, None) or getattr(mx.sym._internal, name)
+
+
+def main():
+    names = json.load(open(os.path.join(HERE, "opnames.json")))
+    ops = {name: signature(op_fn(name)) for name in names}
+    syms = {k: mx.sym.var(k) for k in ("x", "w", "b", "y")}
+    calls = []
+    for op, args, kwargs in CALLS:
+        args = [syms[a] if isinstance(a, str) and a in syms else a for a in args]
+        out = op_fn(op)(syms["x"], *args, name="node", **kwargs)
+        graph = json.loads(out.tojson())
+        node = graph["nodes"][-1]
+        calls.append({"op": op, "args": [a if not isinstance(a, mx.sym.Symbol) else a.name
+                                        for a in args],
+                      "kwargs": kwargs, "node_op": node["op"], "attrs": node.get("attrs", {}),
+                      "inputs": [graph["nodes"][e[0]]["name"] for e in node["inputs"]]})
+    with open(os.path.join(HERE, "op_signatures.json"), "w") as f:
+        json.dump({"mxnet": mx.__version__, "ops": ops, "calls": calls}, f, indent=1,
+                  sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
