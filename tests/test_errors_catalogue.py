@@ -84,6 +84,14 @@ def c_infer_type_conflict():
     (a + b).infer_type(a=np.float32, b=np.float64)
 
 
+def c_nd_missing_input():
+    mx.nd.FullyConnected(mx.nd.ones((3, 5)), num_hidden=4)
+
+
+def c_nd_input_shape():
+    mx.nd.FullyConnected(mx.nd.ones((3, 5)), mx.nd.ones((4, 6)), mx.nd.ones(4), num_hidden=4)
+
+
 def c_json_unknown_op():
     mx.sym.load_json('{"nodes": [{"op": "null", "name": "x", "inputs": []}, '
                      '{"op": "NoSuchOp", "name": "y", "inputs": [[0, 0, 0]]}], '
@@ -325,6 +333,13 @@ CATALOGUE = [
      "Elementwise operands of different shapes (use broadcast_* ops to broadcast)."),
     ("infer-type-conflict", "Symbol", base.DTypeError, c_infer_type_conflict,
      "Inputs of one node with different dtypes (cast one of them)."),
+    # NDArray operators
+    ("nd-missing-input", "NDArray operators", base.BindError, c_nd_missing_input,
+     "An operator called imperatively (`mx.nd.<Operator>`) without one of its inputs: unlike "
+     "a symbol, an imperative call makes no variables, so every input must be given."),
+    ("nd-input-shape", "NDArray operators", base.ShapeError, c_nd_input_shape,
+     "An input of an imperative call does not fit the others; the message names the input and "
+     "both shapes."),
     # Symbol JSON
     ("json-unknown-op", "Symbol JSON", base.GraphError, c_json_unknown_op,
      "The JSON names an operator minimod does not implement."),

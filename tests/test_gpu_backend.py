@@ -7,7 +7,7 @@ import pytest
 import minimod as mx
 from minimod import backend
 
-from .conftest import ctx_params
+from .conftest import ctx_params, needs_gpu
 
 
 def _missing_gpu():
@@ -83,3 +83,23 @@ def test_synchronize_is_immediate_on_cpu():
     backend.synchronize(mx.cpu(0))
     mx.nd.waitall()
     mx.nd.ones((2,)).wait_to_read()
+
+
+@needs_gpu
+def test_imperative_operators_run_on_the_inputs_gpu():
+    """`mx.nd.<Operator>` allocates its outputs on the inputs' GPU and computes there what
+    it computes on the host."""
+    rng = np.random.RandomState(3)
+    x = rng.uniform(-2, 2, (2, 3, 6, 6)).astype(np.float32)
+    w = rng.uniform(-1, 1, (4, 3, 3, 3)).astype(np.float32)
+    host = mx.nd.Convolution(mx.nd.array(x), mx.nd.array(w), None, (3, 3), num_filter=4,
+                             no_bias=True)
+    on_gpu = mx.nd.Convolution(mx.nd.array(x, ctx=mx.gpu(0)), mx.nd.array(w, ctx=mx.gpu(0)),
+                               None, (3, 3), num_filter=4, no_bias=True)
+    assert on_gpu.context == mx.gpu(0)
+    assert backend.is_gpu_array(on_gpu._data)
+    np.testing.assert_allclose(on_gpu.asnumpy(), host.asnumpy(), rtol=1e-5, atol=1e-5)
+    parts = mx.nd.SliceChannel(mx.nd.Activation(on_gpu, "tanh"), 2)
+    assert [p.context for p in parts] == [mx.gpu(0)] * 2
+    np.testing.assert_allclose(parts[1].asnumpy(), np.tanh(host.asnumpy()[:, 2:]),
+                               rtol=1e-5, atol=1e-6)

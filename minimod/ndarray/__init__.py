@@ -1,5 +1,10 @@
-"""`mx.nd`: the NDArray class, creation and math routines, save/load and `nd.random`."""
-from . import random, routines, serialization
+"""`mx.nd`: the NDArray class, creation and math routines, save/load and `nd.random`.
+
+Every registered operator without a hand-written routine of the same name is available too,
+run imperatively (`mx.nd.Activation`, `mx.nd.FullyConnected`, `mx.nd.broadcast_equal`; see
+`imperative.py`), and MXNet's private names under `mx.nd._internal`.
+"""
+from . import imperative, random, routines, serialization
 from .ndarray import NDArray, arange, array, empty, full, normalize_dtype, ones, waitall, zeros
 from .routines import *  # noqa: F401,F403 - the routine names are mx.nd's public API
 from .routines import __all__ as _routine_names
@@ -10,3 +15,25 @@ __all__ = [
     "save_to_bytes", "load_from_bytes", "read_record", "write_record", "random", "routines",
     "serialization", "normalize_dtype",
 ] + [name for name in _routine_names if name != "METHODS"]
+
+
+def __getattr__(name: str):
+    from ..ops.registry import list_ops
+    if not name.startswith("_") and name in list_ops():
+        fn = imperative.op_function(name)
+        globals()[name] = fn
+        return fn
+    raise AttributeError("module 'minimod.ndarray' has no attribute '%s'" % name)
+
+
+class _InternalNamespace:
+    """`mx.nd._internal`: MXNet's private operator names (`_plus_scalar`, `_full` ...)."""
+
+    def __getattr__(self, name: str):
+        from ..ops.registry import list_ops
+        if name in list_ops():
+            return imperative.op_function(name)
+        raise AttributeError("mx.nd._internal has no operator '%s'" % name)
+
+
+_internal = _InternalNamespace()

@@ -643,9 +643,12 @@ class NDArray:
 
     # ------------------------------------------------------------------ method forms of routines
     def __getattr__(self, name: str):
-        # Method forms (x.sum(), x.argmax(axis=1) ...) of the routines, as MXNet provides.
-        from . import routines
+        # Method forms (x.sum(), x.argmax(axis=1), x.log10() ...) of the routines and
+        # operators, as MXNet provides.
+        from . import imperative, routines
         fn = routines.METHODS.get(name)
+        if fn is None and name in imperative.FLUENT:
+            fn = imperative.op_function(name)
         if fn is None:
             raise AttributeError(f"'NDArray' object has no attribute {name!r}")
         return lambda *args, **kwargs: fn(self, *args, **kwargs)

@@ -1,0 +1,169 @@
+"""`mx.nd.<Operator>(...)`: any registered operator, run once on NDArrays.
+
+MXNet's NDArray frontend has one function per operator (`mx.nd.Activation`,
+`mx.nd.FullyConnected`, `mx.nd.broadcast_equal` ...), as its symbol frontend has. minimod
+builds them on first use from the operator registry, so an imperative call computes exactly
+what the same node computes in a bound graph:
+
+1. the arguments are sorted as `mx.sym.<op>` sorts them (`ops.registry.call_arguments`):
+   inputs by position or name, parameters after them, `clip(x, 0, 1)`;
+2. the op infers its output shapes and dtypes from the inputs' (a mismatch names the input and
+   both shapes);
+3. the outputs are allocated on the inputs' device (all inputs must share one), or `out=`
+   receives the result;
+4. the op's forward runs with is_train=False, as MXNet's imperative calls outside
+   `autograd.record()` do (Dropout passes its input through, BatchNorm normalizes with the
+   moving statistics, SoftmaxOutput gives the softmax).
+
+A single visible output comes back as an NDArray, several as a list (SliceChannel). The
+hand-written routines of `routines.py` (`mx.nd.sum`, `mx.nd.dot` ...) keep their names; this
+module serves every other operator. Ops are cached per (name, parameters), so a call in a loop
+parses its parameters once.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import backend
+from ..base import BindError, MXNetError, ShapeError
+from ..context import Context, current_context
+from ..ops.registry import (
+    VariadicOp,
+    call_arguments,
+    fmt_shape,
+    get_op_class,
+    merge_shape,
+    param_text,
+)
+from .ndarray import NDArray, device_scope, wrap
+
+__all__ = ["invoke", "op_function", "FLUENT"]
+
+#: MXNet's NDArray methods that are operators without a routine here (`x.log10()` is
+#: `mx.nd.log10(x)`); routines.METHODS has the others
+FLUENT = frozenset((
+    "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax_channel",
+    "broadcast_axes", "cbrt", "cosh", "degrees", "fix", "log10", "log2", "nanprod", "pad",
+    "radians", "rint", "sinh", "slice", "tan", "trunc"))
+
+
+@functools.lru_cache(maxsize=512)
+def _op(name: str, params: tuple):
+    return get_op_class(name)(dict(params))
+
+
+def _is_input(value) -> bool:
+    return isinstance(value, NDArray)
+
+
+def _device(name: str, arrays: list, ctx_param) -> Context:
+    if arrays:
+        ctx = arrays[0].context
+        for a in arrays[1:]:
+            if a.context != ctx:
+                raise BindError("mx.nd.%s: inputs live on %s and %s; copy them to one "
+                                 "device first (as_in_context)" % (name, ctx, a.context))
+        return ctx
+    if isinstance(ctx_param, Context):
+        return ctx_param
+    if isinstance(ctx_param, str) and ctx_param:
+        kind, _, rest = ctx_param.partition("(")
+        return Context(kind, int(rest.rstrip(")") or 0))
+    return current_context()
+
+
+def invoke(name: str, args: tuple, kwargs: dict):
+    """Run operator `name` once on NDArrays: `mx.nd.<name>(*args, **kwargs)`."""
+    cls = get_op_class(name)
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out", None)
+    kwargs.pop("name", None)  # MXNet accepts and ignores a name on imperative calls
+    positional, named = call_arguments(cls, args, kwargs, _is_input)
+    ctx_param = named.get("ctx")
+    params = {k: param_text(v) for k, v in named.items()
+              if v is not None and not isinstance(v, NDArray)}
+    if issubclass(cls, VariadicOp) and "num_args" not in params:
+        params["num_args"] = str(len(positional))
+    op = _op(name, tuple(sorted(params.items())))
+    slots = op.arguments() + op.aux_states()
+    if positional:
+        if len(positional) != len(slots):
+            raise BindError("mx.nd.%s: %d inputs given, num_args says %d"
+                             % (name, len(positional), len(slots)))
+        arrays = list(positional)
+    else:
+        unknown = [k for k, v in named.items() if isinstance(v, NDArray) and k not in slots]
+        if unknown:
+            raise TypeError("mx.nd.%s has no input named '%s' (inputs: %s)"
+                            % (name, unknown[0], ", ".join(slots) or "none"))
+        missing = [s for s in slots if not isinstance(named.get(s), NDArray)]
+        if missing:
+            raise BindError("mx.nd.%s: input '%s' is required (inputs: %s)"
+                             % (name, missing[0], ", ".join(slots)))
+        arrays = [named[s] for s in slots]
+    ctx = _device(name, arrays, ctx_param)
+    outs = _allocate(name, op, arrays, ctx)
+    data = [a._data for a in arrays]
+    n_args = len(op.arguments())
+    with np.errstate(all="ignore"), device_scope(ctx):  # MXNet is silent about NaN and inf
+        op.for_device(ctx, data[0].dtype if data else None).forward(
+            backend.xp_for(ctx), data[:n_args], data[n_args:], outs, False)
+    results = [wrap(o, ctx) for o in outs[:op.num_visible_outputs()]]
+    if out is not None:
+        return _write_out(name, results, out)
+    return results[0] if len(results) == 1 else results
+
+
+def _allocate(name: str, op, arrays: list, ctx: Context) -> list:
+    """Fresh outputs of the shapes and dtypes the op infers from its inputs'."""
+    given = [tuple(a.shape) for a in arrays]
+    n_out = op.num_outputs()
+    try:
+        in_shapes, out_shapes = op.infer_shape(list(given), [None] * n_out)
+        in_types, out_types = op.infer_type([np.dtype(a.dtype) for a in arrays],
+                                            [None] * n_out)
+    except MXNetError as err:
+        raise type(err)("mx.nd.%s: %s" % (name, err)) from None
+    for slot, have, want in zip(op.arguments() + op.aux_states(), given, in_shapes):
+        try:
+            merge_shape(have, want)
+        except ValueError:
+            raise ShapeError("mx.nd.%s: input '%s' has shape %s but the operator needs %s"
+                             % (name, slot, fmt_shape(have), fmt_shape(want))) from None
+    shapes = []
+    for slot, shape in zip(op.outputs(), out_shapes):
+        if shape is None or any(d is None for d in shape):
+            raise ShapeError("mx.nd.%s: the shape of output '%s' cannot be inferred from "
+                             "the inputs (%s)" % (name, slot, fmt_shape(shape)))
+        shapes.append(shape)
+    xp = backend.xp_for(ctx)
+    with device_scope(ctx):
+        return [xp.empty(shape, dtype=dtype or np.float32)
+                for shape, dtype in zip(shapes, out_types)]
+
+
+def _write_out(name: str, results: list, out):
+    targets = list(out) if isinstance(out, (list, tuple)) else [out]
+    if len(targets) != len(results):
+        raise BindError("mx.nd.%s gives %d outputs but out= holds %d"
+                         % (name, len(results), len(targets)))
+    for target, result in zip(targets, results):
+        if tuple(target.shape) != tuple(result.shape):
+            raise ShapeError("mx.nd.%s: out= has shape %s but the result is %s"
+                             % (name, fmt_shape(tuple(target.shape)),
+                                fmt_shape(tuple(result.shape))))
+        target[:] = result
+    return out
+
+
+def op_function(name: str) -> Callable[..., Any]:
+    """The `mx.nd.<name>` function of a registered operator."""
+    def call(*args, **kwargs):
+        return invoke(name, args, kwargs)
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = ("Run operator %s once on NDArrays (minimod.ndarray.imperative); its "
+                    "arguments are those of mx.sym.%s." % (name, name))
+    return call
