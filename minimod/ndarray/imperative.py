@@ -33,10 +33,10 @@ from ..context import Context, current_context
 from ..ops.registry import (
     VariadicOp,
     call_arguments,
+    call_params,
     fmt_shape,
     get_op_class,
     merge_shape,
-    param_text,
 )
 from .ndarray import NDArray, device_scope, wrap
 
@@ -83,8 +83,7 @@ def invoke(name: str, args: tuple, kwargs: dict):
     kwargs.pop("name", None)  # MXNet accepts and ignores a name on imperative calls
     positional, named = call_arguments(cls, args, kwargs, _is_input)
     ctx_param = named.get("ctx")
-    params = {k: param_text(v) for k, v in named.items()
-              if v is not None and not isinstance(v, NDArray)}
+    params = call_params(cls, named, _is_input)
     if issubclass(cls, VariadicOp) and "num_args" not in params:
         params["num_args"] = str(len(positional))
     op = _op(name, tuple(sorted(params.items())))

@@ -1187,3 +1187,79 @@ class ArangeOp(Op):
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         pass
 
+
+
+@dataclasses.dataclass(frozen=True)
+class SmoothL1Attrs:
+    scalar: float = 1.0
+
+
+@register
+class SmoothL1Op(Op):
+    """The smooth L1 (Huber) function with s = scalar**2: out = s * x**2 / 2 where |x| < 1/s,
+    else |x| - 1/(2 s); gradient s * x inside, sign(x) outside (Fast R-CNN's box loss)."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
+    name = "smooth_l1"
+    Attrs = SmoothL1Attrs
+    inplace = ((0, 0),)
+    backward_inputs = (0,)
+    backward_outputs = ()
+
+    def _terms(self, xp, dtype):
+        s = dtype.type(self.attrs.scalar) * dtype.type(self.attrs.scalar)
+        return s, dtype.type(1) / s
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, o = inputs[0], out[0]
+        s, inv = self._terms(xp, o.dtype)
+        inside = xp.abs(x) < inv
+        outer = xp.abs(x) - inv * o.dtype.type(0.5)
+        xp.multiply(x, x, out=o)  # x is read before o is written (o may be x)
+        o *= s * o.dtype.type(0.5)
+        xp.copyto(o, outer, where=~inside)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx = in_grads[0]
+        if dx is None:
+            return
+        x = inputs[0]
+        s, inv = self._terms(xp, dx.dtype)
+        inside = xp.abs(x) < inv
+        xp.sign(x, out=dx)
+        xp.copyto(dx, x * s, where=inside)
+        dx *= out_grads[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class HardSigmoidAttrs:
+    alpha: float = 0.2
+    beta: float = 0.5
+
+
+@register
+class HardSigmoidOp(Op):
+    """out = clip(alpha * x + beta, 0, 1); gradient alpha where 0 < alpha * x + beta < 1."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
+    name = "hard_sigmoid"
+    Attrs = HardSigmoidAttrs
+    inplace = ((0, 0),)
+    backward_inputs = ()
+    backward_outputs = (0,)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        o, t = out[0], out[0].dtype.type
+        xp.multiply(inputs[0], t(self.attrs.alpha), out=o)
+        o += t(self.attrs.beta)
+        xp.clip(o, t(0), t(1), out=o)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx = in_grads[0]
+        if dx is None:
+            return
+        y, t = outputs[0], dx.dtype.type
+        xp.multiply(out_grads[0], t(self.attrs.alpha), out=dx)
+        dx *= (y > t(0)) & (y < t(1))

@@ -538,3 +538,67 @@ class SoftmaxCrossEntropy(Op):
         xp.exp(self._log_softmax(xp, x), out=g)
         g[xp.arange(x.shape[0]), label.astype(xp.int64)] -= 1
         g *= out_grads[0].reshape(())
+
+
+# ----------------------------------------------------------------------------- SVMOutput
+
+@dataclasses.dataclass(frozen=True)
+class SVMOutputAttrs:
+    margin: float = 1.0
+    regularization_coefficient: float = 1.0
+    use_linear: bool = False
+
+
+@register
+class SVMOutput(Op):
+    """A multi-class hinge-loss head: out = data (N, K, or (N, ...) taken as (N, K)); label
+    (N,) holds class indices. The gradient, with m = margin and c =
+    regularization_coefficient, for the label's class y: -c where x_y < m (use_linear, the
+    L1-SVM) or -2c (m - x_y) there (the L2-SVM); for every other class j: c where x_j > -m,
+    or 2c (m + x_j) there; 0 elsewhere. Neither batch size nor head gradient scales it."""
+
+    name = "SVMOutput"
+    Attrs = SVMOutputAttrs
+    ARGUMENTS = ("data", "label")
+    needs_out_grad = False
+    backward_inputs = (1,)
+    backward_outputs = (0,)
+
+    def infer_shape(self, in_shapes, out_shapes):
+        self.same_shape(in_shapes, out_shapes, in_idx=(0,))
+        data = in_shapes[0]
+        if data is not None:
+            if len(data) < 2:
+                raise ShapeError("input 'data' has shape %s but SVMOutput needs (N, K)"
+                                 % fmt_shape(data))
+            self.set_in(in_shapes, 1, (data[0],), "data %s" % fmt_shape(data))
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        xp.copyto(out[0], inputs[0])
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        g = in_grads[0]
+        if len(in_grads) > 1 and in_grads[1] is not None:
+            in_grads[1].fill(0)
+        if g is None:
+            return
+        x = outputs[0].reshape(outputs[0].shape[0], -1)
+        g2 = g.reshape(x.shape)
+        t = g.dtype.type
+        m, c = t(self.attrs.margin), t(self.attrs.regularization_coefficient)
+        label = inputs[1].reshape(-1).astype("int64")
+        if label.size and (int(label.min()) < 0 or int(label.max()) >= x.shape[1]):
+            raise ShapeError("SVMOutput: labels must lie in [0, %d), got %s to %s"
+                             % (x.shape[1], label.min(), label.max()))
+        rows = xp.arange(x.shape[0])
+        target = x[rows, label]
+        # every class as "other" first, then the label's own entry
+        if self.attrs.use_linear:
+            xp.multiply(x > -m, c, out=g2)
+            g2[rows, label] = -c * (target < m)
+        else:
+            xp.add(x, m, out=g2)
+            g2 *= t(2) * c
+            g2 *= x > -m
+            g2[rows, label] = -(t(2) * c) * (m - target) * (target < m)

@@ -26,7 +26,7 @@ from typing import Literal, Optional
 from .. import backend
 from ..base import OpParamError, ShapeError
 from .layout import BatchLastMixin
-from .registry import Op, fmt_shape, register
+from .registry import Op, VariadicOp, fmt_shape, register
 from .scratch import _arange, _const, _plain_numpy, _ScratchMixin, _sum
 
 __all__ = [
@@ -2174,3 +2174,260 @@ class InstanceNorm(Op):
         if in_grads[0] is not None:
             in_grads[0][...] = _normalise_backward(xp, g * _bias_view(gamma, x.ndim), xhat,
                                                    outputs[2], axes)
+
+
+@register
+class Softmin(Softmax):
+    """softmax(-x / temperature) along `axis` (the smallest entries weigh most); out has the
+    shape of data. With use_length, as softmax."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
+    name = "softmin"
+    SIGNATURE_INPUTS = ("data",)  # MXNet's frontend names no length input for softmin
+
+    def _scaled(self, x):
+        t = self.attrs.temperature
+        return -x if t is None or t == 1 else x / -t
+
+
+# ----------------------------------------------------------------------------- L2Normalization
+
+@dataclasses.dataclass(frozen=True)
+class L2NormalizationAttrs:
+    eps: float = 1e-10
+    mode: Literal["instance", "channel", "spatial"] = "instance"
+
+
+@register
+class L2Normalization(Op):
+    """out = x / sqrt(sum(x**2) + eps), the sum taken per sample over every other axis
+    ('instance'), over the channels at each position ('channel') or over each channel's
+    positions ('spatial'). The hidden output `norm` holds the divisor: (N,), data's shape
+    without the channel axis, or (N, C)."""
+
+    name = "L2Normalization"
+    Attrs = L2NormalizationAttrs
+    OUTPUTS = ("output", "norm")
+    backward_inputs = ()
+    backward_outputs = (0, 1)
+
+    def num_visible_outputs(self) -> int:
+        return 1
+
+    def _axes(self, ndim: int) -> tuple:
+        mode = self.attrs.mode
+        if mode == "instance":
+            return tuple(range(1, ndim))
+        return (1,) if mode == "channel" else tuple(range(2, ndim))
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        self.same_shape(in_shapes, out_shapes, in_idx=[0], out_idx=[0])
+        data = in_shapes[0]
+        if data is None:
+            return in_shapes, out_shapes
+        need = 2 if self.attrs.mode == "instance" else 3
+        if len(data) < need:
+            raise ShapeError("input 'data' has shape %s but L2Normalization mode='%s' needs "
+                             "%d or more dims" % (fmt_shape(data), self.attrs.mode, need))
+        axes = self._axes(len(data))
+        self.set_out(out_shapes, 1, tuple(d for i, d in enumerate(data) if i not in axes),
+                     "data %s" % fmt_shape(data))
+        return in_shapes, out_shapes
+
+    def _kept(self, norm, ndim: int):
+        """norm with the reduced axes back as 1s, to broadcast against data."""
+        axes, dims = self._axes(ndim), iter(norm.shape)
+        return norm.reshape([1 if i in axes else next(dims) for i in range(ndim)])
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, y, norm = inputs[0], out[0], out[1]
+        axes = self._axes(x.ndim)
+        kept = self._kept(norm, x.ndim)
+        xp.sum(x * x, axis=axes, keepdims=True, out=kept)
+        kept += kept.dtype.type(self.attrs.eps)
+        xp.sqrt(kept, out=kept)
+        xp.divide(x, kept, out=y)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx = in_grads[0]
+        if dx is None:
+            return
+        y, g = outputs[0], out_grads[0]
+        axes = self._axes(y.ndim)
+        dot = (g * y).sum(axis=axes, keepdims=True)
+        xp.multiply(y, dot, out=dx)
+        xp.subtract(g, dx, out=dx)
+        dx /= self._kept(outputs[1], y.ndim)
+
+
+# ----------------------------------------------------------------------------- GroupNorm
+
+@dataclasses.dataclass(frozen=True)
+class GroupNormAttrs:
+    num_groups: int = 1
+    eps: float = 1e-5
+    output_mean_var: bool = False
+
+
+@register
+class GroupNorm(Op):
+    """Normalise each group of num_groups channel groups per sample over its channels and
+    positions, then scale and shift per group: data (N, C, ...), gamma and beta
+    (num_groups,), as in MXNet 1.9.1. The outputs `mean` and `std` (= sqrt(var + eps)) are
+    (N, num_groups) and visible only with output_mean_var."""
+
+    name = "GroupNorm"
+    Attrs = GroupNormAttrs
+    ARGUMENTS = ("data", "gamma", "beta")
+    OUTPUTS = ("output", "mean", "std")
+    backward_inputs = (0, 1)
+    backward_outputs = (1, 2)
+
+    def num_visible_outputs(self) -> int:
+        return 3 if self.attrs.output_mean_var else 1
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        self.same_shape(in_shapes, out_shapes, in_idx=[0], out_idx=[0])
+        data, groups = in_shapes[0], self.attrs.num_groups
+        if data is None:
+            return in_shapes, out_shapes
+        if len(data) < 2 or (data[1] is not None and data[1] % groups):
+            raise ShapeError("input 'data' has shape %s but GroupNorm needs (N, C, ...) with C "
+                             "divisible by num_groups=%d" % (fmt_shape(data), groups))
+        why = "num_groups=%d" % groups
+        self.set_in(in_shapes, 1, (groups,), why)
+        self.set_in(in_shapes, 2, (groups,), why)
+        self.set_out(out_shapes, 1, (data[0], groups), why)
+        self.set_out(out_shapes, 2, (data[0], groups), why)
+        return in_shapes, out_shapes
+
+    def _grouped(self, x):
+        return x.reshape(x.shape[0], self.attrs.num_groups, -1)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, gamma, beta = inputs
+        xg, mean, std = self._grouped(x), out[1], out[2]
+        mean[...] = xg.mean(axis=2)
+        std[...] = xp.sqrt(xg.var(axis=2) + self.attrs.eps)
+        y = self._grouped(out[0])
+        xp.subtract(xg, mean[:, :, None], out=y)
+        y /= std[:, :, None]
+        y *= gamma[:, None]
+        y += beta[:, None]
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        x, gamma = inputs[0], inputs[1]
+        g = self._grouped(out_grads[0])
+        mean, std = outputs[1][:, :, None], outputs[2][:, :, None]
+        xhat = (self._grouped(x) - mean) / std
+        _write(xp, in_grads[1], (g * xhat).sum(axis=(0, 2)))
+        _write(xp, in_grads[2], g.sum(axis=(0, 2)))
+        if in_grads[0] is not None:
+            self._grouped(in_grads[0])[...] = _normalise_backward(
+                xp, g * gamma[:, None], xhat, 1 / std, (2,))
+
+
+# ----------------------------------------------------------------------------- UpSampling
+
+@dataclasses.dataclass(frozen=True)
+class UpSamplingAttrs:
+    scale: int
+    sample_type: Literal["nearest", "bilinear"]  # required, as in MXNet
+    num_filter: int = 0
+    multi_input_mode: Literal["concat", "sum"] = "concat"
+    num_args: int = 1
+    workspace: int = 512
+
+
+@register
+class UpSampling(VariadicOp):
+    """Enlarge NCHW feature maps by an integer `scale`.
+
+    'nearest': each of the num_args inputs (arg0, arg1, ...) is repeated up to arg0's size
+    times scale (so input i needs an integer factor scale * H0 / Hi), and the results are
+    concatenated along the channels or summed ('multi_input_mode'); the gradient sums each
+    block back. 'bilinear': one input `data` and a learnt `weight` of shape (C, 1, k, k),
+    k = 2 * scale - scale % 2 (initialise it with mx.init.Bilinear): the per-channel
+    transposed convolution MXNet runs for it, stride scale, pad ceil((scale - 1) / 2),
+    num_filter = num_group = C.
+    """
+
+    name = "UpSampling"
+    Attrs = UpSamplingAttrs
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        a = self.attrs
+        if a.scale < 1:
+            raise OpParamError("operator UpSampling: scale must be >= 1, got %d" % a.scale)
+        self._deconv = None
+        if a.sample_type == "bilinear":
+            if a.num_filter < 1:
+                raise OpParamError("operator UpSampling: sample_type='bilinear' needs "
+                                   "num_filter (the channels)")
+            k = 2 * a.scale - a.scale % 2
+            pad = math.ceil((a.scale - 1) / 2)
+            self._deconv = Deconvolution(dict(
+                kernel=(k, k), stride=(a.scale, a.scale), pad=(pad, pad),
+                num_filter=a.num_filter, num_group=a.num_filter, no_bias=True))
+            self._args = ["data", "weight"]
+            self.backward_inputs = self._deconv.backward_inputs
+            self.backward_outputs = self._deconv.backward_outputs
+        else:
+            self.backward_outputs = ()
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        if self._deconv is not None:
+            return self._deconv.infer_shape(in_shapes, out_shapes)
+        first, scale = in_shapes[0], self.attrs.scale
+        if first is None or any(s is None for s in in_shapes):
+            return in_shapes, out_shapes
+        for i, shape in enumerate(in_shapes):
+            if len(shape) != 4 or shape[0] != first[0] or (first[2] * scale) % shape[2] or \
+                    (first[3] * scale) % shape[3] or first[2] * shape[3] != first[3] * shape[2]:
+                raise ShapeError("input 'arg%d' has shape %s but UpSampling needs NCHW inputs "
+                                 "that integer factors enlarge to arg0's %s times scale=%d"
+                                 % (i, fmt_shape(shape), fmt_shape(first), scale))
+        channels = [shape[1] for shape in in_shapes]
+        if self.attrs.multi_input_mode == "sum" and len(set(channels)) > 1:
+            raise ShapeError("UpSampling multi_input_mode='sum' needs inputs with one channel "
+                             "count, got %s" % channels)
+        c = channels[0] if self.attrs.multi_input_mode == "sum" else sum(channels)
+        self.set_out(out_shapes, 0, (first[0], c, first[2] * scale, first[3] * scale))
+        return in_shapes, out_shapes
+
+    @staticmethod
+    def _blocks(part, shape):
+        """`part` of the output (a view) as (N, C, H, f, W, f) over an input of `shape`."""
+        f = part.shape[2] // shape[2]
+        return part.reshape(shape[0], shape[1], shape[2], f, shape[3], f)
+
+    def _parts(self, out, inputs):
+        """Per input, the part of the output it fills (its channels in 'concat' mode)."""
+        if self.attrs.multi_input_mode == "sum":
+            return [out] * len(inputs)
+        bounds = list(itertools.accumulate(x.shape[1] for x in inputs))
+        return [out[:, hi - x.shape[1]:hi] for x, hi in zip(inputs, bounds)]
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        if self._deconv is not None:
+            self._deconv.forward(xp, inputs, aux, out, is_train)
+            return
+        summing = self.attrs.multi_input_mode == "sum" and len(inputs) > 1
+        if summing:
+            out[0].fill(0)
+        for x, part in zip(inputs, self._parts(out[0], inputs)):
+            blocks = self._blocks(part, x.shape)
+            if summing:
+                blocks += x[:, :, :, None, :, None]
+            else:
+                blocks[...] = x[:, :, :, None, :, None]
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if self._deconv is not None:
+            self._deconv.backward(xp, out_grads, inputs, outputs, in_grads, aux)
+            return
+        for x, part, dx in zip(inputs, self._parts(out_grads[0], inputs), in_grads):
+            if dx is not None:
+                xp.sum(self._blocks(part, x.shape), axis=(3, 5), out=dx)

@@ -17,6 +17,7 @@ Outputs and gradient arrays are C-contiguous, so `reshape` of them is a view usa
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Literal, Optional
 
 from .. import backend
@@ -486,6 +487,114 @@ class TopkOp(Op):
             target, positions = dx, outputs[1].astype("int64")
         where = _along_axis(xp, positions, axis)
         target[where] = out_grads[0].reshape(positions.shape)
+
+
+@dataclasses.dataclass(frozen=True)
+class SortAttrs:
+    axis: Optional[int] = -1
+    is_ascend: bool = True
+
+
+@register
+class SortOp(Op):
+    """data sorted along `axis` (None: the flattened data), ascending or descending; equal
+    entries keep their order. The hidden output holds the positions the values came from,
+    and the gradient goes back to them."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
+    name = "sort"
+    Attrs = SortAttrs
+    OUTPUTS = ("output0", "output1")
+    backward_inputs = ()
+    backward_outputs = (1,)
+
+    def num_visible_outputs(self) -> int:
+        return 1
+
+    def output_names(self, node_name: str) -> list:
+        return ["%s_output0" % node_name]  # MXNet's name for the lone visible output
+
+    def _axis(self, shape) -> Optional[int]:
+        return None if self.attrs.axis is None else _normalize_axis(self.attrs.axis, len(shape),
+                                                                    shape)
+
+    def infer_shape(self, in_shapes, out_shapes):
+        data = in_shapes[0]
+        if data is not None:
+            shape = (_prod_or_none(data),) if self.attrs.axis is None else data
+            if self.attrs.axis is not None:
+                self._axis(data)
+            self.set_out(out_shapes, 0, shape)
+            self.set_out(out_shapes, 1, shape)
+        return in_shapes, out_shapes
+
+    def infer_type(self, in_types, out_types):
+        return list(in_types), [in_types[0], elemwise.dtype_of("float32")]
+
+    def _order(self, xp, x):
+        """(x, flattened when axis is None; the axis; the sorting positions along it)."""
+        axis = self._axis(x.shape)
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        keys = x if self.attrs.is_ascend else -x
+        return x, axis, xp.argsort(keys, axis=axis, kind="stable")
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, axis, order = self._order(xp, inputs[0])
+        out[0][...] = x[_along_axis(xp, order, axis)].reshape(out[0].shape)
+        xp.copyto(out[1], order.reshape(out[1].shape), casting="unsafe")
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx = in_grads[0]
+        if dx is None:
+            return
+        axis = self._axis(dx.shape)
+        target = dx.reshape(-1) if axis is None else dx
+        positions = outputs[1].astype("int64")
+        dx.fill(0)
+        target[_along_axis(xp, positions, 0 if axis is None else axis)] = out_grads[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgsortAttrs:
+    axis: Optional[int] = -1
+    is_ascend: bool = True
+    dtype: Literal["float16", "float32", "float64", "int32", "int64", "uint8"] = "float32"
+
+
+@register
+class ArgsortOp(SortOp):
+    """The positions that sort data along `axis` (None: the flattened data), in `dtype`;
+    equal entries keep their order. No gradient."""
+
+    name = "argsort"
+    Attrs = ArgsortAttrs
+    OUTPUTS = ("output",)
+    backward_outputs = ()
+    no_gradient = True
+
+    def output_names(self, node_name: str) -> list:
+        return ["%s_output" % node_name]
+
+    def infer_shape(self, in_shapes, out_shapes):
+        in_shapes, out_shapes = super().infer_shape(in_shapes, out_shapes + [None])
+        return in_shapes, out_shapes[:1]
+
+    def infer_type(self, in_types, out_types):
+        return list(in_types), [elemwise.dtype_of(self.attrs.dtype)]
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        _, _, order = self._order(xp, inputs[0])
+        xp.copyto(out[0], order.reshape(out[0].shape), casting="unsafe")
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            in_grads[0].fill(0)
+
+
+def _prod_or_none(shape) -> Optional[int]:
+    return None if any(d is None for d in shape) else math.prod(shape)
 
 
 def _along_axis(xp, idx, axis: int) -> tuple:

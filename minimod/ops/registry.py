@@ -39,7 +39,7 @@ from ..base import DTypeError, GraphError, OpParamError, ShapeError
 __all__ = [
     "Op", "VariadicOp", "register", "get_op_class", "create_op", "list_ops", "canonical_name",
     "Shape", "merge_shape", "shape_is_known", "NoAttrs", "parse_value", "call_arguments",
-    "param_text",
+    "param_text", "call_params",
 ]
 
 Shape = Optional[tuple]
@@ -423,14 +423,30 @@ def param_text(value: Any) -> str:
     return str(value)
 
 
+def call_params(op_cls, named: Mapping[str, Any], is_input) -> dict:
+    """The parameters among a call's named arguments (`call_arguments`), as text. None is
+    passed on as "None" where the parameter may be None (topk's axis=None: the flattened
+    data, as MXNet's frontends pass it) and means "not given" elsewhere."""
+    fields = {} if op_cls.Attrs is NoAttrs else _attrs_fields(op_cls.Attrs)
+    params = {}
+    for key, value in named.items():
+        if is_input(value):
+            continue
+        if value is None:
+            if key not in fields or not _strip_optional(fields[key])[1]:
+                continue
+        params[key] = param_text(value)
+    return params
+
+
 def call_arguments(op_cls, args: Sequence, kwargs: Mapping[str, Any], is_input) -> tuple:
     """Sort the arguments of a call `mx.sym.<op>(*args, **kwargs)` (or `mx.nd.<op>`) as
     MXNet's frontend does: returns (inputs of a variadic op, in order; every other argument by
     name). A list or tuple of inputs counts as that many positional arguments. Positional
     arguments of a variadic op (Concat, add_n) are all inputs; for the others they follow
     `call_signature()`, inputs first, then parameters, so `clip(x, 0, 1)` is
-    `clip(x, a_min=0, a_max=1)`. A positional None means "not given". `is_input(value)` tells
-    an input (a Symbol, an NDArray) from a parameter value."""
+    `clip(x, a_min=0, a_max=1)`. A positional None input means "not given". `is_input(value)`
+    tells an input (a Symbol, an NDArray) from a parameter value."""
     flat = []
     for a in args:
         if isinstance(a, (list, tuple)) and a and all(map(is_input, a)):
@@ -450,11 +466,11 @@ def call_arguments(op_cls, args: Sequence, kwargs: Mapping[str, Any], is_input) 
                         % (op_cls.name, len(order), ", ".join(order), len(flat)))
     named = dict(kwargs)
     for i, (key, value) in enumerate(zip(order, flat)):
-        if value is None:
-            continue
+        if value is None and (i < len(inputs) or key in named):
+            continue  # an input not given; a parameter None goes on to `call_params`
         if key in named:
             raise TypeError("%s got multiple values for '%s'" % (op_cls.name, key))
-        if (i < len(inputs)) != bool(is_input(value)):
+        if value is not None and (i < len(inputs)) != bool(is_input(value)):
             raise TypeError("%s: positional argument %d is its %s '%s', got %s"
                             % (op_cls.name, i, "input" if i < len(inputs) else "parameter",
                                key, type(value).__name__))

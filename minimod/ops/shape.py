@@ -1228,3 +1228,185 @@ class SequenceReverse(_SequenceOp):
         if len(in_grads) > 1 and in_grads[1] is not None:
             in_grads[1].fill(0)
 
+
+
+# ----------------------------------------------------------------------------- Crop, slice_like
+
+@dataclasses.dataclass(frozen=True)
+class CropAttrs:
+    num_args: int
+    offset: tuple[int, ...] = (0, 0)
+    h_w: tuple[int, ...] = (0, 0)
+    center_crop: bool = False
+
+
+@register
+class Crop(VariadicOp):
+    """Cut an (h, w) window out of NCHW `arg0`: the size of `arg1`'s last two dims when
+    num_args=2, else `h_w`; at `offset` (y, x) or, with center_crop, centred (rounding the
+    offsets down). The gradient of arg0 is the head gradient in the window and 0 outside;
+    arg1 only gives its shape and gets a zero gradient (FCN's skip connections)."""
+
+    name = "Crop"
+    Attrs = CropAttrs
+    backward_inputs = ()
+    backward_outputs = ()
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        a = self.attrs
+        if a.num_args not in (1, 2) or len(a.offset) != 2 or len(a.h_w) != 2:
+            raise OpParamError("operator Crop: num_args must be 1 or 2 and offset, h_w pairs, "
+                               "got num_args=%d offset=%s h_w=%s" % (a.num_args, a.offset, a.h_w))
+
+    def _window(self, data, like) -> Optional[tuple]:
+        """(y0, x0, h, w), or None while a needed dim is unknown."""
+        a = self.attrs
+        h, w = (like[2], like[3]) if a.num_args == 2 else a.h_w
+        if None in (h, w, data[2], data[3]):
+            return None
+        if a.center_crop:
+            y0, x0 = (data[2] - h) // 2, (data[3] - w) // 2
+        else:
+            y0, x0 = a.offset
+        if h < 1 or w < 1 or y0 < 0 or x0 < 0 or y0 + h > data[2] or x0 + w > data[3]:
+            raise ShapeError("input 'arg0' has shape %s, too small for a %dx%d crop at offset "
+                             "(%d, %d)" % (fmt_shape(data), h, w, y0, x0))
+        return y0, x0, h, w
+
+    def infer_shape(self, in_shapes, out_shapes):
+        data = in_shapes[0]
+        like = in_shapes[1] if self.attrs.num_args == 2 else None
+        if data is None or (self.attrs.num_args == 2 and like is None):
+            return in_shapes, out_shapes
+        for slot, shape in (("arg0", data), ("arg1", like)):
+            if shape is not None and len(shape) != 4:
+                raise ShapeError("input '%s' has shape %s but Crop needs NCHW" % (slot,
+                                                                                 fmt_shape(shape)))
+        window = self._window(data, like)
+        if window is not None:
+            self.set_out(out_shapes, 0, (data[0], data[1], window[2], window[3]))
+        return in_shapes, out_shapes
+
+    def _index(self, data_shape, out_shape) -> tuple:
+        y0, x0, h, w = self._window(data_shape, out_shape)
+        return (slice(None), slice(None), slice(y0, y0 + h), slice(x0, x0 + w))
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        out[0][...] = inputs[0][self._index(inputs[0].shape, out[0].shape)]
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx, g = in_grads[0], out_grads[0]
+        if dx is not None:
+            dx.fill(0)
+            dx[self._index(dx.shape, g.shape)] = g
+        for extra in in_grads[1:]:
+            if extra is not None:
+                extra.fill(0)
+
+
+@dataclasses.dataclass(frozen=True)
+class SliceLikeAttrs:
+    axes: tuple[int, ...] = ()
+
+
+@register
+class SliceLike(Op):
+    """data[:n0, :n1, ...] cut to shape_like's size along `axes` (every axis when empty; the
+    two inputs then have one rank). Gradient: the head's in the slice, 0 elsewhere; shape_like
+    gets 0."""
+
+    name = "slice_like"
+    Attrs = SliceLikeAttrs
+    ARGUMENTS = ("data", "shape_like")
+    backward_inputs = ()
+    backward_outputs = ()
+
+    def _axes(self, data, like) -> tuple:
+        if not self.attrs.axes:
+            if len(data) != len(like):
+                raise ShapeError("inputs 'data' %s and 'shape_like' %s differ in rank; give "
+                                 "slice_like the axes to cut" % (fmt_shape(data),
+                                                                 fmt_shape(like)))
+            return tuple(range(len(data)))
+        axes = []
+        for axis in self.attrs.axes:
+            a = axis + len(data) if axis < 0 else axis
+            if not (0 <= a < len(data) and a < len(like)):
+                raise ShapeError("slice_like axis %d is out of range for data %s and "
+                                 "shape_like %s" % (axis, fmt_shape(data), fmt_shape(like)))
+            axes.append(a)
+        return tuple(axes)
+
+    def infer_shape(self, in_shapes, out_shapes):
+        data, like = in_shapes
+        if data is None or like is None:
+            return in_shapes, out_shapes
+        shape = list(data)
+        for a in self._axes(data, like):
+            if like[a] is not None and data[a] is not None and like[a] > data[a]:
+                raise ShapeError("input 'shape_like' %s is larger than 'data' %s on axis %d"
+                                 % (fmt_shape(like), fmt_shape(data), a))
+            shape[a] = like[a]
+        self.set_out(out_shapes, 0, tuple(shape))
+        return in_shapes, out_shapes
+
+    @staticmethod
+    def _index(out_shape) -> tuple:
+        return tuple(slice(0, n) for n in out_shape)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        out[0][...] = inputs[0][self._index(out[0].shape)]
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx, g = in_grads[0], out_grads[0]
+        if dx is not None:
+            dx.fill(0)
+            dx[self._index(g.shape)] = g
+        if in_grads[1] is not None:
+            in_grads[1].fill(0)
+
+
+class _ShapeInfo(Op):
+    """Base of shape_array / size_array: int64 facts about data's shape; no gradient."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+    backward_inputs = ()
+    backward_outputs = ()
+    no_gradient = True
+
+    def infer_type(self, in_types, out_types):
+        return list(in_types), ["int64"]
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            in_grads[0].fill(0)
+
+
+@register
+class ShapeArray(_ShapeInfo):
+    """out = data's shape as a 1-D int64 array."""
+
+    name = "shape_array"
+
+    def infer_shape(self, in_shapes, out_shapes):
+        if in_shapes[0] is not None:
+            self.set_out(out_shapes, 0, (len(in_shapes[0]),))
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        out[0][...] = xp.asarray(inputs[0].shape, dtype=out[0].dtype)
+
+
+@register
+class SizeArray(_ShapeInfo):
+    """out = data's element count as a (1,) int64 array."""
+
+    name = "size_array"
+
+    def infer_shape(self, in_shapes, out_shapes):
+        self.set_out(out_shapes, 0, (1,))
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        out[0].fill(inputs[0].size)

@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..base import MXNetError, ShapeError, atomic_write
-from ..ops.registry import call_arguments, create_op, get_op_class, param_text
+from ..ops.registry import call_arguments, call_params, create_op, get_op_class
 from .graph import Entry, Graph, Node
 from .naming import HIDDEN_KEYS, current_attr_scope, current_name_manager, hidden_key
 
@@ -552,11 +552,7 @@ def make_op_symbol(op_name: str, args: Sequence, kwargs: dict, hint: Optional[st
     positional, kwargs = call_arguments(op_cls, args, kwargs,
                                         lambda v: isinstance(v, Symbol))
     sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-    params = {}
-    for k, v in kwargs.items():
-        if isinstance(v, Symbol) or v is None:
-            continue
-        params[k] = param_text(v)
+    params = call_params(op_cls, kwargs, lambda v: isinstance(v, Symbol))
     if "num_args" in _attrs_field_names(op_cls) and "num_args" not in params:
         params["num_args"] = str(len(positional) + len(sym_kwargs))
     attrs = current_attr_scope().get(attr)
