@@ -49,7 +49,8 @@ def _run_node(graph: Graph, nid: int, table: list, fn_name: str, merge, fmt) -> 
     for is_input, eids, old, new in ((True, in_eids, ins, new_ins), (False, out_eids, outs,
                                                                       new_outs)):
         for pos, (eid, before, after) in enumerate(zip(eids, old, new)):
-            if after is None or after == before:
+            # `is None` first: NumPy reads None as float64, so dtype('float64') == None holds
+            if after is None or (before is not None and after == before):
                 continue
             try:
                 merged = merge(table[eid], after)
@@ -58,7 +59,7 @@ def _run_node(graph: Graph, nid: int, table: list, fn_name: str, merge, fmt) -> 
                 raise err_cls("%s (%s): %s is %s but the operator infers %s"
                               % (node.name, node.op.name, _slot_name(node, pos, is_input),
                                  fmt(table[eid]), fmt(after))) from None
-            if merged != table[eid]:
+            if table[eid] is None or merged != table[eid]:
                 table[eid] = merged
                 changed = True
     return changed

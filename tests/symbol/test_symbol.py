@@ -87,6 +87,20 @@ def test_infer_type_and_cast():
     assert arg_types == [np.float32] * 3 and out_types == [np.float16]
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float16, np.float32])
+def test_infer_type_and_bind_propagate_every_float_type(dtype):
+    """float64 too: NumPy reads None as float64 (`np.dtype('float64') == None` holds), which
+    once kept float64 from spreading to the weights, so binding failed with a dtype clash."""
+    data = mx.sym.Variable("data")
+    net = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=2, name="fc"),
+                            act_type="relu")
+    arg_types, out_types, _ = net.infer_type(data=dtype)
+    assert arg_types == [dtype] * 3 and out_types == [dtype]
+    exe = net.simple_bind(mx.cpu(), data=(2, 3), type_dict={"data": dtype})
+    assert [a.dtype for a in exe.arg_arrays] == [dtype] * 3
+    assert exe.outputs[0].dtype == dtype
+
+
 def test_legacy_json_forms_load():
     legacy = {
         "nodes": [
