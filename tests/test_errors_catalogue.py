@@ -84,6 +84,10 @@ def c_infer_type_conflict():
     (a + b).infer_type(a=np.float32, b=np.float64)
 
 
+def c_custom_unregistered():
+    mx.sym.Custom(mx.sym.Variable("data"), op_type="my_softmax", name="loss")
+
+
 def c_nd_missing_input():
     mx.nd.FullyConnected(mx.nd.ones((3, 5)), num_hidden=4)
 
@@ -333,6 +337,10 @@ CATALOGUE = [
      "Elementwise operands of different shapes (use broadcast_* ops to broadcast)."),
     ("infer-type-conflict", "Symbol", base.DTypeError, c_infer_type_conflict,
      "Inputs of one node with different dtypes (cast one of them)."),
+    ("custom-op-unregistered", "Symbol", base.OpParamError, c_custom_unregistered,
+     "`mx.sym.Custom` (or a JSON file with a Custom node) names an op_type whose "
+     "CustomOpProp was not registered in this process; import the module that registers it "
+     "first."),
     # NDArray operators
     ("nd-missing-input", "NDArray operators", base.BindError, c_nd_missing_input,
      "An operator called imperatively (`mx.nd.<Operator>`) without one of its inputs: unlike "

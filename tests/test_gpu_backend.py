@@ -103,3 +103,33 @@ def test_imperative_operators_run_on_the_inputs_gpu():
     assert [p.context for p in parts] == [mx.gpu(0)] * 2
     np.testing.assert_allclose(parts[1].asnumpy(), np.tanh(host.asnumpy()[:, 2:]),
                                rtol=1e-5, atol=1e-6)
+
+
+@needs_gpu
+def test_custom_operator_on_a_gpu_gets_gpu_ndarrays():
+    """A CustomOp sees its arrays on the executor's GPU, and results it makes on the host (the
+    usual `mx.nd.array(numpy_result)`) are copied into them by assign."""
+    seen = []
+
+    class Square(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            seen.append(in_data[0].context)
+            self.assign(out_data[0], req[0], mx.nd.array(in_data[0].asnumpy() ** 2))
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            self.assign(in_grad[0], req[0], out_grad[0] * in_data[0] * 2)
+
+    @mx.operator.register("gpu_square")
+    class SquareProp(mx.operator.CustomOpProp):
+        def create_operator(self, ctx, in_shapes, in_dtypes):
+            return Square()
+
+    x = mx.sym.var("x")
+    exe = mx.sym.Custom(x, op_type="gpu_square").simple_bind(mx.gpu(0), x=(2, 3))
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    exe.arg_dict["x"][:] = value
+    out = exe.forward(is_train=True)[0]
+    exe.backward(mx.nd.ones((2, 3), ctx=mx.gpu(0)))
+    assert seen == [mx.gpu(0)]
+    np.testing.assert_allclose(out.asnumpy(), value ** 2)
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), 2 * value)

@@ -90,8 +90,8 @@ def invoke(name: str, args: tuple, kwargs: dict):
     slots = op.arguments() + op.aux_states()
     if positional:
         if len(positional) != len(slots):
-            raise BindError("mx.nd.%s: %d inputs given, num_args says %d"
-                             % (name, len(positional), len(slots)))
+            raise BindError("mx.nd.%s: %d inputs given, the operator takes %d (%s)"
+                            % (name, len(positional), len(slots), ", ".join(slots)))
         arrays = list(positional)
     else:
         unknown = [k for k, v in named.items() if isinstance(v, NDArray) and k not in slots]

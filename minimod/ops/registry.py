@@ -228,6 +228,9 @@ class Op:
     #: (FullyConnected's bias), and the parameters in MXNet's order
     SIGNATURE_INPUTS: ClassVar[Optional[tuple]] = None
     PARAM_ORDER: ClassVar[Optional[tuple]] = None
+    #: True where MXNet's frontend takes `(*data, **kwargs)`: every positional argument is an
+    #: input and parameters come by keyword (Concat, add_n, UpSampling, Custom)
+    VARIADIC_CALL: ClassVar[bool] = False
 
     def __init__(self, attrs: Mapping[str, Any] | None = None):
         self.raw_attrs = dict(attrs or {})
@@ -399,6 +402,8 @@ class VariadicOp(Op):
     The symbol layer fills `num_args` from the number of inputs given, as MXNet's frontend does.
     """
 
+    VARIADIC_CALL = True
+
     def __init__(self, attrs: Mapping[str, Any] | None = None):
         super().__init__(attrs)
         if self.attrs.num_args < 1:
@@ -453,7 +458,7 @@ def call_arguments(op_cls, args: Sequence, kwargs: Mapping[str, Any], is_input) 
             flat.extend(a)
         else:
             flat.append(a)
-    if issubclass(op_cls, VariadicOp):
+    if op_cls.VARIADIC_CALL:
         for a in flat:
             if not is_input(a):
                 raise TypeError("%s: positional arguments are its inputs, got %s; give "
