@@ -44,6 +44,7 @@ so a resumed run matches MXNet, which restarts the counts); a user subclass that
 """
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import json
@@ -396,6 +397,11 @@ class _Builtin(Optimizer):
     def _step(self, index, w, g, state, lr: float, wd: float) -> None:
         raise NotImplementedError
 
+    def _kernel(self, w, g, state, lr: float, wd: float) -> None:
+        """The update of one array as MXNet's `<name>_update` kernel does it: `_step`
+        without the per-index bookkeeping (Adam overrides it to skip its bias correction)."""
+        self._step(None, w, g, state, lr, wd)
+
     def _zeros(self, weight: NDArray, dtype=None) -> NDArray:
         return zeros(weight.shape, weight.context, dtype=dtype or weight.dtype)
 
@@ -439,6 +445,14 @@ class SGD(_Builtin):
 
     def create_state(self, index: Any, weight: NDArray) -> State:
         return self._zeros(weight) if self.momentum != 0.0 else None
+
+    def _kernel(self, w, g, state, lr, wd):
+        """mx.nd.sgd_update rounds as MXNet's single-array kernel (`_sgd_plain`);
+        sgd_mom_update as the step below."""
+        if isinstance(state, NDArray):
+            self._step(None, w, g, state, lr, wd)
+        else:
+            _sgd_plain(self, _xp(w), w, g, lr, wd)
 
     def _step(self, index, w, g, state, lr, wd):
         xp = _xp(w)
@@ -667,10 +681,14 @@ class Adam(_Builtin):
         return (self._zeros(weight), self._zeros(weight))
 
     def _step(self, index, w, g, state, lr, wd):
-        xp = _xp(w)
-        ct = w.dtype.type
         t = self._index_update_count[index]
         lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        self._kernel(w, g, state, lr, wd)
+
+    def _kernel(self, w, g, state, lr, wd):
+        """MXNet's adam_update kernel (no bias correction: `_step` folds it into lr)."""
+        xp = _xp(w)
+        ct = w.dtype.type
         mean, var = state[0]._data, state[1]._data
         grad, tmp = self._tmp(w, 2)
         xp.multiply(g, ct(_f32(self.rescale_grad)), out=grad)
@@ -1739,6 +1757,129 @@ def _fill_state(dst: State, src: State) -> None:
 def get_updater(optimizer: Optimizer) -> Updater:
     """An Updater applying `optimizer` (what Module uses without update on kvstore)."""
     return Updater(optimizer)
+
+
+# ============================================================================ update kernels
+# MXNet exposes its optimizers' kernels as NDArray functions (`mx.nd.sgd_mom_update(weight,
+# grad, mom, lr=..., out=weight)`), which custom Optimizer subclasses call from `update`.
+# Each runs the matching built-in optimizer's step on the arrays: the states are updated in
+# place, the new weight goes to `out` (the weight itself when out=weight, the usual call), or
+# to a new array, leaving the weight alone, when out is not given.
+
+@functools.lru_cache(maxsize=64)
+def _kernel_optimizer(cls, hyper: tuple) -> Optimizer:
+    """One optimizer object per kernel and hyperparameters (it owns the scratch arrays)."""
+    return cls(**dict(hyper))
+
+
+def _run_kernel(name: str, cls, hyper: dict, weight: NDArray, grad: NDArray, states: tuple,
+                lr: float, wd: float, out: NDArray | None, packed: bool = False) -> NDArray:
+    """`cls`'s kernel on these arrays; its state is the one NDArray, or a tuple when there are
+    several or the optimizer keeps even one in a tuple (`packed`: RMSProp)."""
+    for label, arr in (("weight", weight), ("grad", grad)) + tuple(
+            ("state %d" % i, s) for i, s in enumerate(states)):
+        if not isinstance(arr, NDArray):
+            raise TypeError("mx.nd.%s: %s must be an NDArray, got %s"
+                            % (name, label, type(arr).__name__))
+        if arr.shape != weight.shape:
+            raise MXNetError("mx.nd.%s: %s has shape %s but the weight %s"
+                             % (name, label, arr.shape, weight.shape))
+    clip = hyper.get("clip_gradient")
+    hyper = dict(hyper, clip_gradient=None if clip is None or clip < 0 else clip)
+    opt = _kernel_optimizer(cls, tuple(sorted(hyper.items())))
+    target = out if out is weight else weight.copy()
+    state = tuple(states) if packed or len(states) > 1 else (states[0] if states else None)
+    with backend.device_scope(weight.context):
+        opt._kernel(target._data, grad._data, state, lr, wd)
+    if out is None or out is weight:
+        return target
+    out[:] = target
+    return out
+
+
+def sgd_update(weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0,
+               lazy_update=True, out=None, name=None):
+    """w = (1 - lr wd) w - lr clip(rescale_grad grad)."""
+    return _run_kernel("sgd_update", SGD, dict(momentum=0.0, rescale_grad=rescale_grad,
+                                               clip_gradient=clip_gradient),
+                       weight, grad, (), lr, wd, out)
+
+
+def sgd_mom_update(weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
+                   clip_gradient=-1.0, lazy_update=True, out=None, name=None):
+    """mom = momentum mom - lr (clip(rescale_grad grad) + wd w); w += mom."""
+    return _run_kernel("sgd_mom_update", SGD, dict(momentum=momentum, rescale_grad=rescale_grad,
+                                                   clip_gradient=clip_gradient),
+                       weight, grad, (mom,), lr, wd, out)
+
+
+def nag_mom_update(weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
+                   clip_gradient=-1.0, out=None, name=None):
+    """Nesterov momentum (see NAG)."""
+    return _run_kernel("nag_mom_update", NAG, dict(momentum=momentum, rescale_grad=rescale_grad,
+                                                   clip_gradient=clip_gradient),
+                       weight, grad, (mom,), lr, wd, out)
+
+
+def adam_update(weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8, wd=0.0,
+                rescale_grad=1.0, clip_gradient=-1.0, lazy_update=True, out=None, name=None):
+    """Adam's moments and step without bias correction (Adam folds that into lr)."""
+    return _run_kernel("adam_update", Adam, dict(beta1=beta1, beta2=beta2, epsilon=epsilon,
+                                                 rescale_grad=rescale_grad,
+                                                 clip_gradient=clip_gradient),
+                       weight, grad, (mean, var), lr, wd, out)
+
+
+def rmsprop_update(weight, grad, n, lr, gamma1=0.95, epsilon=1e-8, wd=0.0, rescale_grad=1.0,
+                   clip_gradient=-1.0, clip_weights=-1.0, out=None, name=None):
+    """Tieleman and Hinton's RMSProp (see RMSProp)."""
+    return _run_kernel("rmsprop_update", RMSProp, dict(
+        gamma1=gamma1, epsilon=epsilon, rescale_grad=rescale_grad, clip_gradient=clip_gradient,
+        clip_weights=None if clip_weights < 0 else clip_weights), weight, grad, (n,), lr, wd, out,
+        packed=True)
+
+
+def rmspropalex_update(weight, grad, n, g, delta, lr, gamma1=0.95, gamma2=0.9, epsilon=1e-8,
+                       wd=0.0, rescale_grad=1.0, clip_gradient=-1.0, clip_weights=-1.0,
+                       out=None, name=None):
+    """Graves' centered RMSProp (see RMSProp with centered=True)."""
+    return _run_kernel("rmspropalex_update", RMSProp, dict(
+        gamma1=gamma1, gamma2=gamma2, epsilon=epsilon, centered=True,
+        rescale_grad=rescale_grad, clip_gradient=clip_gradient,
+        clip_weights=None if clip_weights < 0 else clip_weights),
+        weight, grad, (n, g, delta), lr, wd, out)
+
+
+def signsgd_update(weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0, out=None,
+                   name=None):
+    """w = (1 - lr wd) w - lr sign(clip(rescale_grad grad))."""
+    return _run_kernel("signsgd_update", Signum, dict(momentum=0.0, rescale_grad=rescale_grad,
+                                                      clip_gradient=clip_gradient),
+                       weight, grad, (), lr, wd, out)
+
+
+def signum_update(weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
+                  clip_gradient=-1.0, wd_lh=0.0, out=None, name=None):
+    """Signum (see Signum)."""
+    return _run_kernel("signum_update", Signum, dict(momentum=momentum, wd_lh=wd_lh,
+                                                     rescale_grad=rescale_grad,
+                                                     clip_gradient=clip_gradient),
+                       weight, grad, (mom,), lr, wd, out)
+
+
+def ftrl_update(weight, grad, z, n, lr, lamda1=0.01, beta=1.0, wd=0.0, rescale_grad=1.0,
+                clip_gradient=-1.0, out=None, name=None):
+    """FTRL-proximal (see Ftrl)."""
+    return _run_kernel("ftrl_update", Ftrl, dict(lamda1=lamda1, beta=beta,
+                                                 rescale_grad=rescale_grad,
+                                                 clip_gradient=clip_gradient),
+                       weight, grad, (z, n), lr, wd, out)
+
+
+#: the kernels `mx.nd` serves under their MXNet names
+UPDATE_KERNELS = {f.__name__: f for f in (
+    sgd_update, sgd_mom_update, nag_mom_update, adam_update, rmsprop_update,
+    rmspropalex_update, signsgd_update, signum_update, ftrl_update)}
 
 
 # MXNet code imports `mx.optimizer.optimizer`; one module serves both names.

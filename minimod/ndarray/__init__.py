@@ -2,7 +2,8 @@
 
 Every registered operator without a hand-written routine of the same name is available too,
 run imperatively (`mx.nd.Activation`, `mx.nd.FullyConnected`, `mx.nd.broadcast_equal`; see
-`imperative.py`), and MXNet's private names under `mx.nd._internal`.
+`imperative.py`), and MXNet's private names under `mx.nd._internal`. The optimizers' update
+kernels (`mx.nd.sgd_mom_update` ...) come from `minimod.optimizer`.
 """
 from . import imperative, random, routines, serialization
 from .ndarray import NDArray, arange, array, empty, full, normalize_dtype, ones, waitall, zeros
@@ -17,8 +18,18 @@ __all__ = [
 ] + [name for name in _routine_names if name != "METHODS"]
 
 
+_UPDATE_KERNELS = frozenset((
+    "sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "rmsprop_update",
+    "rmspropalex_update", "signsgd_update", "signum_update", "ftrl_update"))
+
+
 def __getattr__(name: str):
     from ..ops.registry import list_ops
+    if name in _UPDATE_KERNELS:  # the optimizers' kernels live with the optimizers
+        from .. import optimizer
+        fn = optimizer.UPDATE_KERNELS[name]
+        globals()[name] = fn
+        return fn
     if not name.startswith("_") and name in list_ops():
         fn = imperative.op_function(name)
         globals()[name] = fn
