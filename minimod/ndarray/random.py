@@ -17,10 +17,14 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from .. import backend
+from ..ops.random import PARAMETERS
 from ..context import Context, current_context
 from .ndarray import NDArray, as_backend_operand, device_scope, normalize_dtype, wrap
 
-__all__ = ["normal", "randint", "shuffle", "uniform"]
+__all__ = ["normal", "randint", "shuffle", "uniform", "randn", "exponential", "gamma", "poisson",
+           "negative_binomial", "generalized_negative_binomial", "uniform_like", "normal_like",
+           "exponential_like", "gamma_like", "poisson_like", "negative_binomial_like",
+           "generalized_negative_binomial_like"]
 
 ShapeArg = Optional[Union[int, Sequence[int]]]
 
@@ -98,3 +102,81 @@ def shuffle(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
         out[:] = wrap(result, data.context)
         return out
     return wrap(result, data.context)
+
+
+def randn(*shape, loc: float | NDArray = 0, scale: float | NDArray = 1, dtype: Any = None,
+          ctx: Context | None = None, out: NDArray | None = None, **_ignored) -> NDArray:
+    """normal(loc, scale) samples of the shape given as positional dimensions."""
+    return normal(loc, scale, shape or None, dtype, ctx, out)
+
+
+# The other distributions run the sampling operators (minimod/ops/random.py) imperatively:
+# `_random_<dist>` for number parameters, `_sample_<dist>` for NDArray ones.
+
+def _via_op(dist: str, params: dict, sample_names: tuple, shape: ShapeArg, dtype: Any,
+            ctx: Context | None, out: NDArray | None) -> NDArray:
+    from .imperative import invoke
+    values = list(params.values())
+    extra = {"dtype": None if dtype is None else np.dtype(normalize_dtype(dtype)).name,
+             "out": out}
+    if any(isinstance(v, NDArray) for v in values):
+        arrays = [v for v in values if isinstance(v, NDArray)]
+        if len(arrays) != len(values):
+            raise TypeError("mx.nd.random.%s: the parameters %s must be all numbers or all "
+                            "NDArrays" % (dist, ", ".join(params)))
+        return invoke("_sample_" + dist, (), dict(extra, shape=_shape_tuple(shape),
+                                                  **dict(zip(sample_names, arrays))))
+    size = _shape_tuple(shape) or (out.shape if out is not None else (1,))
+    return invoke("_random_" + dist, (), dict(extra, shape=size, ctx=ctx, **params))
+
+
+def exponential(scale: float | NDArray = 1, shape: ShapeArg = None, dtype: Any = None,
+                ctx: Context | None = None, out: NDArray | None = None, **_ignored) -> NDArray:
+    """Exponential samples of mean `scale` (rate 1/scale)."""
+    return _via_op("exponential", {"lam": 1.0 / scale}, ("lam",), shape, dtype, ctx, out)
+
+
+def gamma(alpha: float | NDArray = 1, beta: float | NDArray = 1, shape: ShapeArg = None,
+          dtype: Any = None, ctx: Context | None = None, out: NDArray | None = None,
+          **_ignored) -> NDArray:
+    """Gamma samples of shape `alpha` and scale `beta`."""
+    return _via_op("gamma", {"alpha": alpha, "beta": beta}, ("alpha", "beta"), shape, dtype,
+                   ctx, out)
+
+
+def poisson(lam: float | NDArray = 1, shape: ShapeArg = None, dtype: Any = None,
+            ctx: Context | None = None, out: NDArray | None = None, **_ignored) -> NDArray:
+    """Poisson samples of rate `lam`."""
+    return _via_op("poisson", {"lam": lam}, ("lam",), shape, dtype, ctx, out)
+
+
+def negative_binomial(k: float | NDArray = 1, p: float | NDArray = 1, shape: ShapeArg = None,
+                      dtype: Any = None, ctx: Context | None = None,
+                      out: NDArray | None = None, **_ignored) -> NDArray:
+    """Failures before the k-th success of probability p."""
+    return _via_op("negative_binomial", {"k": k, "p": p}, ("k", "p"), shape, dtype, ctx, out)
+
+
+def generalized_negative_binomial(mu: float | NDArray = 1, alpha: float | NDArray = 1,
+                                  shape: ShapeArg = None, dtype: Any = None,
+                                  ctx: Context | None = None, out: NDArray | None = None,
+                                  **_ignored) -> NDArray:
+    """Gamma-Poisson samples of mean `mu` and dispersion `alpha`."""
+    return _via_op("generalized_negative_binomial", {"mu": mu, "alpha": alpha},
+                   ("mu", "alpha"), shape, dtype, ctx, out)
+
+
+def _like(dist: str, names: tuple):
+    def sample_like(data: NDArray, *args, out: NDArray | None = None, **kwargs) -> NDArray:
+        from .imperative import invoke
+        kwargs.pop("name", None)
+        return invoke("_random_%s_like" % dist, (data,),
+                      dict(kwargs, out=out, **dict(zip(names, args))))
+    sample_like.__name__ = sample_like.__qualname__ = "%s_like" % dist
+    sample_like.__doc__ = "Samples of %s(%s) of data's shape and dtype." % (dist,
+                                                                             ", ".join(names))
+    return sample_like
+
+
+for _dist, _names in PARAMETERS.items():  # uniform_like, normal_like, gamma_like, ...
+    globals()[_dist + "_like"] = _like(_dist, _names)

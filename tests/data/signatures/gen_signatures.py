@@ -54,6 +54,23 @@ CALLS = [
 ]
 
 
+# mx.sym.random calls: (function, positional arguments, keyword arguments); "x"/"y" are symbols
+RANDOM_CALLS = [
+    ("uniform", [0, 1], {"shape": (2, 3)}),
+    ("normal", ["x", "y"], {"shape": (2,)}),
+    ("randn", [2, 3], {"loc": 1.0}),
+    ("randint", [0, 5], {"shape": (3,)}),
+    ("exponential", [2.0], {"shape": (3,)}),
+    ("gamma", [2.0, 0.5], {"shape": (4,), "dtype": "float64"}),
+    ("poisson", ["x"], {"shape": (2,)}),
+    ("negative_binomial", [3, 0.4], {"shape": (2,)}),
+    ("generalized_negative_binomial", [2.0, 0.5], {"shape": (2,)}),
+    ("uniform_like", ["x"], {}),
+    ("normal_like", ["x", 1.0, 2.0], {}),
+    ("shuffle", ["x"], {}),
+]
+
+
 def signature(fn) -> dict:
     params = [p for p in inspect.signature(fn).parameters.values()
               if p.name not in ("name", "attr", "out", "kwargs")]
@@ -64,6 +81,8 @@ def signature(fn) -> dict:
 
 
 def op_fn(name):
+    if name.startswith("_random_") and name.endswith("_like"):  # only in mx.sym.random
+        return getattr(mx.sym.random, name[len("_random_"):])
     return getattr(mx.sym, name, None) or getattr(mx.sym._internal, name)
 
 
@@ -81,9 +100,19 @@ def main():
                                         for a in args],
                       "kwargs": kwargs, "node_op": node["op"], "attrs": node.get("attrs", {}),
                       "inputs": [graph["nodes"][e[0]]["name"] for e in node["inputs"]]})
+    random_calls = []
+    for fn, args, kwargs in RANDOM_CALLS:
+        args_sym = [syms[a] if isinstance(a, str) and a in syms else a for a in args]
+        out = getattr(mx.sym.random, fn)(*args_sym, name="node", **kwargs)
+        graph = json.loads(out.tojson())
+        node = graph["nodes"][-1]
+        shapes = out.infer_shape_partial(**{a: (2,) for a in out.list_arguments()})[1]
+        random_calls.append({"fn": fn, "args": args, "kwargs": kwargs, "node_op": node["op"],
+                             "attrs": node.get("attrs", {}), "out_shape": shapes[0],
+                             "inputs": [graph["nodes"][e[0]]["name"] for e in node["inputs"]]})
     with open(os.path.join(HERE, "op_signatures.json"), "w") as f:
-        json.dump({"mxnet": mx.__version__, "ops": ops, "calls": calls}, f, indent=1,
-                  sort_keys=True)
+        json.dump({"mxnet": mx.__version__, "ops": ops, "calls": calls,
+                   "random_calls": random_calls}, f, indent=1, sort_keys=True)
         f.write("\n")
 
 
