@@ -15,9 +15,21 @@ import numpy as np
 
 from . import backend
 from .context import Context
-from .ndarray.random import normal, randint, shuffle, uniform
+from .ndarray.random import (
+    exponential,
+    gamma,
+    generalized_negative_binomial,
+    negative_binomial,
+    normal,
+    poisson,
+    randint,
+    randn,
+    shuffle,
+    uniform,
+)
 
-__all__ = ["normal", "randint", "seed", "shuffle", "uniform"]
+__all__ = ["exponential", "gamma", "generalized_negative_binomial", "negative_binomial",
+           "normal", "poisson", "randint", "randn", "seed", "shuffle", "uniform"]
 
 
 def seed(seed_state: int, ctx: str | Context = "all") -> None:
