@@ -54,6 +54,7 @@ import os
 import pickle
 import struct
 import sys
+import types
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -419,6 +420,18 @@ class _Builtin(Optimizer):
             np_.clip(out, dt(-clip), dt(clip), out=out)
         return out
 
+    def _kernel_grad(self, xp, g, w, wd: float, out, tmp):
+        """out = clip(rescale * g + wd * w) as MXNet's C++ kernels form it (Adam, RMSProp, FTML):
+        float32 hyperparameters in the weight's type; tmp is scratch."""
+        ct = w.dtype.type
+        xp.multiply(g, ct(_f32(self.rescale_grad)), out=out)
+        xp.multiply(w, ct(_f32(wd)), out=tmp)
+        out += tmp
+        if _clip_on(self.clip_gradient):
+            bound = ct(_f32(self.clip_gradient))
+            xp.clip(out, -bound, bound, out=out)
+        return out
+
 
 # ============================================================================ SGD family
 
@@ -691,12 +704,7 @@ class Adam(_Builtin):
         ct = w.dtype.type
         mean, var = state[0]._data, state[1]._data
         grad, tmp = self._tmp(w, 2)
-        xp.multiply(g, ct(_f32(self.rescale_grad)), out=grad)
-        xp.multiply(w, ct(_f32(wd)), out=tmp)
-        grad += tmp
-        if _clip_on(self.clip_gradient):
-            clip = ct(_f32(self.clip_gradient))
-            xp.clip(grad, -clip, clip, out=grad)
+        self._kernel_grad(xp, g, w, wd, grad, tmp)
         b1, b2 = _f32(self.beta1), _f32(self.beta2)
         mean *= ct(b1)
         xp.multiply(grad, ct(_f32(1.0) - b1), out=tmp)
@@ -767,12 +775,7 @@ class RMSProp(_Builtin):
         xp = _xp(w)
         ct = w.dtype.type
         grad, tmp = self._tmp(w, 2)
-        xp.multiply(g, ct(_f32(self.rescale_grad)), out=grad)
-        xp.multiply(w, ct(_f32(wd)), out=tmp)
-        grad += tmp
-        if _clip_on(self.clip_gradient):
-            clip = ct(_f32(self.clip_gradient))
-            xp.clip(grad, -clip, clip, out=grad)
+        self._kernel_grad(xp, g, w, wd, grad, tmp)
         g1 = _f32(self.gamma1)
         keep = ct(_f32(1.0) - g1)
         n = state[0]._data
@@ -1040,6 +1043,146 @@ class Ftrl(_Builtin):
         xp.abs(z, out=sq)
         xp.greater(sq, lam, out=grad, casting="unsafe")
         xp.multiply(tmp, grad, out=w)
+
+
+@register
+class FTML(_Builtin):
+    """Follow the Moving Leader (Zheng & Kwok, 2017): with g = clip(rescale * grad + wd * w)
+    and t the parameter's update count, `v = b2 v + (1-b2) g^2`,
+    `d = (1 - b1^t) / lr * (sqrt(v / (1 - b2^t)) + eps)`,
+    `z = b1 z + (1-b1) g - (d - b1 d_prev) w`, `w = -z / d`. State (d_prev, v, z)."""
+
+    def __init__(self, beta1: float = 0.6, beta2: float = 0.999, epsilon: float = 1e-8,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return (self._zeros(weight), self._zeros(weight), self._zeros(weight))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        t = self._index_update_count[index]
+        b1, b2 = ct(_f32(self.beta1)), ct(_f32(self.beta2))
+        d_prev, v, z = (s._data for s in state)
+        grad, d, tmp = self._tmp(w, 3)
+        self._kernel_grad(xp, g, w, wd, grad, tmp)
+        v *= b2
+        xp.multiply(grad, grad, out=tmp)
+        tmp *= ct(1) - b2
+        v += tmp
+        xp.divide(v, ct(1) - b2 ** t, out=d)
+        xp.sqrt(d, out=d)
+        d += ct(_f32(self.epsilon))
+        d *= (ct(1) - b1 ** t) / ct(_f32(lr))
+        z *= b1
+        xp.multiply(grad, ct(1) - b1, out=tmp)
+        z += tmp
+        xp.multiply(d_prev, b1, out=tmp)
+        xp.subtract(d, tmp, out=tmp)
+        tmp *= w
+        z -= tmp
+        xp.divide(z, d, out=w)
+        xp.negative(w, out=w)
+        d_prev[...] = d
+
+
+@register
+class DCASGD(_Builtin):
+    """Delay-compensated asynchronous SGD (Zheng et al., 2017): with g = clip(rescale * grad),
+    `m = mu m - lr (g + wd w + lamda g^2 (w - w_prev))`, `w_prev = w`, `w += m`. State
+    (momentum or None, w_prev). MXNet 1.9.1 raises for momentum > 0 on arrays of more than
+    one element (it tests the momentum array's truth value); minimod runs the update."""
+
+    def __init__(self, momentum: float = 0.0, lamda: float = 0.04, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.lamda = lamda
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        mom = self._zeros(weight) if self.momentum != 0.0 else None
+        return (mom, weight.copy())
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        previous = state[1]._data
+        grad, step, tmp = self._tmp(w, 3)
+        self._grad_clipped(g, grad, python_clip=True)
+        # MXNet computes this in Python on NDArrays, scalars in the weight's type, in the
+        # order ((g + wd w) + ((lamda g) g)(w - w_prev))
+        xp.multiply(w, ct(wd), out=step)
+        step += grad
+        xp.multiply(grad, ct(self.lamda), out=tmp)
+        tmp *= grad
+        tmp *= w - previous
+        step += tmp
+        step *= ct(-lr)
+        if state[0] is not None:
+            mom = state[0]._data
+            mom *= ct(self.momentum)
+            mom += step
+            step = mom
+        previous[...] = w
+        w += step
+
+
+@register
+class GroupAdaGrad(_Builtin):
+    """AdaGrad with one rate per row of a 2-D weight: with g = clip(rescale * grad),
+    `h += mean(g^2, axis=1)`, `w -= lr g / sqrt(h + eps)`; h (rows, 1) starts at 0. No
+    weight decay, as in MXNet (mx.optimizer.contrib.GroupAdaGrad)."""
+
+    def __init__(self, eps: float = 1e-5, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.float_stable_eps = eps
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        if weight.ndim != 2:
+            raise MXNetError("GroupAdaGrad updates 2-D weights (one rate per row); parameter "
+                             "%r has shape %s" % (self.idx2name.get(index, index), weight.shape))
+        return zeros((weight.shape[0], 1), weight.context, dtype=weight.dtype)
+
+    def _step(self, index, w, g, state, lr, wd):
+        if wd:
+            raise MXNetError("GroupAdaGrad does not support weight decay (wd=%r)" % wd)
+        xp = _xp(w)
+        ct = w.dtype.type
+        history = state._data
+        grad, tmp = self._tmp(w, 2)
+        xp.multiply(g, ct(_f32(self.rescale_grad)), out=grad)
+        if _clip_on(self.clip_gradient):
+            bound = ct(_f32(self.clip_gradient))
+            xp.clip(grad, -bound, bound, out=grad)
+        xp.multiply(grad, grad, out=tmp)
+        history += tmp.mean(axis=1, keepdims=True, dtype=ct)
+        root = xp.sqrt(history + ct(_f32(self.float_stable_eps)))
+        grad *= ct(_f32(lr))  # MXNet's kernel: (lr g) / root
+        xp.divide(grad, root, out=grad)
+        w -= grad
+
+
+@register
+class SGLD(_Builtin):
+    """Stochastic gradient Langevin dynamics (Welling & Teh, 2011): with g = clip(rescale *
+    grad), `w += -lr / 2 (g + wd w) + N(0, lr)` noise from mx.random's generator (so its
+    numbers are minimod's, not MXNet's)."""
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return None
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        grad = self._grad_clipped(g, self._tmp(w, 1)[0], python_clip=True)
+        grad += w * ct(wd)
+        grad *= ct(-lr / 2)
+        noise = backend.rng(xp).normal(0.0, math.sqrt(lr), w.shape)
+        w += grad
+        w += noise.astype(w.dtype, copy=False)
 
 
 @register
@@ -1523,7 +1666,7 @@ class Updater:
             opt._step(idx, w, g, state, lrs[start], wds[start])
 
     _FLAT_SAFE = ("SGD", "ccSGD", "NAG", "Adam", "AdaGrad", "RMSProp", "AdaDelta", "Adamax",
-                  "Signum", "Ftrl")
+                  "Signum", "Ftrl", "FTML", "DCASGD")
 
     def flat_capable(self, weights) -> bool:
         """Whether `update_flat` runs vectorised for this optimizer and these weights."""
@@ -1881,6 +2024,9 @@ UPDATE_KERNELS = {f.__name__: f for f in (
     sgd_update, sgd_mom_update, nag_mom_update, adam_update, rmsprop_update,
     rmspropalex_update, signsgd_update, signum_update, ftrl_update)}
 
+
+# MXNet keeps GroupAdaGrad in `mx.optimizer.contrib`
+contrib = types.SimpleNamespace(GroupAdaGrad=GroupAdaGrad)
 
 # MXNet code imports `mx.optimizer.optimizer`; one module serves both names.
 optimizer = sys.modules[__name__]

@@ -101,7 +101,8 @@ def test_optimizer_matches_mxnet(name):
 
 
 @pytest.mark.parametrize("name", ["sgd_mom_wd", "sgd_mom_clip_rescale", "sgd_mp_mom", "adam",
-                                  "nag_mom_clip", "rmsprop_centered"])
+                                  "nag_mom_clip", "rmsprop_centered", "ftml_clip",
+                                  "dcasgd_clip", "groupadagrad_clip"])
 def test_main_paths_are_bit_identical_to_mxnet(name):
     for what, got, want in replay(name):
         np.testing.assert_array_equal(got, want, err_msg=what)
@@ -578,3 +579,34 @@ def test_sgd_block_views_keep_only_the_latest_buffers():
     other = np.zeros(n, np.float32)
     cache._entries[(id(other),) + key[1:]] = cache._entries.pop(key)
     assert cache.get(other, g, m, 1) is None
+
+
+def test_sgld_adds_langevin_noise_of_variance_lr():
+    mx.random.seed(0)
+    opt = mx.optimizer.create("sgld", learning_rate=0.01, wd=0.1)
+    updater = mx.optimizer.get_updater(opt)
+    weight = mx.nd.zeros((40000,))
+    updater(0, mx.nd.ones((40000,)), weight)
+    w = weight.asnumpy()
+    assert abs(w.mean() + 0.005) < 5 * np.sqrt(0.01 / w.size)  # drift -lr/2 * grad
+    assert abs(w.var() - 0.01) < 0.05 * 0.01
+
+
+def test_dcasgd_with_momentum_runs_where_mxnet_raises():
+    opt = mx.optimizer.create("dcasgd", learning_rate=0.1, momentum=0.9, lamda=0.0)
+    updater = mx.optimizer.get_updater(opt)
+    weight = mx.nd.ones((2, 2))
+    for _ in range(2):
+        updater(0, mx.nd.ones((2, 2)), weight)
+    # lamda=0: plain momentum SGD, m1 = -0.1, m2 = 0.9 m1 - 0.1
+    np.testing.assert_allclose(weight.asnumpy(), 1 - 0.1 - 0.19, rtol=1e-6)
+
+
+def test_group_adagrad_needs_2d_weights_and_no_weight_decay():
+    assert mx.optimizer.contrib.GroupAdaGrad is mx.optimizer.GroupAdaGrad
+    updater = mx.optimizer.get_updater(mx.optimizer.create("groupadagrad"))
+    with pytest.raises(mx.base.MXNetError, match="2-D weights"):
+        updater(0, mx.nd.ones((3,)), mx.nd.ones((3,)))
+    updater = mx.optimizer.get_updater(mx.optimizer.create("groupadagrad", wd=0.1))
+    with pytest.raises(mx.base.MXNetError, match="does not support weight decay"):
+        updater(0, mx.nd.ones((2, 3)), mx.nd.ones((2, 3)))

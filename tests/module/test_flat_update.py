@@ -23,8 +23,14 @@ OPTIMIZERS = [
     ("adamax", {"learning_rate": 0.01}),
     ("signum", {"learning_rate": 0.01, "wd_lh": 1e-3}),
     ("ftrl", {"learning_rate": 0.1}),
+    ("ftml", {"learning_rate": 0.01, "wd": 1e-3}),
+    ("dcasgd", {"learning_rate": 0.1, "wd": 1e-3}),
     ("nadam", {"learning_rate": 0.01}),  # not flat-capable: must fall back, same numbers
+    ("sgld", {"learning_rate": 0.01}),  # likewise
 ]
+# Nadam's schedule moves with every per-parameter call, SGLD's noise would be drawn in other
+# portions: Module keeps their per-key path
+PER_KEY = {"nadam", "sgld"}
 
 
 def _symbol():
@@ -75,8 +81,7 @@ def test_flat_update_equals_per_parameter_update(monkeypatch, name, params):
                          lr_mult={"fc2_weight": 0.5})
     plain, _ = _train(monkeypatch, False, name, params, [mx.cpu()], None,
                       lr_mult={"fc2_weight": 0.5})
-    # Nadam's schedule moves with every per-parameter call: Module keeps its per-key path
-    assert bool(calls) == (name != "nadam"), "flat path taken: %s" % calls
+    assert bool(calls) == (name not in PER_KEY), "flat path taken: %s" % calls
     assert all(calls)
     for key in plain:
         assert np.array_equal(flat[key], plain[key]), key

@@ -116,6 +116,16 @@ CASES = {
     "ftrl_clip": case("ftrl", steps=4, wd=0.01, lamda1=0.05, beta=0.5, learning_rate=0.2,
                       clip_gradient=0.3, rescale_grad=0.5),
     "test": case("test", steps=2, rescale_grad=0.5),
+    # added later (appended, so the earlier cases keep their draws)
+    "ftml": case("ftml", steps=4, learning_rate=0.01, wd=0.01),
+    "ftml_clip": case("ftml", steps=4, learning_rate=0.02, beta1=0.5, beta2=0.99, epsilon=1e-6,
+                      clip_gradient=0.3, rescale_grad=0.5, wd=0.001),
+    "dcasgd": case("dcasgd", steps=4, learning_rate=0.1, wd=0.01),
+    "dcasgd_clip": case("dcasgd", steps=4, learning_rate=0.1, lamda=0.1, clip_gradient=0.3,
+                        rescale_grad=0.5),
+    "groupadagrad": case("groupadagrad", steps=4, shapes=[[3, 4], [5, 2]], learning_rate=0.1),
+    "groupadagrad_clip": case("groupadagrad", steps=4, shapes=[[3, 4], [5, 2]],
+                              learning_rate=0.1, eps=1e-3, clip_gradient=0.3, rescale_grad=0.5),
 }
 
 SCHEDULES = {
