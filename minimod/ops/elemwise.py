@@ -601,6 +601,21 @@ def _f_erf(xp, x, o):
     xp.copyto(o, _erf_values(xp, x))
 
 
+def _f_erfinv(xp, x, o):
+    # Winitzki's closed form (relative error about 2e-3) refined by Newton steps on the
+    # float64 erf above: each step squares the error, so three reach double precision
+    x = x.astype("float64")
+    inner = xp.clip(x, -1 + 1e-16, 1 - 1e-16)  # the ends and beyond are set at the end
+    a = 0.147
+    ln = xp.log(1.0 - inner * inner)
+    first = 2.0 / (math.pi * a) + ln / 2.0
+    y = xp.sign(inner) * xp.sqrt(xp.sqrt(first * first - ln / a) - first)
+    for _ in range(3):
+        y = y - (_erf_values(xp, y) - inner) / ((2 / math.sqrt(math.pi)) * xp.exp(-y * y))
+    y = xp.where(xp.abs(x) == 1, xp.copysign(xp.inf, x), y)
+    xp.copyto(o, xp.where(xp.abs(x) > 1, xp.nan, y), casting="unsafe")
+
+
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 _DEG = 180.0 / math.pi
@@ -684,6 +699,11 @@ _UNARY = {
             lambda xp, dy, x, y, dx: xp.multiply(
                 dy, (2 / math.sqrt(math.pi)) * xp.exp(-x * x), out=dx), "in"),
     "logical_not": ("x == 0 (0/1 in x's dtype)", _f_logical_not, None, ""),
+    "erfinv": ("the inverse error function (|x| > 1 gives NaN, +-1 gives +-inf)", _f_erfinv,
+               lambda xp, dy, x, y, dx: xp.multiply(
+                   dy, (math.sqrt(math.pi) / 2) * xp.exp(y * y), out=dx), "out"),
+    "rcbrt": ("1 / cbrt(x)", lambda xp, x, o: xp.reciprocal(xp.cbrt(x), out=o),
+              lambda xp, dy, x, y, dx: xp.multiply(dy, y * y * y * y / -3, out=dx), "out"),
 }
 
 _UNARY_READS = {"in": ((0,), ()), "out": ((), (0,)), "both": ((0,), (0,)), "": ((), ())}
@@ -1137,6 +1157,22 @@ class OnesLikeOp(_FillLike):
     fill_value = 1.0
 
 
+class _Sequence(Op):
+    """Base of the input-less, gradient-less value generators (_arange, _linspace, _eye):
+    out has the op's own shape and `dtype`."""
+
+    ARGUMENTS = ()
+    backward_inputs = ()
+    backward_outputs = ()
+    no_gradient = True
+
+    def infer_type(self, in_types, out_types):
+        return list(in_types), [dtype_of(self.attrs.dtype)]
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        pass
+
+
 @dataclasses.dataclass(frozen=True)
 class ArangeAttrs:
     start: float
@@ -1149,16 +1185,12 @@ class ArangeAttrs:
 
 
 @register
-class ArangeOp(Op):
+class ArangeOp(_Sequence):
     """out = start, start + step, ... up to (excluding) stop, each value repeated `repeat` times
     (stop None: the range is [0, start)). With infer_range the length comes from the consumer."""
 
     name = "_arange"
     Attrs = ArangeAttrs
-    ARGUMENTS = ()
-    backward_inputs = ()
-    backward_outputs = ()
-    no_gradient = True
 
     def __init__(self, attrs=None):
         super().__init__(attrs)
@@ -1175,18 +1207,11 @@ class ArangeOp(Op):
         self.set_out(out_shapes, 0, (self.length,), "its range")
         return in_shapes, out_shapes
 
-    def infer_type(self, in_types, out_types):
-        return list(in_types), [dtype_of(self.attrs.dtype)]
-
     def forward(self, xp, inputs, aux, out, is_train):
         o = out[0]
         count = o.shape[0] // self.attrs.repeat
         values = self.start + self.attrs.step * xp.arange(count, dtype="float64")
         xp.copyto(o, xp.repeat(values, self.attrs.repeat), casting="unsafe")
-
-    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        pass
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1263,3 +1288,63 @@ class HardSigmoidOp(Op):
         y, t = outputs[0], dx.dtype.type
         xp.multiply(out_grads[0], t(self.attrs.alpha), out=dx)
         dx *= (y > t(0)) & (y < t(1))
+
+
+@dataclasses.dataclass(frozen=True)
+class LinspaceAttrs(ArangeAttrs):
+    num: int = 50
+    endpoint: bool = True
+
+
+@register
+class LinspaceOp(_Sequence):
+    """out = `num` evenly spaced values from start to stop (stop itself only with endpoint).
+    No inputs, no gradient."""
+
+    name = "_linspace"
+    # MXNet's frontend signature shows the range parameters it shares with _arange; num and
+    # endpoint come by keyword (mx.sym.linspace passes them)
+    PARAM_ORDER = ("start", "stop", "step", "repeat", "infer_range", "ctx", "dtype")
+    Attrs = LinspaceAttrs
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.attrs.num < 0 or self.attrs.stop is None:
+            raise OpParamError("operator _linspace: needs stop and num >= 0, got stop=%r num=%r"
+                               % (self.attrs.stop, self.attrs.num))
+
+    def infer_shape(self, in_shapes, out_shapes):
+        self.set_out(out_shapes, 0, (self.attrs.num,), "its num")
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        a = self.attrs
+        values = xp.linspace(a.start, a.stop, a.num, endpoint=a.endpoint, dtype="float64")
+        xp.copyto(out[0], values, casting="unsafe")
+
+
+@dataclasses.dataclass(frozen=True)
+class EyeAttrs:
+    N: int
+    M: int = 0
+    k: int = 0
+    ctx: str = ""
+    dtype: DTypeName = "float32"
+
+
+@register
+class EyeOp(_Sequence):
+    """out = an N x M (M = 0: N x N) matrix of zeros with ones on the k-th diagonal (k > 0
+    above the main one). No inputs, no gradient."""
+
+    name = "_eye"
+    Attrs = EyeAttrs
+
+    def infer_shape(self, in_shapes, out_shapes):
+        a = self.attrs
+        self.set_out(out_shapes, 0, (a.N, a.M or a.N), "its N and M")
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        a = self.attrs
+        xp.copyto(out[0], xp.eye(a.N, a.M or a.N, a.k), casting="unsafe")

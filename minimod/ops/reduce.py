@@ -948,3 +948,140 @@ class PickOp(_IndexTypes):
         dx.fill(0)
         backend.scatter_add(xp, dx.reshape(shape3), where,
                              out_grads[0].reshape(shape3[0], shape3[2]))
+
+
+# ============================================================================ gather / scatter
+
+@register
+class GatherNdOp(_IndexTypes):
+    """out[y...] = data[indices[0, y...], ..., indices[M-1, y...]]: indices (M, Y...) picks
+    along data's first M axes, so out is Y... + data.shape[M:]. The gradient adds the head at
+    every picked position (repeats add up); indices get none."""
+
+    name = "gather_nd"
+    ARGUMENTS = ("data", "indices")
+    backward_inputs = (1,)
+    backward_outputs = ()
+
+    def infer_shape(self, in_shapes, out_shapes):
+        data, indices = in_shapes
+        if data is None or indices is None or None in data or None in indices:
+            return in_shapes, out_shapes
+        if not indices or indices[0] > len(data):
+            raise ShapeError("input 'indices' has shape %s but gather_nd needs (M, ...) with M "
+                             "<= %d, the rank of data %s" % (fmt_shape(indices), len(data),
+                                                              fmt_shape(data)))
+        self.set_out(out_shapes, 0, tuple(indices[1:]) + tuple(data[indices[0]:]))
+        return in_shapes, out_shapes
+
+    @staticmethod
+    def _where(indices) -> tuple:
+        return tuple(indices.astype("int64"))
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        data, indices = inputs
+        out[0][...] = data[self._where(indices)]
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx, d_indices = in_grads
+        if d_indices is not None:
+            d_indices.fill(0)
+        if dx is not None:
+            dx.fill(0)
+            backend.scatter_add(xp, dx, self._where(inputs[1]), out_grads[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class ScatterNdAttrs:
+    shape: tuple[int, ...]
+
+
+@register
+class ScatterNdOp(_IndexTypes):
+    """out = zeros(shape) with out[indices[0, y...], ..., indices[M-1, y...]] = data[y...]:
+    the inverse of gather_nd (a position named twice keeps one of the values, as in MXNet,
+    where the winner is unspecified). data's gradient gathers the head back."""
+
+    name = "scatter_nd"
+    ARGUMENTS = ("data", "indices")
+    Attrs = ScatterNdAttrs
+    backward_inputs = (1,)
+    backward_outputs = ()
+
+    def infer_shape(self, in_shapes, out_shapes):
+        self.set_out(out_shapes, 0, tuple(self.attrs.shape), "its shape parameter")
+        indices = in_shapes[1]
+        if indices is not None and None not in indices:
+            self.set_in(in_shapes, 0, tuple(indices[1:]) + tuple(self.attrs.shape[indices[0]:]),
+                        "indices %s and shape %s" % (fmt_shape(indices), self.attrs.shape))
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        data, indices = inputs
+        out[0].fill(0)
+        out[0][GatherNdOp._where(indices)] = data
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx, d_indices = in_grads
+        if d_indices is not None:
+            d_indices.fill(0)
+        if dx is not None:
+            dx[...] = out_grads[0][GatherNdOp._where(inputs[1])]
+
+
+# ============================================================================ moments
+
+@dataclasses.dataclass(frozen=True)
+class MomentsAttrs:
+    axes: Optional[tuple[int, ...]] = None
+    keepdims: bool = False
+
+
+@register
+class MomentsOp(Op):
+    """Two outputs: the mean and the (population) variance of data over `axes` (all of them
+    when not given). Gradient: head_mean / n + head_var * 2 (x - mean) / n."""
+
+    name = "moments"
+    Attrs = MomentsAttrs
+    OUTPUTS = ("mean", "var")
+    backward_inputs = (0,)
+    backward_outputs = (0,)
+
+    def _axes(self, shape) -> tuple:
+        if self.attrs.axes is None:
+            return tuple(range(len(shape)))
+        return tuple(sorted({_normalize_axis(a, len(shape), shape) for a in self.attrs.axes}))
+
+    def infer_shape(self, in_shapes, out_shapes):
+        data = in_shapes[0]
+        if data is None:
+            return in_shapes, out_shapes
+        axes = self._axes(data)
+        if self.attrs.keepdims:
+            shape = tuple(1 if i in axes else d for i, d in enumerate(data))
+        else:
+            shape = tuple(d for i, d in enumerate(data) if i not in axes)
+        for i in range(2):
+            self.set_out(out_shapes, i, shape)
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x = inputs[0]
+        axes = self._axes(x.shape)
+        mean = x.mean(axis=axes, keepdims=True)
+        out[0][...] = mean.reshape(out[0].shape)
+        out[1][...] = ((x - mean) ** 2).mean(axis=axes).reshape(out[1].shape)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx = in_grads[0]
+        if dx is None:
+            return
+        x = inputs[0]
+        axes = self._axes(x.shape)
+        kept = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        n = math.prod(x.shape[i] for i in axes)
+        mean = outputs[0].reshape(kept)
+        g_mean = 0 if out_grads[0] is None else out_grads[0].reshape(kept)
+        g_var = 0 if out_grads[1] is None else out_grads[1].reshape(kept)
+        dx[...] = (g_mean + g_var * 2 * (x - mean)) / n

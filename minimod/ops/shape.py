@@ -1410,3 +1410,171 @@ class SizeArray(_ShapeInfo):
 
     def forward(self, xp, inputs, aux, out, is_train):
         out[0].fill(inputs[0].size)
+
+
+# ----------------------------------------------------------------------------- depth/space, diag
+
+@dataclasses.dataclass(frozen=True)
+class BlockSizeAttrs:
+    block_size: int
+
+
+class _BlockMove(Op):
+    """Base of depth_to_space / space_to_depth: NCHW values moved between the channels and
+    b x b spatial blocks, a pure permutation (its gradient is the inverse permutation)."""
+
+    backward_inputs = ()
+    backward_outputs = ()
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.attrs.block_size < 1:
+            raise OpParamError("operator %s: block_size must be >= 1, got %d"
+                               % (self.name, self.attrs.block_size))
+
+    def _check(self, data) -> None:
+        raise NotImplementedError
+
+    def _out_shape(self, data) -> tuple:
+        raise NotImplementedError
+
+    def infer_shape(self, in_shapes, out_shapes):
+        data = in_shapes[0]
+        if data is not None and None not in data:
+            if len(data) != 4:
+                raise ShapeError("input 'data' has shape %s but %s needs NCHW"
+                                 % (fmt_shape(data), self.name))
+            self._check(data)
+            self.set_out(out_shapes, 0, self._out_shape(data))
+        return in_shapes, out_shapes
+
+    @staticmethod
+    def _to_space(xp, x, y, b):
+        """y (N, C/b^2, H b, W b) from x (N, C, H, W), channel blocks outermost."""
+        n, c, h, w = x.shape
+        y.reshape(n, c // (b * b), h, b, w, b)[...] = x.reshape(
+            n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+
+    @staticmethod
+    def _to_depth(xp, y, x, b):
+        """x (N, C, H, W) from y (N, C/b^2, H b, W b): the inverse of _to_space."""
+        n, c, h, w = x.shape
+        x.reshape(n, b, b, c // (b * b), h, w)[...] = y.reshape(
+            n, c // (b * b), h, b, w, b).transpose(0, 3, 5, 1, 2, 4)
+
+
+@register
+class DepthToSpace(_BlockMove):
+    """(N, C, H, W) -> (N, C / b^2, H b, W b): each b x b output block takes b^2 channels."""
+
+    name = "depth_to_space"
+    Attrs = BlockSizeAttrs
+
+    def _check(self, data):
+        b = self.attrs.block_size
+        if data[1] % (b * b):
+            raise ShapeError("input 'data' has %d channels, not a multiple of block_size^2=%d"
+                             % (data[1], b * b))
+
+    def _out_shape(self, data):
+        b = self.attrs.block_size
+        return (data[0], data[1] // (b * b), data[2] * b, data[3] * b)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        self._to_space(xp, inputs[0], out[0], self.attrs.block_size)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            self._to_depth(xp, out_grads[0], in_grads[0], self.attrs.block_size)
+
+
+@register
+class SpaceToDepth(_BlockMove):
+    """(N, C, H, W) -> (N, C b^2, H / b, W / b): the inverse of depth_to_space."""
+
+    name = "space_to_depth"
+    Attrs = BlockSizeAttrs
+
+    def _check(self, data):
+        b = self.attrs.block_size
+        if data[2] % b or data[3] % b:
+            raise ShapeError("input 'data' has spatial size %dx%d, not a multiple of "
+                             "block_size=%d" % (data[2], data[3], b))
+
+    def _out_shape(self, data):
+        b = self.attrs.block_size
+        return (data[0], data[1] * b * b, data[2] // b, data[3] // b)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        self._to_depth(xp, inputs[0], out[0], self.attrs.block_size)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            self._to_space(xp, out_grads[0], in_grads[0], self.attrs.block_size)
+
+
+@dataclasses.dataclass(frozen=True)
+class DiagAttrs:
+    k: int = 0
+    axis1: int = 0
+    axis2: int = 1
+
+
+@register
+class Diag(Op):
+    """1-D data: the square matrix with data on its k-th diagonal (k > 0 above the main one).
+    N-D data: the k-th diagonal of the (axis1, axis2) planes, as a new last axis (NumPy's
+    diagonal). The gradient moves the values back."""
+
+    name = "diag"
+    Attrs = DiagAttrs
+    backward_inputs = ()
+    backward_outputs = ()
+
+    def _axes(self, ndim: int) -> tuple:
+        a1, a2 = (a + ndim if a < 0 else a for a in (self.attrs.axis1, self.attrs.axis2))
+        if not (0 <= a1 < ndim and 0 <= a2 < ndim) or a1 == a2:
+            raise ShapeError("diag axis1=%d, axis2=%d do not name two axes of a %d-D input"
+                             % (self.attrs.axis1, self.attrs.axis2, ndim))
+        return a1, a2
+
+    def infer_shape(self, in_shapes, out_shapes):
+        data, k = in_shapes[0], self.attrs.k
+        if data is None or None in data:
+            return in_shapes, out_shapes
+        if len(data) == 1:
+            side = data[0] + abs(k)
+            self.set_out(out_shapes, 0, (side, side))
+            return in_shapes, out_shapes
+        a1, a2 = self._axes(len(data))
+        length = max(0, min(data[a1] + min(k, 0), data[a2] - max(k, 0)))
+        rest = tuple(d for i, d in enumerate(data) if i not in (a1, a2))
+        self.set_out(out_shapes, 0, rest + (length,))
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, y = inputs[0], out[0]
+        if x.ndim == 1:
+            y.fill(0)
+            _set_diagonal(xp, y, self.attrs.k, x)
+        else:
+            y[...] = xp.diagonal(x, self.attrs.k, *self._axes(x.ndim))
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx, g = in_grads[0], out_grads[0]
+        if dx is None:
+            return
+        if dx.ndim == 1:
+            dx[...] = xp.diagonal(g, self.attrs.k)
+        else:
+            dx.fill(0)
+            _set_diagonal(xp, dx, self.attrs.k, g, *self._axes(dx.ndim))
+
+
+def _set_diagonal(xp, arr, k: int, value, axis1: int = 0, axis2: int = 1) -> None:
+    """arr's k-th diagonal in the (axis1, axis2) planes = value (laid out as NumPy's diagonal
+    gives it, positions along the last axis); one indexed write."""
+    moved = xp.moveaxis(arr, (axis1, axis2), (-2, -1))  # a view
+    rows, cols = moved.shape[-2:]
+    i = xp.arange(max(0, min(rows + min(k, 0), cols - max(k, 0))))
+    moved[..., i - min(k, 0), i + max(k, 0)] = value

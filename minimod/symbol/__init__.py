@@ -13,7 +13,8 @@ from .symbol import Group, Symbol, Variable, load, load_json, make_op_symbol, va
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "NameManager", "Prefix",
            "random",
-           "AttrScope", "zeros", "ones", "full", "maximum", "minimum", "pow", "power", "hypot"]
+           "AttrScope", "zeros", "ones", "full", "arange", "linspace", "eye", "maximum",
+           "minimum", "pow", "power", "hypot"]
 
 
 def _constructor(op_name: str):
@@ -58,6 +59,26 @@ def ones(shape, dtype="float32", **kwargs) -> Symbol:
 def full(shape, val, dtype="float32", **kwargs) -> Symbol:
     return make_op_symbol("_full", [], dict(kwargs, shape=shape, value=val, dtype=dtype),
                           hint="_full")
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None):
+    """start, start + step, ... below stop (MXNet's `mx.sym.arange`; `_arange` node)."""
+    return make_op_symbol("_arange", [], dict(
+        start=start, stop=stop, step=step, repeat=repeat, infer_range=infer_range, name=name,
+        dtype=dtype or "float32"), hint="_arange")
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
+    """`num` evenly spaced values from start to stop (`_linspace` node)."""
+    return make_op_symbol("_linspace", [], dict(
+        start=start, stop=stop, num=num, endpoint=endpoint, name=name,
+        dtype=dtype or "float32"), hint="_linspace")
+
+
+def eye(N, M=0, k=0, dtype=None, **kwargs):
+    """An N x M identity-like matrix with ones on the k-th diagonal (`_eye` node)."""
+    return make_op_symbol("_eye", [], dict(kwargs, N=N, M=M, k=k, dtype=dtype or "float32"),
+                          hint="_eye")
 
 
 def _binary(name: str, scalar_name: str, rscalar_name: str):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 

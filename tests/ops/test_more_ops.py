@@ -1,6 +1,7 @@
-"""Operators that MXNet 1.9.1 scripts use for detection, segmentation and SVM heads:
-L2Normalization, GroupNorm, UpSampling, Crop, slice_like, smooth_l1, hard_sigmoid, softmin,
-sort, argsort, shape_array, size_array, SVMOutput.
+"""Operators that MXNet 1.9.1 scripts use for detection, segmentation and SVM heads and for
+index and shape work: L2Normalization, GroupNorm, UpSampling, Crop, slice_like, smooth_l1,
+hard_sigmoid, softmin, sort, argsort, shape_array, size_array, SVMOutput, diag,
+depth_to_space, space_to_depth, moments, erfinv, rcbrt, gather_nd, scatter_nd.
 
 Three layers of checks: NumPy float64 references with finite-difference gradients on every
 backend (the `ctx` fixture), MXNet's own numbers through a bound executor (the golden cases
@@ -115,7 +116,35 @@ CASES = [
          id="size_array"),
     Case("SVMOutput", {}, [r(3, 4), np.array([0.0, 3.0, 1.0])], lambda x, label: [x],
          check_grad=False, id="svm_output"),
+    Case("diag", dict(k=1), [r(3)], lambda x: [np.diag(x, 1)], id="diag_vector"),
+    Case("diag", dict(k=-1, axis1=1, axis2=2), [r(2, 3, 4)],
+         lambda x: [np.diagonal(x, -1, 1, 2)], id="diag_planes"),
+    Case("depth_to_space", dict(block_size=2), [r(1, 8, 2, 2)],
+         lambda x: [x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 3, 4, 1, 5, 2).reshape(1, 2, 4, 4)],
+         id="depth_to_space"),
+    Case("space_to_depth", dict(block_size=3), [r(1, 1, 3, 6)],
+         lambda x: [x.reshape(1, 1, 1, 3, 2, 3).transpose(0, 3, 5, 1, 2, 4).reshape(1, 9, 1, 2)],
+         id="space_to_depth"),
+    Case("moments", dict(axes=(1,)), [r(3, 4)],
+         lambda x: [x.mean(axis=1), x.var(axis=1)], id="moments"),
+    Case("erfinv", {}, [np.linspace(-0.9, 0.9, 7)], lambda x: [_erfinv_reference(x)],
+         id="erfinv"),
+    Case("rcbrt", {}, [np.abs(r(5)) + 0.5], lambda x: [1 / np.cbrt(x)], id="rcbrt"),
+    Case("gather_nd", {}, [r(3, 4), np.array([[2.0, 0.0, 2.0], [1.0, 3.0, 1.0]])],
+         lambda x, idx: [x[idx.astype(int)[0], idx.astype(int)[1]]], grad_wrt=[0],
+         id="gather_nd_repeats"),
 ]
+
+
+def _erfinv_reference(x):
+    """erfinv by bisection on math.erf (a reference independent of minimod's Newton steps)."""
+    import math
+    lo, hi = np.full_like(x, -6.0), np.full_like(x, 6.0)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        below = np.array([math.erf(m) for m in mid]) < x
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return (lo + hi) / 2
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
@@ -129,7 +158,9 @@ ADDED = ["l2norm_instance", "l2norm_channel", "l2norm_spatial", "groupnorm", "gr
          "upsampling_nearest", "upsampling_concat", "upsampling_sum", "upsampling_bilinear",
          "upsampling_bilinear3", "crop_like", "crop_center", "crop_offset", "slice_like_axes",
          "slice_like_all", "sort_desc", "sort_flat", "argsort", "smooth_l1", "hard_sigmoid",
-         "softmin", "shape_array", "size_array", "svm_l2", "svm_l1"]
+         "softmin", "shape_array", "size_array", "svm_l2", "svm_l1", "diag_vector",
+         "diag_matrix", "diag_axes", "depth_to_space", "space_to_depth", "moments_axes",
+         "moments_keep", "erfinv", "rcbrt", "gather_nd", "scatter_nd"]
 
 
 @pytest.mark.parametrize("name", ADDED)
@@ -167,7 +198,8 @@ def test_every_added_op_has_mxnet_golden_numbers():
     ops = {json.loads(str(GOLDEN[n + "/meta"]))["op"] for n in ADDED}
     assert ops == {"L2Normalization", "GroupNorm", "UpSampling", "Crop", "slice_like", "sort",
                    "argsort", "smooth_l1", "hard_sigmoid", "softmin", "shape_array",
-                   "size_array", "SVMOutput"}
+                   "size_array", "SVMOutput", "diag", "depth_to_space", "space_to_depth",
+                   "moments", "erfinv", "rcbrt", "gather_nd", "scatter_nd"}
 
 
 # ----------------------------------------------------------------------------- in a model

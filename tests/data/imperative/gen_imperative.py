@@ -118,6 +118,9 @@ CASES = [
     ("_rminus_scalar", [((2, 3), *U)], [2.0], {}),
     ("_full", [], [], {"shape": (2, 3), "value": 7.0}),
     ("_arange", [], [1.0, 7.0, 2.0], {}),
+    ("_eye", [], [3, 4, -1], {}),
+    ("_linspace", [], [], {"start": -1.0, "stop": 2.0, "num": 7}),
+    ("_linspace", [], [], {"start": 0.0, "stop": 1.0, "num": 4, "endpoint": False}),
 ]
 
 

@@ -123,6 +123,20 @@ CASES = {
                [r(4, 5), np.array([0, 4, 2, 2], dtype="float32")], [], True, [0]),
     "svm_l1": ("SVMOutput", dict(use_linear=True, margin=0.5, regularization_coefficient=2.0),
                [r(4, 5), np.array([1, 3, 0, 4], dtype="float32")], [], True, [0]),
+    "diag_vector": ("diag", dict(k=-1), [r(3)], [], True, [0]),
+    "diag_matrix": ("diag", dict(k=1), [r(3, 4)], [], True, [0]),
+    "diag_axes": ("diag", dict(k=-1, axis1=2, axis2=0), [r(3, 2, 4)], [], True, [0]),
+    "depth_to_space": ("depth_to_space", dict(block_size=2), [r(2, 8, 2, 3)], [], True, [0]),
+    "space_to_depth": ("space_to_depth", dict(block_size=2), [r(2, 2, 4, 6)], [], True, [0]),
+    "moments_axes": ("moments", dict(axes=(0, 2)), [r(3, 2, 4)], [], True, [0]),
+    "moments_keep": ("moments", dict(axes=(1,), keepdims=True), [r(3, 5)], [], True, [0]),
+    "erfinv": ("erfinv", dict(), [np.array([[-0.95, -0.5, 0.0], [0.25, 0.7, 0.999]],
+                                           dtype="float32")], [], True, [0]),
+    "rcbrt": ("rcbrt", dict(), [np.abs(r(3, 4)) + 0.5], [], True, [0]),
+    "gather_nd": ("gather_nd", dict(), [r(3, 4, 2), np.array([[0, 2, 2, 1], [3, 0, 0, 1]],
+                                                             dtype="float32")], [], True, [0]),
+    "scatter_nd": ("scatter_nd", dict(shape=(3, 4)), [r(2, 2), np.array(
+        [[[0, 1], [2, 2]], [[3, 0], [1, 3]]], dtype="float32")], [], True, [0]),
 }
 
 
