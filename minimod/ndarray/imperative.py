@@ -65,7 +65,7 @@ def _device(name: str, arrays: list, ctx_param) -> Context:
         for a in arrays[1:]:
             if a.context != ctx:
                 raise BindError("mx.nd.%s: inputs live on %s and %s; copy them to one "
-                                 "device first (as_in_context)" % (name, ctx, a.context))
+                                "device first (as_in_context)" % (name, ctx, a.context))
         return ctx
     if isinstance(ctx_param, Context):
         return ctx_param
@@ -101,7 +101,7 @@ def invoke(name: str, args: tuple, kwargs: dict):
         missing = [s for s in slots if not isinstance(named.get(s), NDArray)]
         if missing:
             raise BindError("mx.nd.%s: input '%s' is required (inputs: %s)"
-                             % (name, missing[0], ", ".join(slots)))
+                            % (name, missing[0], ", ".join(slots)))
         arrays = [named[s] for s in slots]
     ctx = _device(name, arrays, ctx_param)
     outs = _allocate(name, op, arrays, ctx)
@@ -148,7 +148,7 @@ def _write_out(name: str, results: list, out):
     targets = list(out) if isinstance(out, (list, tuple)) else [out]
     if len(targets) != len(results):
         raise BindError("mx.nd.%s gives %d outputs but out= holds %d"
-                         % (name, len(results), len(targets)))
+                        % (name, len(results), len(targets)))
     for target, result in zip(targets, results):
         if tuple(target.shape) != tuple(result.shape):
             raise ShapeError("mx.nd.%s: out= has shape %s but the result is %s"
