@@ -1166,6 +1166,70 @@ class GroupAdaGrad(_Builtin):
 
 
 @register
+class LAMB(_Builtin):
+    """LAMB (You et al., 2019), Adam's direction scaled per parameter by a trust ratio: with
+    g = clip(rescale * grad), `m = b1 m + (1-b1) g`, `v = b2 v + (1-b2) g^2`,
+    `u = m' / (sqrt(v') + eps) + wd w` (m', v' bias-corrected with the update count t unless
+    bias_correction is off), `r1 = ||w||` bounded to [lower_bound, upper_bound] where given,
+    `r2 = ||u||`, `w -= lr (r1 / r2) u` (ratio 1 where either norm is 0). State (m, v). The
+    norms make it a per-parameter update (no flat buffer)."""
+
+    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-6, lower_bound: float | None = None,
+                 upper_bound: float | None = None, bias_correction: bool = True,
+                 **kwargs: Any) -> None:
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+        self.bias_correction = bias_correction
+
+    def create_state(self, index: Any, weight: NDArray) -> State:
+        return (self._zeros(weight), self._zeros(weight))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        t = self._index_update_count[index]
+        b1, b2 = ct(_f32(self.beta1)), ct(_f32(self.beta2))
+        mean, var = state[0]._data, state[1]._data
+        grad, step, tmp = self._tmp(w, 3)
+        xp.multiply(g, ct(_f32(self.rescale_grad)), out=grad)
+        if _clip_on(self.clip_gradient):
+            bound = ct(_f32(self.clip_gradient))
+            xp.clip(grad, -bound, bound, out=grad)
+        mean *= b1
+        xp.multiply(grad, ct(1) - b1, out=tmp)
+        mean += tmp
+        var *= b2
+        xp.multiply(grad, grad, out=tmp)
+        tmp *= ct(1) - b2
+        var += tmp
+        if self.bias_correction:
+            xp.divide(var, ct(1) - b2 ** t, out=tmp)
+            xp.divide(mean, ct(1) - b1 ** t, out=step)
+        else:
+            tmp[...] = var
+            step[...] = mean
+        xp.sqrt(tmp, out=tmp)
+        tmp += ct(_f32(self.epsilon))
+        step /= tmp
+        xp.multiply(w, ct(_f32(wd)), out=tmp)
+        step += tmp
+        r1 = float(xp.sqrt(xp.vdot(w, w)))
+        r2 = float(xp.sqrt(xp.vdot(step, step)))
+        if self.lower_bound is not None:
+            r1 = max(r1, self.lower_bound)
+        if self.upper_bound is not None:
+            r1 = min(r1, self.upper_bound)
+        ratio = r1 / r2 if r1 > 0 and r2 > 0 else 1.0
+        step *= ct(_f32(lr)) * ct(_f32(ratio))
+        w -= step
+
+
+@register
 class SGLD(_Builtin):
     """Stochastic gradient Langevin dynamics (Welling & Teh, 2011): with g = clip(rescale *
     grad), `w += -lr / 2 (g + wd w) + N(0, lr)` noise from mx.random's generator (so its

@@ -27,10 +27,11 @@ OPTIMIZERS = [
     ("dcasgd", {"learning_rate": 0.1, "wd": 1e-3}),
     ("nadam", {"learning_rate": 0.01}),  # not flat-capable: must fall back, same numbers
     ("sgld", {"learning_rate": 0.01}),  # likewise
+    ("lamb", {"learning_rate": 0.01, "wd": 1e-3}),  # likewise
 ]
 # Nadam's schedule moves with every per-parameter call, SGLD's noise would be drawn in other
-# portions: Module keeps their per-key path
-PER_KEY = {"nadam", "sgld"}
+# portions, LAMB's trust ratio takes per-parameter norms: Module keeps their per-key path
+PER_KEY = {"nadam", "sgld", "lamb"}
 
 
 def _symbol():

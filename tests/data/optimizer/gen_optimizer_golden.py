@@ -126,6 +126,10 @@ CASES = {
     "groupadagrad": case("groupadagrad", steps=4, shapes=[[3, 4], [5, 2]], learning_rate=0.1),
     "groupadagrad_clip": case("groupadagrad", steps=4, shapes=[[3, 4], [5, 2]],
                               learning_rate=0.1, eps=1e-3, clip_gradient=0.3, rescale_grad=0.5),
+    "lamb": case("lamb", steps=4, learning_rate=0.01, wd=0.01),
+    "lamb_bounds_clip": case("lamb", steps=4, learning_rate=0.02, wd=0.01, lower_bound=0.5,
+                             upper_bound=1.5, bias_correction=False, clip_gradient=0.4,
+                             rescale_grad=0.5, beta1=0.8, epsilon=1e-5),
 }
 
 SCHEDULES = {
