@@ -468,6 +468,9 @@ class SGD(_Builtin):
             _sgd_plain(self, _xp(w), w, g, lr, wd)
 
     def _step(self, index, w, g, state, lr, wd):
+        self._sgd(w, g, state, lr, wd, self.momentum)
+
+    def _sgd(self, w, g, state, lr, wd, momentum):
         xp = _xp(w)
         # MXNet's multi_sgd kernel: hyperparameters are float32, converted to the weight's
         # type, and every product (hyperparameter products included) is rounded to that type.
@@ -484,8 +487,7 @@ class SGD(_Builtin):
             else:
                 scalars = (_hyper(xp, ct, lr, self.rescale_grad), lr_wd)
             if mom is not None:
-                fused(g, *scalars, _hyper(xp, ct, self.momentum if self.momentum > 0 else 0.0),
-                      w, mom)
+                fused(g, *scalars, _hyper(xp, ct, momentum if momentum > 0 else 0.0), w, mom)
             else:
                 fused(g, *scalars, w)
             return
@@ -497,7 +499,7 @@ class SGD(_Builtin):
             lr_rescale = _hyper(xp, ct, lr, self.rescale_grad)
         lr_wd = _hyper(xp, ct, lr, wd) if wd else None
         if mom is not None:
-            mom *= _hyper(xp, ct, self.momentum if self.momentum > 0 else 0.0)
+            mom *= _hyper(xp, ct, momentum if momentum > 0 else 0.0)
         for w_, g_, m_, t, d in self._blocks(w, g, mom, 2 if wd else 1):
             if clip:
                 xp.multiply(g_, rescale, out=t)
@@ -1227,6 +1229,47 @@ class LAMB(_Builtin):
         ratio = r1 / r2 if r1 > 0 and r2 > 0 else 1.0
         step *= ct(_f32(lr)) * ct(_f32(ratio))
         w -= step
+
+
+@register
+class LARS(SGD):
+    """SGD with momentum whose learning rate is scaled per layer (You et al., 2017):
+    `lr * eta * ||w|| / (||rescale * grad|| + wd ||w|| + eps)` where both norms are positive,
+    except for parameters named ...bias, ...gamma or ...beta, which keep lr; the step is SGD's.
+    With momentum_correction the momentum is multiplied by lr_t / lr_(t-1) when a scheduler
+    changes the rate (Goyal et al., 2017), once per step (MXNet applies it once per batched
+    call). The norms make it a per-parameter update (no flat buffer)."""
+
+    def __init__(self, momentum: float = 0.0, lazy_update: bool = True, eta: float = 0.001,
+                 eps: float = 0, momentum_correction: bool = True, **kwargs: Any) -> None:
+        super().__init__(momentum=momentum, lazy_update=lazy_update, **kwargs)
+        self.eta = eta
+        self.eps = eps
+        self.momentum_correction = momentum_correction
+        self._correction = (None, None, 1.0)  # (num_update, base lr, momentum factor)
+
+    def _momentum_now(self) -> float:
+        """The step's momentum: corrected once per num_update by the change of base rate."""
+        step, last_lr, factor = self._correction
+        if step != self.num_update:
+            lr = self._base_lr()
+            factor = lr / last_lr if self.momentum_correction and last_lr else 1.0
+            self._correction = (self.num_update, lr, factor)
+        return self.momentum * factor
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp(w)
+        ct = w.dtype.type
+        name = str(self.idx2name.get(index, index))
+        if not name.endswith(("bias", "gamma", "beta")):
+            # the trust ratio in the weight's type, as MXNet's multi_lars kernel forms it
+            grad = self._tmp(w, 1)[0]
+            xp.multiply(g, ct(self.rescale_grad), out=grad)
+            w_norm, g_norm = ct(xp.sqrt(xp.vdot(w, w))), ct(xp.sqrt(xp.vdot(grad, grad)))
+            if w_norm > 0 and g_norm > 0:
+                lr = float(ct(_f32(lr)) * ct(_f32(self.eta)) * w_norm / (
+                    g_norm + ct(_f32(wd)) * w_norm + ct(_f32(self.eps))))
+        self._sgd(w, g, state, lr, wd, self._momentum_now())
 
 
 @register

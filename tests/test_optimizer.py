@@ -89,6 +89,11 @@ def replay(name):
     yield "num_update", np.array([optimizer.num_update]), GOLDEN[f"case/{name}/num_update"]
 
 
+# LARS's trust ratio divides two float32 norms that MXNet sums in another order: a
+# different last bit in the ratio, so up to a few units in the sixth digit on small momenta
+CASE_RTOL = {"lars": 5e-6}
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_optimizer_matches_mxnet(name):
     dtype = json.loads(str(GOLDEN[f"case/{name}/spec"]))["dtype"]
@@ -97,12 +102,13 @@ def test_optimizer_matches_mxnet(name):
         results = list(replay(name))
     for what, got, want in results:
         assert got.dtype == want.dtype and got.shape == want.shape, what
-        np.testing.assert_allclose(got, want, rtol=RTOL[dtype], atol=0, err_msg=what)
+        np.testing.assert_allclose(got, want, rtol=CASE_RTOL.get(name, RTOL[dtype]), atol=0,
+                                   err_msg=what)
 
 
 @pytest.mark.parametrize("name", ["sgd_mom_wd", "sgd_mom_clip_rescale", "sgd_mp_mom", "adam",
                                   "nag_mom_clip", "rmsprop_centered", "ftml_clip",
-                                  "dcasgd_clip", "groupadagrad_clip"])
+                                  "dcasgd_clip", "groupadagrad_clip", "lars_sched_clip"])
 def test_main_paths_are_bit_identical_to_mxnet(name):
     for what, got, want in replay(name):
         np.testing.assert_array_equal(got, want, err_msg=what)

@@ -28,10 +28,12 @@ OPTIMIZERS = [
     ("nadam", {"learning_rate": 0.01}),  # not flat-capable: must fall back, same numbers
     ("sgld", {"learning_rate": 0.01}),  # likewise
     ("lamb", {"learning_rate": 0.01, "wd": 1e-3}),  # likewise
+    ("lars", {"learning_rate": 0.1, "momentum": 0.9, "eta": 0.01}),  # likewise
 ]
 # Nadam's schedule moves with every per-parameter call, SGLD's noise would be drawn in other
-# portions, LAMB's trust ratio takes per-parameter norms: Module keeps their per-key path
-PER_KEY = {"nadam", "sgld", "lamb"}
+# portions, LAMB's and LARS's trust ratios take per-parameter norms: Module keeps their
+# per-key path
+PER_KEY = {"nadam", "sgld", "lamb", "lars"}
 
 
 def _symbol():

@@ -130,6 +130,14 @@ CASES = {
     "lamb_bounds_clip": case("lamb", steps=4, learning_rate=0.02, wd=0.01, lower_bound=0.5,
                              upper_bound=1.5, bias_correction=False, clip_gradient=0.4,
                              rescale_grad=0.5, beta1=0.8, epsilon=1e-5),
+    "lars": case("lars", steps=4, names=NAMES2, mode="batched", learning_rate=0.1,
+                 momentum=0.9, wd=0.01, eta=0.01),
+    "lars_sched_clip": case("lars", steps=4, names=NAMES2, mode="batched", learning_rate=0.1,
+                            momentum=0.9, wd=0.01, eta=0.02, eps=1e-3, rescale_grad=0.5,
+                            clip_gradient=0.5,
+                            sched=["FactorScheduler", {"step": 1, "factor": 0.5}]),
+    "lars_nomom": case("lars", steps=3, names=NAMES2, mode="batched", learning_rate=0.1,
+                       eta=0.05, wd=0.001),
 }
 
 SCHEDULES = {
