@@ -2,7 +2,7 @@
 
 `import minimod as mx` gives the names MXNet scripts use: `mx.sym`, `mx.nd`, `mx.mod`, `mx.io`,
 `mx.init`, `mx.optimizer`, `mx.metric`, `mx.kv`, `mx.callback`, `mx.model`, `mx.lr_scheduler`,
-`mx.mon`, `mx.viz`, `mx.random`, `mx.operator`, `mx.cpu`, `mx.gpu`, `mx.Context`, `mx.MXNetError`.
+`mx.mon`, `mx.viz`, `mx.random`, `mx.operator`, `mx.recordio`, `mx.cpu`, `mx.gpu`, `mx.Context`, `mx.MXNetError`.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ _LAZY = {
     "kv": "kvstore", "module": "module", "mod": "module", "monitor": "monitor",
     "mon": "monitor", "visualization": "visualization", "viz": "visualization",
     "rnn": "rnn", "executor_manager": "executor_manager", "profiler": "profiler",
-    "numerics": "numerics", "operator": "operator",
+    "numerics": "numerics", "operator": "operator", "recordio": "recordio",
 }
 
 
