@@ -9,8 +9,12 @@ from . import io, rnn, rnn_cell
 from .io import BucketSentenceIter, encode_sentences
 from .rnn import do_rnn_checkpoint, load_rnn_checkpoint, rnn_unroll, save_rnn_checkpoint
 from .rnn_cell import (
+    BaseConvRNNCell,
     BaseRNNCell,
     BidirectionalCell,
+    ConvGRUCell,
+    ConvLSTMCell,
+    ConvRNNCell,
     DropoutCell,
     FusedRNNCell,
     GRUCell,
@@ -27,5 +31,6 @@ __all__ = [
     "io", "rnn", "rnn_cell", "BucketSentenceIter", "encode_sentences", "save_rnn_checkpoint",
     "load_rnn_checkpoint", "do_rnn_checkpoint", "rnn_unroll", "RNNParams", "BaseRNNCell",
     "RNNCell", "LSTMCell", "GRUCell", "FusedRNNCell", "SequentialRNNCell", "DropoutCell",
-    "ModifierCell", "ZoneoutCell", "ResidualCell", "BidirectionalCell",
+    "ModifierCell", "ZoneoutCell", "ResidualCell", "BidirectionalCell", "BaseConvRNNCell",
+    "ConvRNNCell", "ConvLSTMCell", "ConvGRUCell",
 ]

@@ -31,7 +31,7 @@ from ..symbol.symbol import Symbol, make_op_symbol
 __all__ = [
     "RNNParams", "BaseRNNCell", "RNNCell", "LSTMCell", "GRUCell", "FusedRNNCell",
     "SequentialRNNCell", "DropoutCell", "ModifierCell", "ZoneoutCell", "ResidualCell",
-    "BidirectionalCell",
+    "BidirectionalCell", "BaseConvRNNCell", "ConvRNNCell", "ConvLSTMCell", "ConvGRUCell",
 ]
 
 SymbolSeq = Union[Symbol, Sequence[Symbol]]
@@ -49,6 +49,30 @@ def _plus(lhs: Symbol, rhs: Symbol, name: str) -> Symbol:
 
 def _mul(lhs: Symbol, rhs: Symbol, name: str) -> Symbol:
     return make_op_symbol("_mul", [lhs, rhs], {"name": name}, hint="_mul")
+
+
+def _lstm_combine(cell: "BaseRNNCell", gates_sum: Symbol, prev_c: Symbol, step: str,
+                  activation: Any, **slice_kwargs: Any) -> tuple:
+    """The LSTM gates from i2h + h2h: (next h, next c) with gates (i, f, c, o)."""
+    gates = _sym.SliceChannel(gates_sum, num_outputs=4, name="%sslice" % step, **slice_kwargs)
+    in_gate = _sym.Activation(gates[0], act_type="sigmoid", name="%si" % step)
+    forget_gate = _sym.Activation(gates[1], act_type="sigmoid", name="%sf" % step)
+    candidate = cell._get_activation(gates[2], activation, name="%sc" % step)
+    out_gate = _sym.Activation(gates[3], act_type="sigmoid", name="%so" % step)
+    next_c = _plus(forget_gate * prev_c, in_gate * candidate, name="%sstate" % step)
+    next_h = _mul(out_gate, cell._get_activation(next_c, activation), name="%sout" % step)
+    return next_h, next_c
+
+
+def _gru_combine(cell: "BaseRNNCell", i2h: Symbol, h2h: Symbol, prev_h: Symbol, step: str,
+                 activation: Any) -> Symbol:
+    """The GRU update from i2h and h2h (gates r, z, o): (1 - z) act(x_o + r h_o) + z h."""
+    i2h_r, i2h_z, i2h_o = _sym.SliceChannel(i2h, num_outputs=3, name="%s_i2h_slice" % step)
+    h2h_r, h2h_z, h2h_o = _sym.SliceChannel(h2h, num_outputs=3, name="%s_h2h_slice" % step)
+    reset = _sym.Activation(i2h_r + h2h_r, act_type="sigmoid", name="%s_r_act" % step)
+    update = _sym.Activation(i2h_z + h2h_z, act_type="sigmoid", name="%s_z_act" % step)
+    candidate = cell._get_activation(i2h_o + reset * h2h_o, activation, name="%s_h_act" % step)
+    return _plus((1. - update) * candidate, update * prev_h, name="%sout" % step)
 
 
 def _normalize_sequence(length: Optional[int], inputs: SymbolSeq, layout: str,
@@ -291,13 +315,7 @@ class LSTMCell(BaseRNNCell):
                                   num_hidden=hidden4, name="%si2h" % step)
         h2h = _sym.FullyConnected(data=states[0], weight=self._hW, bias=self._hB,
                                   num_hidden=hidden4, name="%sh2h" % step)
-        gates = _sym.SliceChannel(i2h + h2h, num_outputs=4, name="%sslice" % step)
-        in_gate = _sym.Activation(gates[0], act_type="sigmoid", name="%si" % step)
-        forget_gate = _sym.Activation(gates[1], act_type="sigmoid", name="%sf" % step)
-        candidate = _sym.Activation(gates[2], act_type="tanh", name="%sc" % step)
-        out_gate = _sym.Activation(gates[3], act_type="sigmoid", name="%so" % step)
-        next_c = _plus(forget_gate * states[1], in_gate * candidate, name="%sstate" % step)
-        next_h = _mul(out_gate, _sym.Activation(next_c, act_type="tanh"), name="%sout" % step)
+        next_h, next_c = _lstm_combine(self, i2h + h2h, states[1], step, "tanh")
         return next_h, [next_h, next_c]
 
 
@@ -331,13 +349,7 @@ class GRUCell(BaseRNNCell):
                                   num_hidden=hidden3, name="%s_i2h" % step)
         h2h = _sym.FullyConnected(data=prev_h, weight=self._hW, bias=self._hB,
                                   num_hidden=hidden3, name="%s_h2h" % step)
-        i2h_r, i2h_z, i2h_o = _sym.SliceChannel(i2h, num_outputs=3, name="%s_i2h_slice" % step)
-        h2h_r, h2h_z, h2h_o = _sym.SliceChannel(h2h, num_outputs=3, name="%s_h2h_slice" % step)
-        reset = _sym.Activation(i2h_r + h2h_r, act_type="sigmoid", name="%s_r_act" % step)
-        update = _sym.Activation(i2h_z + h2h_z, act_type="sigmoid", name="%s_z_act" % step)
-        candidate = _sym.Activation(i2h_o + reset * h2h_o, act_type="tanh",
-                                    name="%s_h_act" % step)
-        next_h = _plus((1. - update) * candidate, update * prev_h, name="%sout" % step)
+        next_h = _gru_combine(self, i2h, h2h, prev_h, step, "tanh")
         return next_h, [next_h]
 
 
@@ -772,3 +784,120 @@ class BidirectionalCell(BaseRNNCell):
                        for t, (left, right) in enumerate(zip(l_outputs,
                                                              reversed(r_outputs)))]
         return outputs, [l_states, r_states]
+
+
+# ----------------------------------------------------------------------------- convolutional
+
+
+def _leaky(inputs: Symbol, **kwargs: Any) -> Symbol:
+    """MXNet's default activation of the convolutional cells: LeakyReLU with slope 0.2."""
+    return _sym.LeakyReLU(inputs, act_type="leaky", slope=0.2, **kwargs)
+
+
+class BaseConvRNNCell(BaseRNNCell):
+    """Base of the convolutional cells (Shi et al., 2015): the cell's FullyConnected layers
+    become convolutions, input-to-hidden with the given kernel, stride, pad and dilation, and
+    hidden-to-hidden with a 'same' padding (odd h2h kernels), so the state keeps the spatial
+    size the i2h convolution gives `input_shape` (N, C, H, W, N unused)."""
+
+    _gates = 1  # i2h and h2h filters per hidden channel
+    _num_states = 1
+
+    def __init__(self, input_shape: Sequence[int], num_hidden: int, h2h_kernel=(3, 3),
+                 h2h_dilate=(1, 1), i2h_kernel=(3, 3), i2h_stride=(1, 1), i2h_pad=(1, 1),
+                 i2h_dilate=(1, 1), i2h_weight_initializer=None, h2h_weight_initializer=None,
+                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros",
+                 activation: Any = _leaky, prefix: str = "ConvRNN_",
+                 params: Optional[RNNParams] = None, conv_layout: str = "NCHW"):
+        super().__init__(prefix=prefix, params=params)
+        if any(k % 2 == 0 for k in h2h_kernel):
+            raise ValueError("h2h_kernel must have odd sizes (a 'same' padding), got %s"
+                             % (tuple(h2h_kernel),))
+        self._num_hidden = num_hidden
+        self._activation = activation
+        self._layout = conv_layout
+        self._channel_axis = conv_layout.find("C")
+        self._i2h = dict(kernel=tuple(i2h_kernel), stride=tuple(i2h_stride),
+                         pad=tuple(i2h_pad), dilate=tuple(i2h_dilate))
+        self._h2h = dict(kernel=tuple(h2h_kernel), stride=(1,) * len(h2h_kernel),
+                         pad=tuple(d * (k - 1) // 2 for d, k in zip(h2h_dilate, h2h_kernel)),
+                         dilate=tuple(h2h_dilate))
+        probe = _sym.Convolution(_sym.Variable("data"), num_filter=num_hidden,
+                                 layout=conv_layout, **self._i2h)
+        shape = list(probe.infer_shape(data=tuple(input_shape))[1][0])
+        shape[0] = 0
+        self._state_shape = tuple(shape)
+        self._iW = self.params.get("i2h_weight", init=i2h_weight_initializer)
+        self._hW = self.params.get("h2h_weight", init=h2h_weight_initializer)
+        self._iB = self.params.get("i2h_bias", init=i2h_bias_initializer)
+        self._hB = self.params.get("h2h_bias", init=h2h_bias_initializer)
+
+    @property
+    def state_info(self) -> list:
+        return [{"shape": self._state_shape, "__layout__": self._layout}
+                for _ in range(self._num_states)]
+
+    def _convolutions(self, inputs: Symbol, state: Symbol, step: str) -> tuple:
+        filters = self._num_hidden * self._gates
+        i2h = _sym.Convolution(inputs, self._iW, self._iB, num_filter=filters,
+                               layout=self._layout, name="%si2h" % step, **self._i2h)
+        h2h = _sym.Convolution(state, self._hW, self._hB, num_filter=filters,
+                               layout=self._layout, name="%sh2h" % step, **self._h2h)
+        return i2h, h2h
+
+
+class ConvRNNCell(BaseConvRNNCell):
+    """h' = act(conv_i(x) + conv_h(h))."""
+
+    def __call__(self, inputs: Symbol, states: list) -> tuple:
+        self._counter += 1
+        step = "%st%d_" % (self._prefix, self._counter)
+        i2h, h2h = self._convolutions(inputs, states[0], step)
+        output = self._get_activation(i2h + h2h, self._activation, name="%sout" % step)
+        return output, [output]
+
+
+class ConvLSTMCell(BaseConvRNNCell):
+    """LSTMCell with convolutions; gates (i, f, c, o) along the channel axis, the candidate
+    and the output through `activation`."""
+
+    _gates = 4
+    _num_states = 2  # h and c
+
+    def __init__(self, input_shape: Sequence[int], num_hidden: int, *args: Any,
+                 prefix: str = "ConvLSTM_", **kwargs: Any):
+        super().__init__(input_shape, num_hidden, *args, prefix=prefix, **kwargs)
+
+    @property
+    def _gate_names(self) -> Sequence[str]:
+        return ["_i", "_f", "_c", "_o"]
+
+    def __call__(self, inputs: Symbol, states: list) -> tuple:
+        self._counter += 1
+        step = "%st%d_" % (self._prefix, self._counter)
+        i2h, h2h = self._convolutions(inputs, states[0], step)
+        next_h, next_c = _lstm_combine(self, i2h + h2h, states[1], step, self._activation,
+                                       axis=self._channel_axis)
+        return next_h, [next_h, next_c]
+
+
+class ConvGRUCell(BaseConvRNNCell):
+    """GRUCell with convolutions: h' = (1 - z) * act(x_o + r * h_o) + z * h."""
+
+    _gates = 3
+
+    def __init__(self, input_shape: Sequence[int], num_hidden: int, *args: Any,
+                 prefix: str = "ConvGRU_", **kwargs: Any):
+        super().__init__(input_shape, num_hidden, *args, prefix=prefix, **kwargs)
+
+    @property
+    def _gate_names(self) -> Sequence[str]:
+        return ["_r", "_z", "_o"]
+
+    def __call__(self, inputs: Symbol, states: list) -> tuple:
+        self._counter += 1
+        step = "%st%d_" % (self._prefix, self._counter)
+        prev_h = states[0]
+        i2h, h2h = self._convolutions(inputs, prev_h, step)
+        next_h = _gru_combine(self, i2h, h2h, prev_h, step, self._activation)
+        return next_h, [next_h]
