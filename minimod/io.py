@@ -467,11 +467,12 @@ class _FileBatches(DataIter):
 def _read_file(path: str, what: str) -> bytes:
     """The bytes of `path` (gunzipped when it is gzip data), or a DataIterError naming it."""
     import gzip
+
+    from .ndarray.serialization import read_file
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as err:
-        raise DataIterError("%s: cannot read '%s': %s" % (what, path, err.strerror)) from None
+        raw = read_file(path, what)
+    except MXNetError as err:
+        raise DataIterError(str(err)) from None
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
