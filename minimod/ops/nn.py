@@ -2431,3 +2431,122 @@ class UpSampling(VariadicOp):
         for x, part, dx in zip(inputs, self._parts(out_grads[0], inputs), in_grads):
             if dx is not None:
                 xp.sum(self._blocks(part, x.shape), axis=(3, 5), out=dx)
+
+
+# ----------------------------------------------------------------------------- ROIPooling
+
+@dataclasses.dataclass(frozen=True)
+class ROIPoolingAttrs:
+    pooled_size: tuple[int, ...]
+    spatial_scale: float
+
+
+@register
+class ROIPooling(Op):
+    """Max pooling of regions of interest (Fast R-CNN): each row of `rois`, (batch index, x1,
+    y1, x2, y2) in input pixels, is scaled by spatial_scale and rounded to the feature map,
+    split into pooled_size bins (floor/ceil edges, as MXNet forms them in the data's type),
+    and each bin's maximum taken per channel; an empty bin (outside the map) gives 0. Out
+    (R, C, ph, pw); the hidden output `maxidx` holds each maximum's position h * W + w (-1
+    for empty bins), and the data's gradient goes back to it; rois get none.
+
+    The bins are gathered ROI chunk by ROI chunk into padded windows, so memory stays
+    bounded whatever the number of ROIs."""
+
+    name = "ROIPooling"
+    Attrs = ROIPoolingAttrs
+    ARGUMENTS = ("data", "rois")
+    OUTPUTS = ("output", "maxidx")
+    backward_inputs = (1,)
+    backward_outputs = (1,)
+    _CHUNK_ELEMENTS = 1 << 22  # gathered values per chunk of ROIs
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if len(self.attrs.pooled_size) != 2 or min(self.attrs.pooled_size) < 1:
+            raise OpParamError("operator ROIPooling: pooled_size must be two sizes >= 1, got %s"
+                               % (self.attrs.pooled_size,))
+
+    def num_visible_outputs(self) -> int:
+        return 1
+
+    def infer_shape(self, in_shapes, out_shapes):
+        data, rois = in_shapes
+        if data is not None and len(data) != 4:
+            raise ShapeError("input 'data' has shape %s but ROIPooling needs NCHW"
+                             % fmt_shape(data))
+        if rois is not None and (len(rois) != 2 or rois[1] not in (None, 5)):
+            raise ShapeError("input 'rois' has shape %s but ROIPooling needs (R, 5) rows of "
+                             "(batch index, x1, y1, x2, y2)" % fmt_shape(rois))
+        if data is not None and rois is not None:
+            shape = (rois[0], data[1]) + tuple(self.attrs.pooled_size)
+            self.set_out(out_shapes, 0, shape)
+            self.set_out(out_shapes, 1, shape)
+        return in_shapes, out_shapes
+
+    def _bins(self, xp, rois, height: int, width: int, dtype):
+        """Per ROI: batch index and the (start, end) rows and columns of every bin."""
+        t = dtype.type
+        scaled = rois[:, 1:5].astype(dtype) * t(self.attrs.spatial_scale)
+        coords = (xp.floor(xp.abs(scaled) + t(0.5)) * xp.sign(scaled)).astype("int64")
+        x1, y1, x2, y2 = coords.T
+        ph, pw = self.attrs.pooled_size
+
+        def edges(start, end, bins, limit):
+            size = xp.maximum(end - start + 1, 1).astype(dtype) / t(bins)
+            steps = xp.arange(bins, dtype=dtype)
+            lo = xp.floor(steps[None, :] * size[:, None]).astype("int64") + start[:, None]
+            hi = xp.ceil((steps[None, :] + t(1)) * size[:, None]).astype("int64") \
+                + start[:, None]
+            return xp.clip(lo, 0, limit), xp.clip(hi, 0, limit)
+
+        return (rois[:, 0].astype("int64"), edges(y1, y2, ph, height),
+                edges(x1, x2, pw, width))
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        data, rois = inputs
+        n, c, height, width = data.shape
+        batch, (h_lo, h_hi), (w_lo, w_hi) = self._bins(xp, rois, height, width, data.dtype)
+        kh = int(xp.max(h_hi - h_lo)) if h_lo.size else 0
+        kw = int(xp.max(w_hi - w_lo)) if w_lo.size else 0
+        ph, pw = self.attrs.pooled_size
+        out[0].fill(0)
+        out[1].fill(-1)
+        if not rois.shape[0] or kh <= 0 or kw <= 0:
+            return
+        chunk = max(1, self._CHUNK_ELEMENTS // max(1, c * ph * pw * kh * kw))
+        for lo in range(0, rois.shape[0], chunk):
+            sel = slice(lo, lo + chunk)
+            rows = h_lo[sel][:, :, None] + xp.arange(kh)  # (r, ph, kh)
+            cols = w_lo[sel][:, :, None] + xp.arange(kw)  # (r, pw, kw)
+            valid = ((rows < h_hi[sel][:, :, None])[:, :, :, None, None]
+                     & (cols < w_hi[sel][:, :, None])[:, None, None, :, :])
+            window = data[batch[sel][:, None, None, None, None], :,
+                          xp.minimum(rows, height - 1)[:, :, :, None, None],
+                          xp.minimum(cols, width - 1)[:, None, None, :, :]]
+            # window: (r, ph, kh, pw, kw, C) -> (r, C, ph, pw, kh * kw)
+            window = xp.where(valid[..., None], window, -xp.inf).transpose(0, 5, 1, 3, 2, 4)
+            window = window.reshape(window.shape[:4] + (kh * kw,))
+            best = xp.argmax(window, axis=-1)  # (r, C, ph, pw), first maximum in the bin
+            value = xp.take_along_axis(window, best[..., None], axis=-1)[..., 0]
+            empty = ~valid.any(axis=(2, 4))[:, None, :, :]  # (r, 1, ph, pw)
+            r_ix = xp.arange(rows.shape[0])[:, None, None, None]
+            at_h = rows[r_ix, xp.arange(ph)[None, None, :, None], best // kw]
+            at_w = cols[r_ix, xp.arange(pw)[None, None, None, :], best % kw]
+            out[0][sel] = xp.where(empty, 0, value)
+            out[1][sel] = xp.where(empty, -1, at_h * width + at_w)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        dx, d_rois = in_grads
+        if d_rois is not None:
+            d_rois.fill(0)
+        if dx is None:
+            return
+        rois, maxidx, g = inputs[1], outputs[1], out_grads[0]
+        n, c, height, width = dx.shape
+        dx.fill(0)
+        batch = rois[:, 0].astype("int64")[:, None, None, None]
+        channel = xp.arange(c)[None, :, None, None]
+        hit = maxidx >= 0
+        flat = ((batch * c + channel) * (height * width) + maxidx.astype("int64"))[hit]
+        backend.scatter_add(xp, dx.reshape(-1), flat, g[hit])

@@ -136,6 +136,33 @@ CASES = [
 ]
 
 
+def _roi_pool_reference(pooled, scale):
+    """Fast R-CNN's ROI max pooling written out bin by bin (a reference for small inputs)."""
+    def ref(data, rois):
+        ph, pw = pooled
+        out = np.zeros((len(rois), data.shape[1], ph, pw))
+        for r, (b, *xy) in enumerate(rois):
+            x1, y1, x2, y2 = (int(np.floor(abs(v * scale) + 0.5) * np.sign(v)) for v in xy)
+            rh, rw = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
+            for i in range(ph):
+                h0 = min(max(int(np.floor(i * rh / ph)) + y1, 0), data.shape[2])
+                h1 = min(max(int(np.ceil((i + 1) * rh / ph)) + y1, 0), data.shape[2])
+                for j in range(pw):
+                    w0 = min(max(int(np.floor(j * rw / pw)) + x1, 0), data.shape[3])
+                    w1 = min(max(int(np.ceil((j + 1) * rw / pw)) + x1, 0), data.shape[3])
+                    if h1 > h0 and w1 > w0:
+                        out[r, :, i, j] = data[int(b), :, h0:h1, w0:w1].max(axis=(1, 2))
+        return [out]
+    return ref
+
+
+CASES.append(Case("ROIPooling", dict(pooled_size=(2, 3), spatial_scale=0.5),
+                  [distinct(2, 2, 6, 7), np.array([[0, 0, 0, 11, 9], [1, 3, 2, 13, 13],
+                                                   [1, -8, -8, 3, 30], [0, 20, 20, 30, 30]],
+                                                  dtype=np.float64)],
+                  _roi_pool_reference((2, 3), 0.5), grad_wrt=[0], id="roi_pooling"))
+
+
 def _erfinv_reference(x):
     """erfinv by bisection on math.erf (a reference independent of minimod's Newton steps)."""
     import math
@@ -160,7 +187,8 @@ ADDED = ["l2norm_instance", "l2norm_channel", "l2norm_spatial", "groupnorm", "gr
          "slice_like_all", "sort_desc", "sort_flat", "argsort", "smooth_l1", "hard_sigmoid",
          "softmin", "shape_array", "size_array", "svm_l2", "svm_l1", "diag_vector",
          "diag_matrix", "diag_axes", "depth_to_space", "space_to_depth", "moments_axes",
-         "moments_keep", "erfinv", "rcbrt", "gather_nd", "scatter_nd"]
+         "moments_keep", "erfinv", "rcbrt", "gather_nd", "scatter_nd", "roi_pooling",
+         "roi_pooling_unit"]
 
 
 @pytest.mark.parametrize("name", ADDED)
@@ -199,7 +227,7 @@ def test_every_added_op_has_mxnet_golden_numbers():
     assert ops == {"L2Normalization", "GroupNorm", "UpSampling", "Crop", "slice_like", "sort",
                    "argsort", "smooth_l1", "hard_sigmoid", "softmin", "shape_array",
                    "size_array", "SVMOutput", "diag", "depth_to_space", "space_to_depth",
-                   "moments", "erfinv", "rcbrt", "gather_nd", "scatter_nd"}
+                   "moments", "erfinv", "rcbrt", "gather_nd", "scatter_nd", "ROIPooling"}
 
 
 # ----------------------------------------------------------------------------- in a model

@@ -137,6 +137,15 @@ CASES = {
                                                              dtype="float32")], [], True, [0]),
     "scatter_nd": ("scatter_nd", dict(shape=(3, 4)), [r(2, 2), np.array(
         [[[0, 1], [2, 2]], [[3, 0], [1, 3]]], dtype="float32")], [], True, [0]),
+    "roi_pooling": ("ROIPooling", dict(pooled_size=(3, 2), spatial_scale=0.25),
+                    [r(2, 3, 9, 11), np.array([[0, 0, 0, 43, 35], [1, 4, 8, 20, 30],
+                                               [1, -10, -6, 60, 70], [0, 13, 9, 13, 9],
+                                               [1, 30, 30, 41, 34]], dtype="float32")],
+                    [], True, [0]),
+    "roi_pooling_unit": ("ROIPooling", dict(pooled_size=(2, 2), spatial_scale=1.0),
+                         [r(1, 2, 5, 5), np.array([[0, 1, 1, 3, 4], [0, 0.4, 1.5, 2.5, 2.49],
+                                                   [0, 2, 2, 9, 9]], dtype="float32")],
+                         [], True, [0]),
 }
 
 
