@@ -2505,7 +2505,7 @@ class ROIPooling(Op):
 
     def forward(self, xp, inputs, aux, out, is_train):
         data, rois = inputs
-        n, c, height, width = data.shape
+        _, c, height, width = data.shape
         batch, (h_lo, h_hi), (w_lo, w_hi) = self._bins(xp, rois, height, width, data.dtype)
         kh = int(xp.max(h_hi - h_lo)) if h_lo.size else 0
         kw = int(xp.max(w_hi - w_lo)) if w_lo.size else 0
@@ -2543,7 +2543,7 @@ class ROIPooling(Op):
         if dx is None:
             return
         rois, maxidx, g = inputs[1], outputs[1], out_grads[0]
-        n, c, height, width = dx.shape
+        _, c, height, width = dx.shape
         dx.fill(0)
         batch = rois[:, 0].astype("int64")[:, None, None, None]
         channel = xp.arange(c)[None, :, None, None]
