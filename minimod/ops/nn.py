@@ -2447,8 +2447,9 @@ class ROIPooling(Op):
     y1, x2, y2) in input pixels, is scaled by spatial_scale and rounded to the feature map,
     split into pooled_size bins (floor/ceil edges, as MXNet forms them in the data's type),
     and each bin's maximum taken per channel; an empty bin (outside the map) gives 0. Out
-    (R, C, ph, pw); the hidden output `maxidx` holds each maximum's position h * W + w (-1
-    for empty bins), and the data's gradient goes back to it; rois get none.
+    (R, C, ph, pw); the hidden output `maxidx` holds each maximum's flat position in data
+    (-1 for empty bins), as MXNet's does, and the data's gradient goes back to it; rois get
+    none.
 
     The bins are gathered ROI chunk by ROI chunk into padded windows, so memory stays
     bounded whatever the number of ROIs."""
@@ -2457,7 +2458,7 @@ class ROIPooling(Op):
     Attrs = ROIPoolingAttrs
     ARGUMENTS = ("data", "rois")
     OUTPUTS = ("output", "maxidx")
-    backward_inputs = (1,)
+    backward_inputs = ()
     backward_outputs = (1,)
     _CHUNK_ELEMENTS = 1 << 22  # gathered values per chunk of ROIs
 
@@ -2469,6 +2470,10 @@ class ROIPooling(Op):
 
     def num_visible_outputs(self) -> int:
         return 1
+
+    def infer_type(self, in_types, out_types):
+        in_types, outs = super().infer_type(in_types, [None])
+        return in_types, [outs[0], "int32"]  # maxidx is int32, as in MXNet
 
     def infer_shape(self, in_shapes, out_shapes):
         data, rois = in_shapes
@@ -2533,8 +2538,9 @@ class ROIPooling(Op):
             r_ix = xp.arange(rows.shape[0])[:, None, None, None]
             at_h = rows[r_ix, xp.arange(ph)[None, None, :, None], best // kw]
             at_w = cols[r_ix, xp.arange(pw)[None, None, None, :], best % kw]
+            plane = batch[sel][:, None, None, None] * c + xp.arange(c)[None, :, None, None]
             out[0][sel] = xp.where(empty, 0, value)
-            out[1][sel] = xp.where(empty, -1, at_h * width + at_w)
+            out[1][sel] = xp.where(empty, -1, (plane * height + at_h) * width + at_w)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         dx, d_rois = in_grads
@@ -2542,11 +2548,7 @@ class ROIPooling(Op):
             d_rois.fill(0)
         if dx is None:
             return
-        rois, maxidx, g = inputs[1], outputs[1], out_grads[0]
-        _, c, height, width = dx.shape
+        maxidx, g = outputs[1], out_grads[0]
         dx.fill(0)
-        batch = rois[:, 0].astype("int64")[:, None, None, None]
-        channel = xp.arange(c)[None, :, None, None]
         hit = maxidx >= 0
-        flat = ((batch * c + channel) * (height * width) + maxidx.astype("int64"))[hit]
-        backend.scatter_add(xp, dx.reshape(-1), flat, g[hit])
+        backend.scatter_add(xp, dx.reshape(-1), maxidx[hit].astype("int64"), g[hit])

@@ -1044,7 +1044,7 @@ class MomentsOp(Op):
 
     name = "moments"
     Attrs = MomentsAttrs
-    OUTPUTS = ("mean", "var")
+    OUTPUTS = ("output0", "output1")  # the mean and the variance, under MXNet's names
     backward_inputs = (0,)
     backward_outputs = (0,)
 
