@@ -38,6 +38,14 @@ def _softmax(xp, x, axis: int, out, op=None, red=None) -> None:
     out /= _sum(xp, out, axis, red, keepdims=True)
 
 
+def _data_grad(in_grads: list):
+    """A loss head's data gradient slot (None when nobody asked for it), after setting the
+    label's gradient, when asked for, to 0: labels get none."""
+    if len(in_grads) > 1 and in_grads[1] is not None:
+        in_grads[1].fill(0)
+    return in_grads[0]
+
+
 def _batch_from_label(op: Op, in_shapes: list) -> None:
     """A label of known batch size fills the data's unknown batch dim."""
     data, label = in_shapes[0], in_shapes[1]
@@ -160,9 +168,7 @@ class SoftmaxOutput(_ScratchMixin, Op):
             _softmax(xp, x.reshape(x.shape[0], -1), 1, out[0].reshape(x.shape[0], -1), self)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        g = in_grads[0]
-        if len(in_grads) > 1 and in_grads[1] is not None:
-            in_grads[1].fill(0)
+        g = _data_grad(in_grads)
         if g is None:
             return
         a = self.attrs
@@ -387,9 +393,7 @@ class _RegressionOutput(Op):
         return in_shapes, out_shapes
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        g = in_grads[0]
-        if len(in_grads) > 1 and in_grads[1] is not None:
-            in_grads[1].fill(0)
+        g = _data_grad(in_grads)
         if g is None:
             return
         out, label = outputs[0], inputs[1]
@@ -530,9 +534,7 @@ class SoftmaxCrossEntropy(Op):
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         x, label = inputs
-        if len(in_grads) > 1 and in_grads[1] is not None:
-            in_grads[1].fill(0)
-        g = in_grads[0]
+        g = _data_grad(in_grads)
         if g is None:
             return
         xp.exp(self._log_softmax(xp, x), out=g)
@@ -578,9 +580,7 @@ class SVMOutput(Op):
         xp.copyto(out[0], inputs[0])
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        g = in_grads[0]
-        if len(in_grads) > 1 and in_grads[1] is not None:
-            in_grads[1].fill(0)
+        g = _data_grad(in_grads)
         if g is None:
             return
         x = outputs[0].reshape(outputs[0].shape[0], -1)
