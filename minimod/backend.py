@@ -122,13 +122,16 @@ class _DeviceScope:
             self.dev = None
 
 
+_HOST_SCOPE = _DeviceScope(-1)  # holds no state, so every CPU context shares it
+
+
 def device_scope(ctx) -> _DeviceScope:
     """A `with` block that makes `ctx`'s GPU the current CUDA device (`cupy.cuda.Device(i)`):
     arrays created and kernels launched inside it run there. A no-op for CPU contexts."""
     if ctx.device_typeid == 2:
         _require_gpu(ctx)
         return _DeviceScope(ctx.device_id)
-    return _DeviceScope(-1)
+    return _HOST_SCOPE
 
 
 def _to_gpu(arr, device_id: int, copy: bool):
@@ -164,7 +167,10 @@ def copy_into(dst, src) -> None:
     The write runs on dst's device, so a kernel never touches an array of another GPU (CuPy
     refuses that without peer access). `src` broadcasts and casts as in NumPy assignment.
     """
-    if is_gpu_array(dst):
+    if _cupy is None:  # a host-only install: plain NumPy assignment
+        dst[...] = src
+        return
+    if isinstance(dst, _cupy.ndarray):
         device_id = dst.device.id
         with _cupy.cuda.Device(device_id):
             if is_gpu_array(src):

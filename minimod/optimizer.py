@@ -252,15 +252,21 @@ class Optimizer:
             if count > self.num_update:
                 self.num_update = count
 
-    def _count_distinct_updates(self, indices: Sequence) -> list:
-        """`_update_count(indices)` for keys that are all different, without a Python loop per
-        key (a flat buffer's keys, every step); returns their new counts in order."""
+    def _count_distinct_updates(self, indices: Sequence):
+        """`_update_count(indices)` for keys that are all different (a flat buffer's keys,
+        every step), in a few calls that run in C. Returns None when the keys had equal counts
+        (the usual case: they are updated together), else their new counts in order."""
         counts = self._index_update_count
-        new = [c + 1 for c in map(counts.get, indices, itertools.repeat(self.begin_num_update))]
+        before = list(map(counts.get, indices, itertools.repeat(self.begin_num_update)))
+        if before.count(before[0]) == len(before):
+            count = before[0] + 1
+            counts.update(dict.fromkeys(indices, count))
+            if count > self.num_update:
+                self.num_update = count
+            return None
+        new = [count + 1 for count in before]
         counts.update(zip(indices, new))
-        top = max(new, default=self.num_update)
-        if top > self.num_update:
-            self.num_update = top
+        self.num_update = max(self.num_update, max(new))
         return new
 
     def _base_lr(self) -> float:
@@ -343,7 +349,7 @@ class Optimizer:
     # ------------------------------------------------------------------ scratch memory
     def _tmp(self, like, count: int, dtype=None) -> list:
         """`count` scratch arrays shaped like `like`, reused across calls."""
-        dtype = np.dtype(dtype or like.dtype)
+        dtype = like.dtype if dtype is None else np.dtype(dtype)
         device = getattr(getattr(like, "device", None), "id", -1)
         key = (like.shape, dtype.str, device)
         pool = self._scratch.get(key)
@@ -358,8 +364,7 @@ register = Optimizer.register
 create = Optimizer.create_optimizer
 
 
-def _xp(arr):
-    return backend.array_module_of(arr)
+_xp = backend.array_module_of  # the array module (NumPy or CuPy) of an array
 
 
 class _Builtin(Optimizer):
@@ -1744,7 +1749,6 @@ class Updater:
         elementwise-independent of how parameters are grouped (Nadam's per-call schedule, a
         user's own `update`, float16 master copies) take the per-parameter path instead.
         """
-        opt = self.optimizer
         if not self.flat_capable(weights):
             # the per-parameter path, in the callers' parameter order (Nadam's schedule moves
             # with every call)
@@ -1752,57 +1756,53 @@ class Updater:
             self([indices[i] for i in order], [grads[i] for i in order],
                  [weights[i] for i in order])
             return
-        opt._set_current_context(weights[0].context.device_id)
-        record = self._flat_record(indices, flat, weights)
-        counts = opt._count_distinct_updates(indices)
-        lr_mults, wd_mults = self._flat_mults(record, indices)
-        # what _get_lrs/_get_wds give, product by product (operator.mul over the kept mults)
-        lrs = list(map(operator.mul, itertools.repeat(opt._base_lr()), lr_mults))
-        wds = list(map(operator.mul, itertools.repeat(opt.wd), wd_mults))
-        n = len(indices)
-        if lrs.count(lrs[0]) == n and wds.count(wds[0]) == n and counts.count(counts[0]) == n:
-            starts = (0,)  # the usual case: one run
-        else:
-            hyper = list(zip(lrs, wds, counts))
-            starts = tuple(i for i in range(n) if i == 0 or hyper[i] != hyper[i - 1])
-        runs = record["runs"]
-        if runs is None or record["key"] != starts:
-            runs = record["runs"] = self._flat_runs(indices, flat, record, starts)
-            record["key"] = starts
-        for (idx, w, g, state), start in zip(runs, starts):
-            opt._step(idx, w, g, state, lrs[start], wds[start])
+        self.update_flat_buffer(indices, flat)
 
-    _FLAT_SAFE = ("SGD", "ccSGD", "NAG", "Adam", "AdaGrad", "RMSProp", "AdaDelta", "Adamax",
-                  "Signum", "Ftrl", "FTML", "DCASGD")
+    def update_flat_buffer(self, indices: Sequence, flat) -> None:
+        """The vectorised pass of `update_flat`, for a caller that has checked
+        `flat_capable` (Module, once per update)."""
+        opt = self.optimizer
+        opt._set_current_context(flat.ctx.device_id)
+        record = self._flat_record(indices, flat)
+        counts = opt._count_distinct_updates(indices)
+        runs = record["runs"]
+        if runs is None or not self._mults_current(record):
+            runs = record["runs"] = self._flat_runs(indices, flat, record)
+        if counts is not None:
+            # keys updated unequally often (some also outside this buffer): Adam's bias
+            # correction sees each key's own count, so runs split there too
+            runs = self._flat_runs(indices, flat, record, counts)
+        # the products _get_lrs/_get_wds form, for the first key of each run
+        lr, wd = opt._base_lr(), opt.wd
+        for idx, w, g, state, lr_mult, wd_mult in runs:
+            opt._step(idx, w, g, state, lr * lr_mult, wd * wd_mult)
+
+    # the optimizers whose update is elementwise and the same for any grouping of parameters
+    _FLAT_SAFE = frozenset((SGD, ccSGD, NAG, Adam, AdaGrad, RMSProp, AdaDelta, Adamax, Signum,
+                            Ftrl, FTML, DCASGD))
 
     def flat_capable(self, weights) -> bool:
-        """Whether `update_flat` runs vectorised for this optimizer and these weights."""
+        """Whether `update_flat` runs vectorised for this optimizer and these weights: a
+        built-in optimizer of `_FLAT_SAFE` itself (a subclass may change the arithmetic), its
+        update methods not replaced, and no float16 master copies."""
         opt = self.optimizer
         kind = type(opt)
-        if kind.__name__ not in self._FLAT_SAFE or kind.__module__ != __name__:
-            return False
-        if kind.update is not _Builtin.update or \
-                kind.update_multi_precision is not _Builtin.update_multi_precision:
-            return False
-        return not (opt.multi_precision and weights and weights[0].dtype == np.float16)
+        return (kind in self._FLAT_SAFE and kind.update is _Builtin.update
+                and kind.update_multi_precision is _Builtin.update_multi_precision
+                and not (opt.multi_precision and weights and weights[0].dtype == np.float16))
 
-    def _flat_mults(self, record: dict, indices) -> tuple:
-        """(lr_mults, wd_mults) of the buffer's keys, as `Optimizer._mult` finds them, kept in
-        the buffer's record while the optimizer's lr_mult, wd_mult and idx2name compare equal
-        to the copies taken with them (dict comparisons run in C; an edit in place shows up
-        as a difference). With a param_dict (Gluon parameters carry their own mults) they are
-        looked up every time."""
+    def _mults_current(self, record: dict) -> bool:
+        """Whether the optimizer's lr_mult, wd_mult and idx2name (and whether wd is 0)
+        still compare equal to the copies the record's runs were made with (dict comparisons
+        run in C; an edit in place shows up as a difference). With a param_dict (Gluon
+        parameters carry their own mults) the runs are remade every time."""
         opt = self.optimizer
-        kept = record.get("mults")
-        if (kept is None or opt.param_dict or kept[0] != opt.lr_mult or kept[1] != opt.wd_mult
-                or kept[2] != opt.idx2name):
-            kept = record["mults"] = (
-                dict(opt.lr_mult), dict(opt.wd_mult), dict(opt.idx2name),
-                [opt._mult(i, opt.lr_mult, "lr_mult") for i in indices],
-                [opt._mult(i, opt.wd_mult, "wd_mult") for i in indices])
-        return kept[3], kept[4]
+        kept = record["mults"]
+        return (not opt.param_dict and kept is not None and kept[0] == opt.lr_mult
+                and kept[1] == opt.wd_mult and kept[2] == opt.idx2name
+                and kept[3] == (opt.wd == 0))
 
-    def _flat_record(self, indices, flat, weights) -> dict:
+    def _flat_record(self, indices, flat) -> dict:
         """The flat states of this buffer (made on first use), with every key's state a view."""
         records = self.__dict__.setdefault("_flat_records", {})
         rkey = (id(flat), tuple(indices))
@@ -1812,9 +1812,9 @@ class Updater:
             # states move over below, and the old buffer's record would only hold its memory
             for stale in [k for k, r in records.items() if k[1] == rkey[1] and k != rkey]:
                 del records[stale]
-            whole = NDArray(flat.weight, weights[0].context)
+            whole = NDArray(flat.weight, flat.ctx)
             record = records[rkey] = {"flat": flat, "state": self.optimizer.create_state(
-                indices[0], whole), "views": {}, "runs": None, "key": None}
+                indices[0], whole), "views": {}, "runs": None, "mults": None}
             for idx, lo, hi, shape in zip(indices, flat.offsets, flat.offsets[1:], flat.shapes):
                 record["views"][idx] = _state_slice(record["state"], lo, hi, shape)
             record["view_list"] = [record["views"][idx] for idx in indices]
@@ -1828,22 +1828,33 @@ class Updater:
                 continue
             if have is not _MISSING and have is not None:
                 # states loaded or made elsewhere: move their values into the flat arrays
-                _fill_state(views[idx], _rehome(have, weights[0].context))
+                _fill_state(views[idx], _rehome(have, flat.ctx))
             self.states[idx] = views[idx]
             self.states_synced[idx] = True
             record["runs"] = None
         return record
 
-    @staticmethod
-    def _flat_runs(indices, flat, record, starts) -> list:
-        """(key, weight, grad, state) views of the flat arrays for each run of parameters with
-        equal hyperparameters; runs begin at the parameter positions `starts`."""
+    def _flat_runs(self, indices, flat, record, counts=None) -> list:
+        """(key, weight, grad, state, lr_mult, wd_mult) for each run of consecutive parameters
+        with equal multipliers (and equal update counts, when `counts` is given), the weight,
+        gradient and state being views of the flat arrays. Splitting a run in two would not
+        change a bit (every element sees the same operations and scalars); merging keys with
+        different hyperparameters would. Records the multipliers the runs were made with."""
+        opt = self.optimizer
+        no_wd = opt.wd == 0  # then every wd product is 0 and weights and biases run as one
+        record["mults"] = (dict(opt.lr_mult), dict(opt.wd_mult), dict(opt.idx2name), no_wd)
+        hyper = list(zip([opt._mult(i, opt.lr_mult, "lr_mult") for i in indices],
+                         [0.0 if no_wd else opt._mult(i, opt.wd_mult, "wd_mult")
+                          for i in indices],
+                         counts if counts is not None else itertools.repeat(0)))
+        starts = [i for i in range(len(indices)) if i == 0 or hyper[i] != hyper[i - 1]]
         runs = []
         bounds = flat.offsets
-        for start, stop in zip(starts, starts[1:] + (len(indices),)):
+        for start, stop in zip(starts, starts[1:] + [len(indices)]):
             lo, hi = bounds[start], bounds[stop]
             runs.append((indices[start], flat.weight[lo:hi], flat.grad[lo:hi],
-                         _state_slice(record["state"], lo, hi, (hi - lo,))))
+                         _state_slice(record["state"], lo, hi, (hi - lo,)),
+                         hyper[start][0], hyper[start][1]))
         return runs
 
     def _aggregated(self, indices, grads, weights) -> None:

@@ -188,6 +188,7 @@ class Executor:
             steps.append((nid, self._step_fn(self._xp, node.op, ins, outs)))
         self._fwd_steps = [s for s in steps if s[0] < plan.num_forward_nodes]
         self._bwd_steps = [s for s in steps if s[0] >= plan.num_forward_nodes]
+        self._train_steps = self._fwd_steps + self._bwd_steps
         self.outputs = [NDArray(arrays[eid], self._ctx) for eid in plan.output_eids]
         self._grad_copies = [
             (grad._data, self._grad_req[name], arrays[plan.grad_eids[name]])
@@ -221,11 +222,16 @@ class Executor:
         nid = -1
         try:
             with backend.device_scope(self._ctx):
+                if self._monitor is None:
+                    for nid, fn in steps:
+                        fn(xp, is_train)
+                    return
+                num_forward = self._plan.num_forward_nodes
                 for nid, fn in steps:
                     # MXNet's monitor sees the forward nodes' outputs and, with monitor_all,
                     # their inputs first, as they were before the node ran (an in-place node
                     # overwrites its input); gradient steps are not reported
-                    if self._monitor is not None and nid < self._plan.num_forward_nodes:
+                    if nid < num_forward:
                         parts = self._monitored_nodes(nid)
                         if self._monitor_all:
                             self._report_inputs(*parts[0][:3], self._variable_names(nid))
@@ -337,6 +343,22 @@ class Executor:
             backend.copy_into(self._head_grads[i], src)
         self._check_pool()
         self._run(self._bwd_steps, True)
+        if self._grad_copies:
+            with backend.device_scope(self._ctx):
+                for dst, req, src in self._grad_copies:
+                    assign(dst, req, src)
+
+    def forward_backward(self) -> None:
+        """forward(is_train=True) then backward() for a net whose outputs are all losses (no
+        head gradient to copy in): one run over both step lists, the training step's path.
+        Nets with other outputs take forward and backward, which ask for their out_grads."""
+        if self._head_grads:
+            self.forward(is_train=True)
+            self.backward()
+            return
+        self._check_pool()
+        self._run(self._train_steps, True)
+        self._pool.last_forward = self
         if self._grad_copies:
             with backend.device_scope(self._ctx):
                 for dst, req, src in self._grad_copies:

@@ -70,15 +70,18 @@ def _prepare_group2ctxs(group2ctxs, ctx_len: int) -> list:
 
 
 def _copy_slice(src: NDArray, dst: NDArray, islice: Optional[slice], axis: int) -> None:
-    data = src._data
+    data, target = src._data, dst._data
+    if data.shape == target.shape and (islice is None or not islice.start):
+        backend.copy_into(target, data)  # the whole batch to one device
+        return
     if islice is not None and axis >= 0 and (islice.start != 0 or data.shape[axis] != islice.stop):
         index = [slice(None)] * data.ndim
         index[axis] = islice
         data = data[tuple(index)]
-    if data.shape != dst._data.shape:
+    if data.shape != target.shape:
         raise ShapeError("a batch input of shape %s does not fit the bound shape %s "
                          "(slice %s of the batch)" % (tuple(src.shape), dst.shape, islice))
-    backend.copy_into(dst._data, data)  # host -> device (or device -> device) transfer
+    backend.copy_into(target, data)  # host -> device (or device -> device) transfer
 
 
 def _as_nd(value) -> NDArray:
@@ -90,12 +93,15 @@ def _load_general(data, targets, major_axis) -> None:
     for d_src, d_targets, axis in zip(data, targets, major_axis):
         if isinstance(d_targets, NDArray):
             _copy_slice(_as_nd(d_src), d_targets, None, -1)
+        elif isinstance(d_src, NDArray):  # the usual case: one batch, sliced per device
+            for islice, dst in d_targets:
+                _copy_slice(d_src, dst, islice, axis)
         elif isinstance(d_src, (list, tuple)):  # pre-sliced: one source per device
             for src, dst in zip(d_src, d_targets):
                 dst = dst[1] if isinstance(dst, tuple) else dst
                 _copy_slice(_as_nd(src), dst, None, -1)
         else:
-            src = _as_nd(d_src)
+            src = nd.array(d_src)
             for islice, dst in d_targets:
                 _copy_slice(src, dst, islice, axis)
 
@@ -347,17 +353,31 @@ class DataParallelExecutorGroup:
 
     # ------------------------------------------------------------------ running
     def forward(self, data_batch, is_train: Optional[bool] = None) -> None:
-        _load_data(data_batch, self.data_arrays, self.data_layouts)
+        self._load(data_batch)
         if is_train is None:
             is_train = self.for_training
-        if isinstance(data_batch, list):
-            has_label = self.label_arrays is not None and data_batch[0].label
-        else:
-            has_label = self.label_arrays is not None and data_batch.label
-        if has_label:
-            _load_label(data_batch, self.label_arrays, self.label_layouts)
         for exe in self.execs:
             exe.forward(is_train=is_train)
+
+    def forward_backward(self, data_batch) -> None:
+        """forward(data_batch, is_train=True) then backward(): the training step, one run
+        over each executor's steps (`Executor.forward_backward`)."""
+        if not self.for_training:
+            raise MXNetError("re-bind with for_training=True to run backward")
+        self._load(data_batch)
+        for exe in self.execs:
+            exe.forward_backward()
+
+    def _load(self, data_batch) -> None:
+        """Copy the batch's data, and its labels when it has them, into the executors."""
+        if isinstance(data_batch, list):  # one batch per device
+            _load_data(data_batch, self.data_arrays, self.data_layouts)
+            if self.label_arrays is not None and data_batch[0].label:
+                _load_label(data_batch, self.label_arrays, self.label_layouts)
+            return
+        _load_general(data_batch.data, self.data_arrays, self.data_layouts)
+        if self.label_arrays is not None and data_batch.label:
+            _load_general(data_batch.label, self.label_arrays, self.label_layouts)
 
     def get_output_shapes(self) -> list:
         shapes = []

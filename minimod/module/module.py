@@ -15,8 +15,8 @@ Differences from MXNet, all in the user's favour:
 """
 from __future__ import annotations
 
-import itertools
 import logging
+import operator
 import os
 import warnings
 
@@ -38,6 +38,9 @@ from ..model import (
 from .base_module import BaseModule, _call_accepting, _check_input_names, _parse_data_desc, _require
 
 __all__ = ["Module"]
+
+
+_shape_of = operator.attrgetter("shape")
 
 
 class Module(BaseModule):
@@ -84,6 +87,7 @@ class Module(BaseModule):
         self._kvstore = None
         self._update_on_kvstore = None
         self._updater = None
+        self._flat_plan_cache = None  # (the group's param_arrays, _build_flat_plan's plan)
         self._preload_opt_states = None
         self._grad_req = None
         self._exec_group = None
@@ -366,14 +370,31 @@ class Module(BaseModule):
         """Forward; a batch whose shapes differ from the bound ones re-shapes the executors."""
         _require(self.binded and self.params_initialized,
                  "forward: call bind and init_params first")
+        self._fit_batch(data_batch)
+        self._exec_group.forward(data_batch, is_train)
+
+    def forward_backward(self, data_batch) -> None:
+        """forward(is_train=True) then backward(), run as one training step by the executor
+        group. A subclass that overrides forward or backward has them called instead."""
+        cls = type(self)
+        if cls.forward is not Module.forward or cls.backward is not Module.backward:
+            super().forward_backward(data_batch)
+            return
+        _require(self.binded and self.params_initialized,
+                 "forward: call bind and init_params first")
+        self._fit_batch(data_batch)
+        self._exec_group.forward_backward(data_batch)
+
+    def _fit_batch(self, data_batch) -> None:
+        """Re-shape the executors when the batch's data shapes differ from the bound ones."""
         batch0 = data_batch[0] if isinstance(data_batch, list) else data_batch
-        curr_data_shapes = tuple(i.shape for i in self._data_shapes)
+        curr_data_shapes = list(map(_shape_of, self._data_shapes))
         if isinstance(data_batch, list):
-            new_data_shapes = tuple(
+            new_data_shapes = [
                 tuple([sum(b.data[i].shape[0] for b in data_batch)]
-                      + list(batch0.data[i].shape[1:])) for i in range(len(batch0.data)))
+                      + list(batch0.data[i].shape[1:])) for i in range(len(batch0.data))]
         else:
-            new_data_shapes = tuple(i.shape for i in data_batch.data)
+            new_data_shapes = list(map(_shape_of, data_batch.data))
         if curr_data_shapes != new_data_shapes:
             if getattr(batch0, "provide_data", None) and not isinstance(data_batch, list):
                 new_dshape = data_batch.provide_data
@@ -396,9 +417,7 @@ class Module(BaseModule):
             except MXNetError as err:
                 raise ShapeError("forward: the batch has data shapes %s but the module is "
                                  "bound for %s, and the network cannot take them: %s"
-                                 % (list(new_data_shapes), list(curr_data_shapes),
-                                    err)) from None
-        self._exec_group.forward(data_batch, is_train)
+                                 % (new_data_shapes, curr_data_shapes, err)) from None
 
     def backward(self, out_grads=None):
         _require(self.binded and self.params_initialized,
@@ -424,7 +443,8 @@ class Module(BaseModule):
     def _update_flat(self) -> bool:
         """The update of `_update_params` through the executors' flat parameter buffers: one
         kvstore reduction per buffer and device, then one vectorised optimizer pass per buffer
-        (`Updater.update_flat`). False, doing nothing, when the layout does not allow it."""
+        (`Updater.update_flat_buffer`). False, doing nothing, when the layout does not allow
+        it."""
         plan = self._flat_update_plan()
         kv = self._kvstore
         updater = kv._updater if self._update_on_kvstore else self._updater
@@ -443,7 +463,7 @@ class Module(BaseModule):
         for device_entries in plan:
             for flat, keys, grads, weights in device_entries:
                 with backend.device_scope(flat.ctx):  # the update runs on the buffer's device
-                    self._updater.update_flat(keys, flat, grads, weights)
+                    updater.update_flat_buffer(keys, flat)
         return True
 
     def _flat_update_plan(self):
@@ -456,12 +476,12 @@ class Module(BaseModule):
         if kv is not None and (kv.type not in ("local", "device", "dist_sync", "dist_device_sync")
                                or getattr(kv, "_compression", None) is not None):
             return None
-        ident = tuple(map(id, itertools.chain.from_iterable(group.param_arrays)))
-        cached = getattr(self, "_flat_plan_cache", None)
-        if cached is not None and cached[0] == ident:
+        cached = self._flat_plan_cache
+        # the group makes a new param_arrays list whenever it binds or reshapes its executors
+        if cached is not None and cached[0] is group.param_arrays:
             return cached[1]
         plan = _build_flat_plan(group)
-        self._flat_plan_cache = (ident, plan)
+        self._flat_plan_cache = (group.param_arrays, plan)
         return plan
 
     def get_outputs(self, merge_multi_context=True):

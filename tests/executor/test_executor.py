@@ -99,6 +99,42 @@ def test_loss_head_needs_no_out_grads():
                                rtol=1e-5)
 
 
+def test_forward_backward_equals_forward_then_backward():
+    """The training step's one run over both step lists gives the very outputs and
+    gradients of forward(is_train=True) then backward(), grad_req 'add' included."""
+    data = mx.sym.Variable("data")
+    net = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=6, name="fc1"),
+                            act_type="tanh")
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, num_hidden=3, name="fc2"),
+                               name="softmax")
+    rng = np.random.RandomState(2)
+    values = {"data": rng.rand(4, 5), "softmax_label": [0, 2, 1, 2],
+              "fc1_weight": rng.rand(6, 5) - 0.5, "fc2_weight": rng.rand(3, 6) - 0.5}
+    runs = []
+    for fused in (True, False):
+        exe = net.simple_bind(mx.cpu(), data=(4, 5), grad_req={
+            "data": "null", "softmax_label": "null", "fc1_weight": "add", "fc1_bias": "write",
+            "fc2_weight": "write", "fc2_bias": "write"})
+        for name, value in values.items():
+            exe.arg_dict[name][:] = value
+        for _ in range(2):  # twice: 'add' accumulates
+            if fused:
+                exe.forward_backward()
+            else:
+                exe.forward(is_train=True)
+                exe.backward()
+        runs.append([exe.outputs[0].asnumpy()] + [g.asnumpy() for g in exe.grad_arrays
+                                                  if g is not None])
+    for got, want in zip(*runs):
+        assert np.array_equal(got, want)
+
+
+def test_forward_backward_of_a_non_loss_output_asks_for_its_head_gradient():
+    exe = _expr().simple_bind(mx.cpu(), a=(2, 3), b=(2, 3))
+    with pytest.raises(MXNetError, match="head gradient is required"):
+        exe.forward_backward()
+
+
 def test_copy_params_from_and_errors():
     exe = _expr().simple_bind(mx.cpu(), a=(2, 3), b=(2, 3))
     exe.copy_params_from({"a": mx.nd.ones((2, 3))})

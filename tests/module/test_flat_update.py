@@ -63,12 +63,12 @@ def _train(monkeypatch, flat, name, params, contexts, kvstore, lr_mult=None):
     if not flat:
         monkeypatch.setattr(mod, "_update_flat", lambda: False)
     else:
-        real = opt.Updater.update_flat
+        real = opt.Updater.update_flat_buffer
 
-        def spy(self, *args, **kwargs):
-            calls.append(self.flat_capable(args[3]))
-            return real(self, *args, **kwargs)
-        monkeypatch.setattr(opt.Updater, "update_flat", spy)
+        def spy(self, indices, flat):
+            calls.append(self.flat_capable([mx.nd.array(flat.weight, dtype=flat.dtype)]))
+            return real(self, indices, flat)
+        monkeypatch.setattr(opt.Updater, "update_flat_buffer", spy)
     for batch in _batches() * 2:
         mod.forward_backward(batch)
         mod.update()
@@ -173,16 +173,23 @@ def test_states_loaded_from_a_file_are_moved_into_the_flat_state(tmp_path, monke
     assert not np.array_equal(a, forgot)
 
 
-def _train_with_edits(monkeypatch, flat, params):
-    """Train while editing the optimizer's lr_mult and wd_mult in place between updates;
-    returns the parameters, the update counts, num_update and the keys holding a state."""
-    mx.random.seed(11)
+def _module(monkeypatch, flat, seed, optimizer, params):
+    """A bound, initialised module with its optimizer; without `flat`, its flat update path
+    is switched off (until monkeypatch.undo())."""
+    mx.random.seed(seed)
     mod = mx.mod.Module(_symbol(), context=mx.cpu())
     mod.bind(data_shapes=[("data", (12, 7))], label_shapes=[("softmax_label", (12,))])
     mod.init_params(initializer=mx.init.Xavier(magnitude=2.0))
-    mod.init_optimizer(optimizer="sgd", optimizer_params=dict(params))
+    mod.init_optimizer(optimizer=optimizer, optimizer_params=dict(params))
     if not flat:
         monkeypatch.setattr(mod, "_update_flat", lambda: False)
+    return mod
+
+
+def _train_with_edits(monkeypatch, flat, params):
+    """Train while editing the optimizer's lr_mult and wd_mult in place between updates;
+    returns the parameters, the update counts, num_update and the keys holding a state."""
+    mod = _module(monkeypatch, flat, 11, "sgd", params)
     optim = mod._optimizer
     edits = [lambda: None,
              lambda: optim.lr_mult.__setitem__("fc1_weight", 0.25),
@@ -247,3 +254,42 @@ def test_rebinding_keeps_the_momenta_and_drops_the_old_buffer():
     b = train(False)[0].get_params()[0]
     for name in a:
         assert np.array_equal(a[name].asnumpy(), b[name].asnumpy()), name
+
+
+@pytest.mark.parametrize("params", [{"learning_rate": 0.01, "wd": 1e-3},
+                                    {"learning_rate": 0.01}])
+def test_keys_with_unequal_update_counts_keep_their_own_counts(monkeypatch, params):
+    """Keys of one buffer counted unequally (one was also updated elsewhere): Adam's bias
+    correction reads each key's own count, so the flat pass must split its runs there and
+    still match the per-parameter path bit for bit, counts included."""
+    def train(flat):
+        mod = _module(monkeypatch, flat, 4, "adam", params)
+        optim = mod._optimizer
+        for step, batch in enumerate(_batches() * 2):
+            if step == 2:  # key 1 (fc1_bias) counted three more times than the others
+                optim._index_update_count[1] += 3
+            mod.forward_backward(batch)
+            mod.update()
+        monkeypatch.undo()
+        arg, _ = mod.get_params()
+        return {k: v.asnumpy() for k, v in arg.items()}, dict(optim._index_update_count)
+
+    flat, plain = train(True), train(False)
+    for key in plain[0]:
+        assert np.array_equal(flat[0][key], plain[0][key]), key
+    assert flat[1] == plain[1] and flat[1][1] == flat[1][0] + 3
+
+
+def test_without_weight_decay_weights_and_biases_update_as_one_run():
+    """wd=0 makes every wd product 0, so weights (wd_mult 1) and biases (wd_mult 0) need
+    not be updated apart: one pass over the whole buffer."""
+    mod = mx.mod.Module(_symbol(), context=mx.cpu())
+    mod.bind(data_shapes=[("data", (12, 7))], label_shapes=[("softmax_label", (12,))])
+    mod.init_params()
+    for wd, runs in ((0.0, 1), (1e-3, 2)):
+        mod.init_optimizer(optimizer="sgd", force_init=True,
+                           optimizer_params={"learning_rate": 0.1, "momentum": 0.9, "wd": wd})
+        mod.forward_backward(_batches()[0])
+        mod.update()
+        (record,) = mod._updater._flat_records.values()
+        assert len(record["runs"]) == runs

@@ -300,3 +300,64 @@ def test_get_params_copies_one_device_exactly_and_stays_a_copy():
     before = arg["fc1_weight"].asnumpy().copy()
     _steps(mod, x, y, 2, 1)
     np.testing.assert_array_equal(arg["fc1_weight"].asnumpy(), before)
+
+
+@pytest.mark.parametrize("ndev", [1, 2])
+def test_forward_backward_is_forward_then_backward(ndev):
+    """Module.forward_backward runs the executors' one-run training step: the same
+    parameters, outputs and metric as forward(is_train=True) then backward(), on one device
+    and sliced over two, with a batch of another size re-shaping the module on the way."""
+    x, y = _data()
+    runs = []
+    for fused in (True, False):
+        mod = _module([mx.cpu(i) for i in range(ndev)])
+        mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
+                                                              "momentum": 0.9})
+        metric = mx.metric.Accuracy()
+        for i, size in enumerate((12, 12, 8, 12)):
+            batch = _batch(x, y, i, size)
+            if fused:
+                mod.forward_backward(batch)
+            else:
+                mod.forward(batch, is_train=True)
+                mod.backward()
+            mod.update()
+            mod.update_metric(metric, batch.label)
+        runs.append((_params(mod), mod.get_outputs()[0].asnumpy(), metric.get()))
+    (fused, out, acc), (plain, out_plain, acc_plain) = runs
+    assert fused.keys() == plain.keys() and acc == acc_plain
+    assert np.array_equal(out, out_plain)
+    for key in plain:
+        assert np.array_equal(fused[key], plain[key]), key
+
+
+def test_forward_backward_calls_a_subclass_forward_and_backward():
+    """A Module subclass that overrides forward or backward (as user code does) has them
+    called by forward_backward, as BaseModule's forward_backward would."""
+    calls = []
+
+    class Traced(mx.mod.Module):
+        def forward(self, data_batch, is_train=None):
+            calls.append("forward")
+            super().forward(data_batch, is_train)
+
+        def backward(self, out_grads=None):
+            calls.append("backward")
+            super().backward(out_grads)
+
+    x, y = _data()
+    mod = Traced(_mlp(), context=mx.cpu())
+    mod.bind(data_shapes=[("data", (12, 6))], label_shapes=[("softmax_label", (12,))])
+    mod.init_params(mx.init.Xavier())
+    mod.forward_backward(_batch(x, y, 0))
+    assert calls == ["forward", "backward"]
+
+
+def test_forward_backward_needs_a_training_bind():
+    x, y = _data()
+    mod = mx.mod.Module(_mlp(), context=mx.cpu())
+    mod.bind(data_shapes=[("data", (12, 6))], label_shapes=[("softmax_label", (12,))],
+             for_training=False)
+    mod.init_params(mx.init.Xavier())
+    with pytest.raises(MXNetError, match="for_training=True"):
+        mod.forward_backward(_batch(x, y, 0))
