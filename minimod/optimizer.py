@@ -254,20 +254,18 @@ class Optimizer:
 
     def _count_distinct_updates(self, indices: Sequence):
         """`_update_count(indices)` for keys that are all different (a flat buffer's keys,
-        every step), in a few calls that run in C. Returns None when the keys had equal counts
-        (the usual case: they are updated together), else their new counts in order."""
+        every step). Returns None when their new counts are all equal (the usual case: they
+        are updated together), else the new counts in order."""
         counts = self._index_update_count
-        before = list(map(counts.get, indices, itertools.repeat(self.begin_num_update)))
-        if before.count(before[0]) == len(before):
-            count = before[0] + 1
-            counts.update(dict.fromkeys(indices, count))
-            if count > self.num_update:
-                self.num_update = count
-            return None
-        new = [count + 1 for count in before]
-        counts.update(zip(indices, new))
-        self.num_update = max(self.num_update, max(new))
-        return new
+        begin = self.begin_num_update
+        new = []
+        for idx in indices:
+            count = counts[idx] = counts.get(idx, begin) + 1
+            new.append(count)
+        top = max(new)
+        if top > self.num_update:
+            self.num_update = top
+        return None if new.count(top) == len(new) else new
 
     def _base_lr(self) -> float:
         """The learning rate before lr_mult: the scheduler's at num_update, else `lr`."""
@@ -537,27 +535,34 @@ class SGD(_Builtin):
 
         A flat parameter buffer comes back with the same arrays every step, so its list of
         block views is made once and kept (`_BlockViews`): slicing five arrays per block cost
-        about as much Python time as the block's two ufunc calls."""
-        whole = w.size <= _SGD_BLOCK or not (
-            w.flags.c_contiguous and g.flags.c_contiguous
-            and (mom is None or mom.flags.c_contiguous))
-        if whole:
-            tmp = self._tmp(w, scratches)
+        about as much Python time as the block's two ufunc calls. Small arrays keep their
+        one-block lists too (the `_BlockViews.SMALL` most recent), which spares the scratch lookup in every
+        step of a small model."""
+        small = w.size <= _SGD_BLOCK
+        if not small and not (w.flags.c_contiguous and g.flags.c_contiguous
+                              and (mom is None or mom.flags.c_contiguous)):
+            tmp = self._tmp(w, scratches)  # large and strided: one block, not kept
             return [(w, g, mom, tmp[0], tmp[1] if scratches > 1 else None)]
-        cache = self._scratch.get(_BlockViews)
+        kind = _SMALL_VIEWS if small else _BlockViews
+        cache = self._scratch.get(kind)
         if cache is None:
-            cache = self._scratch[_BlockViews] = _BlockViews()
+            cache = self._scratch[kind] = _BlockViews(
+                _BlockViews.SMALL if small else _BlockViews.LARGE)
         views = cache.get(w, g, mom, scratches)
         if views is None:
-            flat_w, flat_g = w.reshape(-1), g.reshape(-1)
-            flat_m = None if mom is None else mom.reshape(-1)
-            tmp = self._tmp(flat_w[:_SGD_BLOCK], scratches)
-            views = []
-            for lo in range(0, w.size, _SGD_BLOCK):
-                hi = min(lo + _SGD_BLOCK, w.size)
-                views.append((flat_w[lo:hi], flat_g[lo:hi],
-                              None if mom is None else flat_m[lo:hi], tmp[0][:hi - lo],
-                              tmp[1][:hi - lo] if scratches > 1 else None))
+            if small:
+                tmp = self._tmp(w, scratches)
+                views = [(w, g, mom, tmp[0], tmp[1] if scratches > 1 else None)]
+            else:
+                flat_w, flat_g = w.reshape(-1), g.reshape(-1)
+                flat_m = None if mom is None else mom.reshape(-1)
+                tmp = self._tmp(flat_w[:_SGD_BLOCK], scratches)
+                views = []
+                for lo in range(0, w.size, _SGD_BLOCK):
+                    hi = min(lo + _SGD_BLOCK, w.size)
+                    views.append((flat_w[lo:hi], flat_g[lo:hi],
+                                  None if mom is None else flat_m[lo:hi], tmp[0][:hi - lo],
+                                  tmp[1][:hi - lo] if scratches > 1 else None))
             cache.put(w, g, mom, scratches, views)
         return views
 
@@ -568,9 +573,11 @@ class _BlockViews:
     the `size` most recently made lists are kept: a module's flat buffers come back every
     step, and an old module's are let go after a few new ones."""
 
-    size = 4
+    LARGE = 4  # lists of large buffers (their views keep megabytes alive)
+    SMALL = 64  # one-block lists of small arrays (a small model's parameters, one by one)
 
-    def __init__(self):
+    def __init__(self, size: int):
+        self.size = size
         self._entries: dict = {}
 
     def get(self, w, g, mom, scratches: int):
@@ -590,6 +597,8 @@ class _BlockViews:
 
 # Elements per block of SGD's NumPy update: 128 KB of float32, well inside a core's L2.
 _SGD_BLOCK = 32768
+# the scratch-pool key of the one-block lists of small arrays (_BlockViews is the large ones')
+_SMALL_VIEWS = "small block views"
 
 
 # SGD's update as one CuPy kernel per (momentum?, clipping?) case, with the NumPy passes'
@@ -1802,37 +1811,48 @@ class Updater:
                 and kept[1] == opt.wd_mult and kept[2] == opt.idx2name
                 and kept[3] == (opt.wd == 0))
 
-    def _flat_record(self, indices, flat) -> dict:
+    def _flat_record(self, indices: list, flat) -> dict:
         """The flat states of this buffer (made on first use), with every key's state a view."""
-        records = self.__dict__.setdefault("_flat_records", {})
-        rkey = (id(flat), tuple(indices))
-        record = records.get(rkey)
-        if record is None or record["flat"] is not flat:
-            # these keys moved to a new buffer (a module rebound with its optimizer kept): the
-            # states move over below, and the old buffer's record would only hold its memory
-            for stale in [k for k, r in records.items() if k[1] == rkey[1] and k != rkey]:
-                del records[stale]
-            whole = NDArray(flat.weight, flat.ctx)
-            record = records[rkey] = {"flat": flat, "state": self.optimizer.create_state(
-                indices[0], whole), "views": {}, "runs": None, "mults": None}
-            for idx, lo, hi, shape in zip(indices, flat.offsets, flat.offsets[1:], flat.shapes):
-                record["views"][idx] = _state_slice(record["state"], lo, hi, shape)
-            record["view_list"] = [record["views"][idx] for idx in indices]
-        if all(map(operator.is_, map(self.states.get, indices, itertools.repeat(_MISSING)),
-                   record["view_list"])):
-            return record  # every key's state is still its view (checked at C speed)
+        records = self.__dict__.get("_flat_records")
+        if records is None:
+            records = self._flat_records = {}
+        record = records.get(id(flat))
+        if record is None or record["flat"] is not flat or record["keys"] != indices:
+            record = self._new_flat_record(records, indices, flat)
+        states = self.states
+        for idx, view in zip(indices, record["view_list"]):
+            if states.get(idx, _MISSING) is not view:
+                self._adopt_states(record, indices, flat)
+                break
+        return record
+
+    def _new_flat_record(self, records: dict, indices: list, flat) -> dict:
+        # these keys may have moved from another buffer (a module rebound with its optimizer
+        # kept): their states move over in _adopt_states, and the old buffer's record would
+        # only hold its memory
+        for stale in [k for k, r in records.items() if r["keys"] == indices]:
+            del records[stale]
+        state = self.optimizer.create_state(indices[0], NDArray(flat.weight, flat.ctx))
+        views = {idx: _state_slice(state, lo, hi, shape) for idx, lo, hi, shape in
+                 zip(indices, flat.offsets, flat.offsets[1:], flat.shapes)}
+        record = records[id(flat)] = {
+            "flat": flat, "keys": list(indices), "state": state, "views": views,
+            "view_list": [views[idx] for idx in indices], "runs": None, "mults": None}
+        return record
+
+    def _adopt_states(self, record: dict, indices: list, flat) -> None:
+        """Make every key's state its view of the flat state again, moving the values of
+        states loaded or made elsewhere into the flat arrays."""
         views = record["views"]
-        for idx, lo, hi in zip(indices, flat.offsets, flat.offsets[1:]):
+        for idx in indices:
             have = self.states.get(idx, _MISSING)
             if have is views[idx]:
                 continue
             if have is not _MISSING and have is not None:
-                # states loaded or made elsewhere: move their values into the flat arrays
                 _fill_state(views[idx], _rehome(have, flat.ctx))
             self.states[idx] = views[idx]
             self.states_synced[idx] = True
             record["runs"] = None
-        return record
 
     def _flat_runs(self, indices, flat, record, counts=None) -> list:
         """(key, weight, grad, state, lr_mult, wd_mult) for each run of consecutive parameters

@@ -574,10 +574,10 @@ def test_sgd_block_views_keep_only_the_latest_buffers():
     first = np.zeros(n, np.float32)
     views = sgd._blocks(first, g, m, 1)
     assert sgd._blocks(first, g, m, 1) is views
-    for _ in range(opt._BlockViews.size):
+    for _ in range(opt._BlockViews.LARGE):
         sgd._blocks(np.zeros(n, np.float32), g, m, 1)
     cache = sgd._scratch[opt._BlockViews]
-    assert len(cache._entries) == opt._BlockViews.size  # bounded: `first`'s list was let go
+    assert len(cache._entries) == opt._BlockViews.LARGE  # bounded: `first`'s list was let go
     again = sgd._blocks(first, g, m, 1)
     assert again is not views and all(np.shares_memory(v[0], first) for v in again)
     # an array that merely has a cached array's id is not taken for it
@@ -585,6 +585,30 @@ def test_sgd_block_views_keep_only_the_latest_buffers():
     other = np.zeros(n, np.float32)
     cache._entries[(id(other),) + key[1:]] = cache._entries.pop(key)
     assert cache.get(other, g, m, 1) is None
+
+
+def test_sgd_small_arrays_keep_their_one_block_list_and_stay_exact():
+    """A small array's one-block list is kept by identity like a flat buffer's (the
+    `SMALL` most recent), and updates through the kept list equal whole-array updates."""
+    rng = np.random.RandomState(5)
+    sgd = opt.SGD(learning_rate=0.1, momentum=0.9, rescale_grad=0.5)
+    w0, g0 = (rng.standard_normal((3, 4)).astype(np.float32) for _ in range(2))
+    weight, grad = mx.nd.array(w0), mx.nd.array(g0)
+    state = sgd.create_state(0, weight)
+    views = sgd._blocks(weight._data, grad._data, state._data, 1)
+    assert len(views) == 1 and views[0][0] is weight._data
+    for _ in range(2):
+        sgd.update(0, weight, grad, state)
+    assert sgd._blocks(weight._data, grad._data, state._data, 1) is views
+    want_w, want_m = _sgd_mom_reference(w0, g0, np.zeros_like(w0), 0.1, 0.9, 0.5)
+    want_w, want_m = _sgd_mom_reference(want_w, g0, want_m, 0.1, 0.9, 0.5)
+    np.testing.assert_array_equal(weight.asnumpy(), want_w)
+    np.testing.assert_array_equal(state.asnumpy(), want_m)
+    others = [np.zeros(7, np.float32) for _ in range(opt._BlockViews.SMALL)]
+    for other in others:
+        sgd._blocks(other, np.ones(7, np.float32), None, 1)
+    assert len(sgd._scratch[opt._SMALL_VIEWS]._entries) == opt._BlockViews.SMALL
+    assert sgd._blocks(weight._data, grad._data, state._data, 1) is not views  # let go
 
 
 def test_sgld_adds_langevin_noise_of_variance_lr():
