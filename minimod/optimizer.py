@@ -49,7 +49,6 @@ import io
 import itertools
 import json
 import math
-import operator
 import os
 import pickle
 import struct
@@ -536,8 +535,8 @@ class SGD(_Builtin):
         A flat parameter buffer comes back with the same arrays every step, so its list of
         block views is made once and kept (`_BlockViews`): slicing five arrays per block cost
         about as much Python time as the block's two ufunc calls. Small arrays keep their
-        one-block lists too (the `_BlockViews.SMALL` most recent), which spares the scratch lookup in every
-        step of a small model."""
+        one-block lists too (the `_BlockViews.SMALL` most recent), which spares the scratch
+        lookup in every step of a small model."""
         small = w.size <= _SGD_BLOCK
         if not small and not (w.flags.c_contiguous and g.flags.c_contiguous
                               and (mom is None or mom.flags.c_contiguous)):
