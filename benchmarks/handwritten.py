@@ -43,6 +43,35 @@ class _SGD:
             w += m
 
 
+class _FlatSGD:
+    """Momentum SGD over parameters that live end to end in one flat buffer (and their
+    gradients in another): the same four passes as _SGD, once over the whole buffer, which is
+    what minimod's flat update does."""
+
+    def __init__(self, weight, grad):
+        self.weight, self.grad = weight, grad
+        self.mom = np.zeros_like(weight)
+        self.tmp = np.empty_like(weight)
+
+    def update(self):
+        np.multiply(self.grad, LR, out=self.tmp)
+        self.mom *= MOM
+        self.mom -= self.tmp
+        self.weight += self.mom
+
+
+def _flatten(arrays):
+    """One flat buffer holding `arrays`' values, and a view of it shaped like each."""
+    flat = np.empty(sum(a.size for a in arrays), np.float32)
+    views, lo = [], 0
+    for arr in arrays:
+        view = flat[lo:lo + arr.size].reshape(arr.shape)
+        view[...] = arr
+        views.append(view)
+        lo += arr.size
+    return flat, views
+
+
 def _softmax_xent_grad(z, y, rows, scale, red, want_loss=True):
     """z (N, K) logits -> z holds the gradient (softmax - onehot) * scale; returns the loss
     (None unless want_loss: the engines measured beside these steps compute no loss)."""
@@ -60,18 +89,27 @@ def _softmax_xent_grad(z, y, rows, scale, red, want_loss=True):
 class MLP(_Step):
     """784-512-512-10 (or `dims`), ReLU, softmax cross-entropy."""
 
-    def __init__(self, batch: int, seed: int = 0, dims=(784, 512, 512, 10)):
+    def __init__(self, batch: int, seed: int = 0, dims=(784, 512, 512, 10),
+                 flat: bool = False):
         rng = np.random.RandomState(seed)
         self.w = [_init(rng, (o, i), i) for i, o in zip(dims, dims[1:])]
         self.b = [np.zeros(o, np.float32) for o in dims[1:]]
         self.gw = [np.empty_like(w) for w in self.w]
         self.gb = [np.empty_like(b) for b in self.b]
+        if flat:  # parameters and gradients in flat buffers, updated in one pass each
+            weight, views = _flatten(self.w + self.b)
+            grad, grads = _flatten(self.gw + self.gb)
+            layers = len(self.w)
+            self.w, self.b, self.gw, self.gb = (views[:layers], views[layers:],
+                                                grads[:layers], grads[layers:])
+            self.opt = _FlatSGD(weight, grad)
+        else:
+            self.opt = _SGD(list(zip(self.w, self.gw)) + list(zip(self.b, self.gb)))
         self.h = [np.empty((batch, o), np.float32) for o in dims[1:]]
         self.dh = [np.empty((batch, o), np.float32) for o in dims[1:3]]
         self.red = np.empty((batch, 1), np.float32)
         self.rows = np.arange(batch)
         self.scale = np.float32(1.0 / batch)
-        self.opt = _SGD(list(zip(self.w, self.gw)) + list(zip(self.b, self.gb)))
 
     def step(self, x, y):
         w, b, h, gw, gb, dh = self.w, self.b, self.h, self.gw, self.gb, self.dh

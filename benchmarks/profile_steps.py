@@ -20,6 +20,10 @@ between minimod and code with no framework.
 
 prints instead, for each named workload, the time of every forward and backward node and of
 the update (ms per step, largest first): which op a workload's "other op work" sits in.
+
+    python3 benchmarks/profile_steps.py --tiny
+
+prints only the per-step overhead table (`tiny_overhead`), which ends the full output too.
 """
 from __future__ import annotations
 
@@ -168,12 +172,22 @@ def handwritten_step(kind: str, batch: int, **kw):
     return lambda: model.step(x, y)
 
 
-def tiny_overhead(seconds: float) -> tuple:
-    """minimod's own cost per step: a 4-8-8-2 MLP at batch 1 (every op trivial) through
-    Module, against the hand-written step of the same model in alternating windows.
-    Returns (minimod us, hand us, Module's graph nodes), minimod's time being the hand step's
-    median times the median of the per-pair ratios: a few microseconds apart, the two medians
-    taken on their own would differ by the machine's drift between windows as much."""
+def tiny_overhead(seconds: float) -> dict:
+    """minimod's own cost per step, on a 4-8-8-2 MLP at batch 1 where every op is trivial,
+    measured three ways in pairs of alternating windows (the machine drifts between windows
+    as much as the few microseconds measured; each figure is the second step's median times
+    the median per-pair ratio):
+
+      module     the Module step: forward_backward(batch) + update()
+      kernels    the array work of that step without the framework: its 12 op steps called
+                 in a plain loop, then the optimizer's four passes over copies of its flat
+                 buffers (the batch copies into the executor count as framework)
+      hand       the hand-written NumPy step of the model, updating tensor by tensor
+      hand_flat  the same with its parameters in one flat buffer, updated in four passes
+
+    module - kernels is the framework's own time: Module, the executor group, the executor's
+    dispatch, loading the batch and the update's bookkeeping. The hand steps put it beside
+    code with no framework at all. Returns the medians in us and the node count."""
     dims = (4, 8, 8, 2)
     net = mx.sym.Variable("data")
     for i, hidden in enumerate(dims[1:], 1):
@@ -193,10 +207,42 @@ def tiny_overhead(seconds: float) -> tuple:
         mod.forward_backward(batch)
         mod.update()
 
-    _, hand_ms, ratio = paired_ms(step, handwritten_step("mlp", 1, dims=dims), 3 * seconds,
-                                  windows=24)
     _, exe = _executor(mod)
-    return ratio * hand_ms * 1e3, hand_ms * 1e3, len(exe._fwd_steps) + len(exe._bwd_steps)
+    flat = exe.flat_params[0]
+    sgd = handwritten._FlatSGD(flat.weight.copy(), flat.grad.copy())
+    op_steps = exe._train_steps
+
+    def kernels():
+        for _, fn in op_steps:
+            fn(np, True)
+        sgd.update()
+
+    windows = 24
+    out = {"nodes": len(op_steps)}
+    for name, other in (("kernels", kernels), ("hand", handwritten_step("mlp", 1, dims=dims)),
+                        ("hand_flat", handwritten_step("mlp", 1, dims=dims, flat=True))):
+        _, other_ms, ratio = paired_ms(step, other, 3 * seconds, windows=windows)
+        out[name] = other_ms * 1e3
+        out["module_vs_" + name] = ratio * other_ms * 1e3
+    return out
+
+
+def tiny_overhead_text(t: dict) -> str:
+    per_node = (t["module_vs_kernels"] - t["kernels"]) / t["nodes"]
+    return (
+        "Per-step overhead, on a 4-8-8-2 MLP at batch 1 (every op trivial), each figure from "
+        "24 pairs of alternating windows (the second step's median times the median per-pair "
+        "ratio; see `tiny_overhead`):\n\n"
+        "| compared with | its step, us | minimod's Module step, us | minimod's own cost, us |\n"
+        "|---|---|---|---|\n"
+        "| minimod's own kernels (its %d op steps in a plain loop + the optimizer's 4 passes) "
+        "| %.1f | %.1f | **%.1f** (%.2f per node) |\n"
+        "| hand-written NumPy step, flat-buffer update | %.1f | %.1f | %.1f |\n"
+        "| hand-written NumPy step, tensor-by-tensor update | %.1f | %.1f | %.1f |" % (
+            t["nodes"], t["kernels"], t["module_vs_kernels"],
+            t["module_vs_kernels"] - t["kernels"], per_node,
+            t["hand_flat"], t["module_vs_hand_flat"], t["module_vs_hand_flat"] - t["hand_flat"],
+            t["hand"], t["module_vs_hand"], t["module_vs_hand"] - t["hand"]))
 
 
 def profile_handwritten(step, seconds: float) -> dict:
@@ -210,10 +256,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--tiny", action="store_true",
+                        help="only the per-step overhead of the tiny MLP")
     parser.add_argument("--ops", nargs="+", metavar="NET:BATCH",
                         help="per-node times of these workloads instead of the summary table")
     args = parser.parse_args()
     seconds = 0.3 if args.quick else args.seconds
+    if args.tiny:
+        print(tiny_overhead_text(tiny_overhead(seconds)))
+        return 0
     if args.ops:
         for spec in args.ops:
             net, batch = spec.split(":")
@@ -249,14 +300,7 @@ def main() -> int:
                        m["framework"], 100 * m["framework"] / m["plain"], m["nodes"],
                        1e3 * m["framework"] / max(m["nodes"], 1), m["hand_plain"],
                        h["blas"], m["vs_hand"]))
-    mm_us, hand_us, nodes = tiny_overhead(seconds)
-    out += ["", "Per-step overhead: a 4-8-8-2 MLP at batch 1 (every op trivial) takes %.1f us a "
-            "Module step (forward_backward + update) against %.1f us for the hand-written "
-            "NumPy step of the same model, timed in 24 pairs of alternating windows (minimod's "
-            "time: the hand step's median times the median per-pair ratio, %.3f): minimod's "
-            "own cost is %.1f us a step, %.1f us for each of its %d forward and backward nodes."
-            % (mm_us, hand_us, mm_us / hand_us, mm_us - hand_us, (mm_us - hand_us) / nodes,
-               nodes)]
+    out += ["", tiny_overhead_text(tiny_overhead(seconds))]
     print("\n".join(out))
     return 0
 

@@ -400,6 +400,13 @@ class _Builtin(Optimizer):
     def _step(self, index, w, g, state, lr: float, wd: float) -> None:
         raise NotImplementedError
 
+    def _flat_step(self, index, w, g, state):
+        """`step(lr, wd)` updating one run of a flat buffer (weight, gradient and state are
+        views of the flat arrays, `index` the run's first key), called every step by
+        `Updater.update_flat_buffer`. An optimizer may prepare what does not change between
+        steps here; by default each call is `_step`."""
+        return functools.partial(self._step, index, w, g, state)
+
     def _kernel(self, w, g, state, lr: float, wd: float) -> None:
         """The update of one array as MXNet's `<name>_update` kernel does it: `_step`
         without the per-index bookkeeping (Adam overrides it to skip its bias correction)."""
@@ -474,53 +481,34 @@ class SGD(_Builtin):
 
     def _sgd(self, w, g, state, lr, wd, momentum):
         xp = _xp(w)
-        # MXNet's multi_sgd kernel: hyperparameters are float32, converted to the weight's
-        # type, and every product (hyperparameter products included) is rounded to that type.
-        ct = w.dtype.type
         mom = state._data if isinstance(state, NDArray) else None
-        clip = _clip_on(self.clip_gradient)
-        fused = backend.elementwise(xp, _SGD_KERNELS[mom is not None, clip]) if (
-            g.dtype == w.dtype) else None
-        if fused is not None:  # CuPy: the whole update below as one kernel
-            lr_wd = _hyper(xp, ct, lr, wd) if wd else ct(0)
-            if clip:
-                scalars = (_hyper(xp, ct, self.rescale_grad), _hyper(xp, ct, self.clip_gradient),
-                           _hyper(xp, ct, lr), lr_wd)
-            else:
-                scalars = (_hyper(xp, ct, lr, self.rescale_grad), lr_wd)
-            if mom is not None:
-                fused(g, *scalars, _hyper(xp, ct, momentum if momentum > 0 else 0.0), w, mom)
-            else:
-                fused(g, *scalars, w)
-            return
-        if clip:
-            rescale, lr_ = _hyper(xp, ct, self.rescale_grad), _hyper(xp, ct, lr)
-            lo_clip, hi_clip = (_hyper(xp, ct, -self.clip_gradient),
-                                _hyper(xp, ct, self.clip_gradient))
-        else:
-            lr_rescale = _hyper(xp, ct, lr, self.rescale_grad)
-        lr_wd = _hyper(xp, ct, lr, wd) if wd else None
-        if mom is not None:
-            mom *= _hyper(xp, ct, momentum if momentum > 0 else 0.0)
-        for w_, g_, m_, t, d in self._blocks(w, g, mom, 2 if wd else 1):
-            if clip:
-                xp.multiply(g_, rescale, out=t)
-                xp.clip(t, lo_clip, hi_clip, out=t)
-                t *= lr_
-            else:
-                xp.multiply(g_, lr_rescale, out=t)
-            if d is not None:
-                xp.multiply(w_, lr_wd, out=d)
-            if m_ is not None:
-                if d is not None:
-                    m_ -= d
-                m_ -= t
-            else:
-                if d is not None:
-                    t += d
-                w_ -= t
-        if mom is not None:
-            w += mom
+        scalars = _sgd_scalars(self, xp, w.dtype.type, lr, wd, momentum)
+        if not _sgd_fused(xp, w, g, mom, scalars):
+            _sgd_passes(xp, w, mom, self._blocks(w, g, mom, 2 if wd else 1), scalars)
+
+    def _flat_step(self, index, w, g, state):
+        """SGD's update of one run of a flat buffer, prepared: the block views are made once
+        and the hyperparameter products are formed again only when one of their inputs
+        changes, so a step costs its ufunc calls and a tuple comparison."""
+        if type(self)._step is not SGD._step:  # a subclass with its own arithmetic
+            return super()._flat_step(index, w, g, state)
+        xp, ct = _xp(w), w.dtype.type
+        mom = state._data if isinstance(state, NDArray) else None
+        blocks: dict = {}  # scratch count -> block views
+        last = [None, None]  # the inputs of the last step's scalars, and those scalars
+
+        def step(lr, wd):
+            inputs = (lr, wd, self.momentum, self.rescale_grad, self.clip_gradient)
+            if inputs != last[0]:
+                last[:] = inputs, _sgd_scalars(self, xp, ct, lr, wd, self.momentum)
+            if _sgd_fused(xp, w, g, mom, last[1]):
+                return
+            scratches = 2 if wd else 1
+            views = blocks.get(scratches)
+            if views is None:
+                views = blocks[scratches] = self._blocks(w, g, mom, scratches)
+            _sgd_passes(xp, w, mom, views, last[1])
+        return step
 
     def _blocks(self, w, g, mom, scratches: int) -> list:
         """[(w, g, mom, step scratch, decay scratch or None)] block by block.
@@ -617,6 +605,63 @@ _SGD_KERNELS = {
         "sgd_clip", "T g, T rescale, T clip, T lr, T lr_wd", "T w",
         "w = w - (min(max(g * rescale, -clip), clip) * lr + w * lr_wd);"),
 }
+
+
+def _sgd_scalars(opt, xp, ct, lr, wd, momentum) -> tuple:
+    """The hyperparameters of MXNet's multi_sgd kernel for weights of type `ct`: float32
+    values converted to `ct`, every product of two rounded to `ct` (`_hyper`).
+    (clip?, lr * rescale (rescale when clipping), -clip, clip, lr (the last three only when
+    clipping), lr * wd (None without weight decay), momentum (0 without))."""
+    clip = _clip_on(opt.clip_gradient)
+    lr_wd = _hyper(xp, ct, lr, wd) if wd else None
+    mu = _hyper(xp, ct, momentum if momentum > 0 else 0.0)
+    if clip:
+        return (True, _hyper(xp, ct, opt.rescale_grad), _hyper(xp, ct, -opt.clip_gradient),
+                _hyper(xp, ct, opt.clip_gradient), _hyper(xp, ct, lr), lr_wd, mu)
+    return False, _hyper(xp, ct, lr, opt.rescale_grad), None, None, None, lr_wd, mu
+
+
+def _sgd_fused(xp, w, g, mom, scalars: tuple) -> bool:
+    """SGD's update as one CuPy kernel (`_SGD_KERNELS`); False, doing nothing, under NumPy
+    or when the gradient's type differs from the weight's."""
+    clip, rescaled, _, bound, lr, lr_wd, mu = scalars
+    fused = backend.elementwise(xp, _SGD_KERNELS[mom is not None, clip]) if (
+        g.dtype == w.dtype) else None
+    if fused is None:
+        return False
+    lr_wd = w.dtype.type(0) if lr_wd is None else lr_wd
+    args = (rescaled, bound, lr, lr_wd) if clip else (rescaled, lr_wd)
+    if mom is not None:
+        fused(g, *args, mu, w, mom)
+    else:
+        fused(g, *args, w)
+    return True
+
+
+def _sgd_passes(xp, w, mom, blocks: list, scalars: tuple) -> None:
+    """SGD's update as in-place ufunc passes, block by block (`SGD._blocks`), in the order of
+    MXNet's kernel: step = lr * clip(rescale * g); m = mu * m - lr * wd * w - step,
+    w += m (without momentum w -= step + lr * wd * w)."""
+    clip, rescaled, lo, hi, lr, lr_wd, mu = scalars
+    if mom is not None:
+        mom *= mu
+    for w_, g_, m_, t, d in blocks:
+        xp.multiply(g_, rescaled, out=t)
+        if clip:
+            xp.clip(t, lo, hi, out=t)
+            t *= lr
+        if d is not None:
+            xp.multiply(w_, lr_wd, out=d)
+        if m_ is not None:
+            if d is not None:
+                m_ -= d
+            m_ -= t
+        else:
+            if d is not None:
+                t += d
+            w_ -= t
+    if mom is not None:
+        w += mom
 
 
 @register
@@ -1702,6 +1747,71 @@ def _copy_state(state):
     return state
 
 
+class _FlatRecord:
+    """What an Updater keeps for one flat parameter buffer: the optimizer state of the whole
+    buffer (each key's state a view of it) and the prepared update runs, with the multipliers
+    they were made with."""
+
+    __slots__ = ("flat", "keys", "state", "views", "view_list", "runs", "mults")
+
+    def __init__(self, opt: Optimizer, indices: list, flat) -> None:
+        self.flat = flat
+        self.keys = list(indices)
+        self.state = opt.create_state(indices[0], NDArray(flat.weight, flat.ctx))
+        self.views = {idx: _state_slice(self.state, lo, hi, shape) for idx, lo, hi, shape in
+                      zip(indices, flat.offsets, flat.offsets[1:], flat.shapes)}
+        self.view_list = [self.views[idx] for idx in indices]
+        self.runs = None  # [(step(lr, wd), lr_mult, wd_mult)], made by make_runs
+        self.mults = None
+
+    def adopt_states(self, updater: Updater) -> None:
+        """Make every key's state its view of the flat state again, moving the values of
+        states loaded or made elsewhere into the flat arrays."""
+        states, views = updater.states, self.views
+        for idx in self.keys:
+            have = states.get(idx, _MISSING)
+            if have is views[idx]:
+                continue
+            if have is not _MISSING and have is not None:
+                _fill_state(views[idx], _rehome(have, self.flat.ctx))
+            states[idx] = views[idx]
+            updater.states_synced[idx] = True
+            self.runs = None
+
+    def mults_current(self, opt: Optimizer) -> bool:
+        """Whether the optimizer's lr_mult, wd_mult and idx2name (and whether wd is 0)
+        still compare equal to the copies the runs were made with (dict comparisons run in
+        C; an edit in place shows up as a difference). With a param_dict (Gluon parameters
+        carry their own mults) the runs are remade every time."""
+        kept = self.mults
+        return (not opt.param_dict and kept is not None and kept[0] == opt.lr_mult
+                and kept[1] == opt.wd_mult and kept[2] == opt.idx2name
+                and kept[3] == (opt.wd == 0))
+
+    def make_runs(self, opt: Optimizer, counts=None) -> list:
+        """(step, lr_mult, wd_mult) for each run of consecutive parameters with equal
+        multipliers (and equal update counts, when `counts` is given), `step` being the
+        optimizer's `_flat_step` over the run's views of the flat arrays. Splitting a run in
+        two would not change a bit (every element sees the same operations and scalars);
+        merging keys with different hyperparameters would. Records the multipliers."""
+        indices, flat = self.keys, self.flat
+        no_wd = opt.wd == 0  # then every wd product is 0 and weights and biases run as one
+        self.mults = (dict(opt.lr_mult), dict(opt.wd_mult), dict(opt.idx2name), no_wd)
+        hyper = list(zip([opt._mult(i, opt.lr_mult, "lr_mult") for i in indices],
+                         [0.0 if no_wd else opt._mult(i, opt.wd_mult, "wd_mult")
+                          for i in indices],
+                         counts if counts is not None else itertools.repeat(0)))
+        starts = [i for i in range(len(indices)) if i == 0 or hyper[i] != hyper[i - 1]]
+        runs = []
+        bounds = flat.offsets
+        for start, stop in zip(starts, starts[1:] + [len(indices)]):
+            lo, hi = bounds[start], bounds[stop]
+            step = opt._flat_step(indices[start], flat.weight[lo:hi], flat.grad[lo:hi],
+                                  _state_slice(self.state, lo, hi, (hi - lo,)))
+            runs.append((step, hyper[start][0], hyper[start][1]))
+        return runs
+
+
 class Updater:
     """Applies an optimizer to keyed parameters and owns their states (`mx.optimizer.Updater`).
 
@@ -1773,17 +1883,17 @@ class Updater:
         opt._set_current_context(flat.ctx.device_id)
         record = self._flat_record(indices, flat)
         counts = opt._count_distinct_updates(indices)
-        runs = record["runs"]
-        if runs is None or not self._mults_current(record):
-            runs = record["runs"] = self._flat_runs(indices, flat, record)
+        runs = record.runs
+        if runs is None or not record.mults_current(opt):
+            runs = record.runs = record.make_runs(opt)
         if counts is not None:
             # keys updated unequally often (some also outside this buffer): Adam's bias
             # correction sees each key's own count, so runs split there too
-            runs = self._flat_runs(indices, flat, record, counts)
+            runs = record.make_runs(opt, counts)
         # the products _get_lrs/_get_wds form, for the first key of each run
         lr, wd = opt._base_lr(), opt.wd
-        for idx, w, g, state, lr_mult, wd_mult in runs:
-            opt._step(idx, w, g, state, lr * lr_mult, wd * wd_mult)
+        for step, lr_mult, wd_mult in runs:
+            step(lr * lr_mult, wd * wd_mult)
 
     # the optimizers whose update is elementwise and the same for any grouping of parameters
     _FLAT_SAFE = frozenset((SGD, ccSGD, NAG, Adam, AdaGrad, RMSProp, AdaDelta, Adamax, Signum,
@@ -1799,82 +1909,25 @@ class Updater:
                 and kind.update_multi_precision is _Builtin.update_multi_precision
                 and not (opt.multi_precision and weights and weights[0].dtype == np.float16))
 
-    def _mults_current(self, record: dict) -> bool:
-        """Whether the optimizer's lr_mult, wd_mult and idx2name (and whether wd is 0)
-        still compare equal to the copies the record's runs were made with (dict comparisons
-        run in C; an edit in place shows up as a difference). With a param_dict (Gluon
-        parameters carry their own mults) the runs are remade every time."""
-        opt = self.optimizer
-        kept = record["mults"]
-        return (not opt.param_dict and kept is not None and kept[0] == opt.lr_mult
-                and kept[1] == opt.wd_mult and kept[2] == opt.idx2name
-                and kept[3] == (opt.wd == 0))
-
-    def _flat_record(self, indices: list, flat) -> dict:
+    def _flat_record(self, indices: list, flat) -> _FlatRecord:
         """The flat states of this buffer (made on first use), with every key's state a view."""
         records = self.__dict__.get("_flat_records")
         if records is None:
             records = self._flat_records = {}
         record = records.get(id(flat))
-        if record is None or record["flat"] is not flat or record["keys"] != indices:
-            record = self._new_flat_record(records, indices, flat)
+        if record is None or record.flat is not flat or record.keys != indices:
+            # these keys may have moved from another buffer (a module rebound with its
+            # optimizer kept): their states move over in adopt_states, and the old buffer's
+            # record would only hold its memory
+            for stale in [k for k, r in records.items() if r.keys == indices]:
+                del records[stale]
+            record = records[id(flat)] = _FlatRecord(self.optimizer, indices, flat)
         states = self.states
-        for idx, view in zip(indices, record["view_list"]):
+        for idx, view in zip(indices, record.view_list):
             if states.get(idx, _MISSING) is not view:
-                self._adopt_states(record, indices, flat)
+                record.adopt_states(self)
                 break
         return record
-
-    def _new_flat_record(self, records: dict, indices: list, flat) -> dict:
-        # these keys may have moved from another buffer (a module rebound with its optimizer
-        # kept): their states move over in _adopt_states, and the old buffer's record would
-        # only hold its memory
-        for stale in [k for k, r in records.items() if r["keys"] == indices]:
-            del records[stale]
-        state = self.optimizer.create_state(indices[0], NDArray(flat.weight, flat.ctx))
-        views = {idx: _state_slice(state, lo, hi, shape) for idx, lo, hi, shape in
-                 zip(indices, flat.offsets, flat.offsets[1:], flat.shapes)}
-        record = records[id(flat)] = {
-            "flat": flat, "keys": list(indices), "state": state, "views": views,
-            "view_list": [views[idx] for idx in indices], "runs": None, "mults": None}
-        return record
-
-    def _adopt_states(self, record: dict, indices: list, flat) -> None:
-        """Make every key's state its view of the flat state again, moving the values of
-        states loaded or made elsewhere into the flat arrays."""
-        views = record["views"]
-        for idx in indices:
-            have = self.states.get(idx, _MISSING)
-            if have is views[idx]:
-                continue
-            if have is not _MISSING and have is not None:
-                _fill_state(views[idx], _rehome(have, flat.ctx))
-            self.states[idx] = views[idx]
-            self.states_synced[idx] = True
-            record["runs"] = None
-
-    def _flat_runs(self, indices, flat, record, counts=None) -> list:
-        """(key, weight, grad, state, lr_mult, wd_mult) for each run of consecutive parameters
-        with equal multipliers (and equal update counts, when `counts` is given), the weight,
-        gradient and state being views of the flat arrays. Splitting a run in two would not
-        change a bit (every element sees the same operations and scalars); merging keys with
-        different hyperparameters would. Records the multipliers the runs were made with."""
-        opt = self.optimizer
-        no_wd = opt.wd == 0  # then every wd product is 0 and weights and biases run as one
-        record["mults"] = (dict(opt.lr_mult), dict(opt.wd_mult), dict(opt.idx2name), no_wd)
-        hyper = list(zip([opt._mult(i, opt.lr_mult, "lr_mult") for i in indices],
-                         [0.0 if no_wd else opt._mult(i, opt.wd_mult, "wd_mult")
-                          for i in indices],
-                         counts if counts is not None else itertools.repeat(0)))
-        starts = [i for i in range(len(indices)) if i == 0 or hyper[i] != hyper[i - 1]]
-        runs = []
-        bounds = flat.offsets
-        for start, stop in zip(starts, starts[1:] + [len(indices)]):
-            lo, hi = bounds[start], bounds[stop]
-            runs.append((indices[start], flat.weight[lo:hi], flat.grad[lo:hi],
-                         _state_slice(record["state"], lo, hi, (hi - lo,)),
-                         hyper[start][0], hyper[start][1]))
-        return runs
 
     def _aggregated(self, indices, grads, weights) -> None:
         # MXNet's grouping: by dtype (first-seen order), chunks of aggregate_num.

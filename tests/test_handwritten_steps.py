@@ -57,6 +57,22 @@ def test_hand_step_gradients_equal_the_module_gradients(bench, net):
                                    err_msg=name)
 
 
+def test_flat_buffer_hand_mlp_trains_exactly_like_the_tensor_by_tensor_one(bench):
+    """profile_steps compares minimod with both hand MLPs: the flat-buffer one is the same
+    arithmetic, element for element, with the update in four passes over one buffer."""
+    handwritten, _ = bench
+    dims = (6, 9, 7, 3)
+    x, y = handwritten.data("mlp", 5, dims=dims)
+    plain = handwritten.MLP(5, dims=dims)
+    flat = handwritten.MLP(5, dims=dims, flat=True)
+    assert flat.w[1].base is flat.opt.weight and flat.gb[2].base is flat.opt.grad
+    losses = [(plain.step(x, y), flat.step(x, y)) for _ in range(4)]
+    assert losses[-1][0] < losses[0][0]
+    assert all(a == b for a, b in losses)
+    for a, b in zip(plain.w + plain.b, flat.w + flat.b):
+        assert np.array_equal(a, b)
+
+
 def test_summary_has_the_hand_peer_and_same_round_ratios_to_it(bench, tmp_path, monkeypatch):
     import json
 

@@ -18,3 +18,14 @@ def test_every_forward_and_backward_node_is_timed_inside_the_training_step():
     assert n > 0 and "update" in clock.total
     assert len(labels) == len(exe._fwd_steps) + len(exe._bwd_steps) == 12
     assert any(key.startswith("backward") for key in labels)
+
+
+def test_tiny_overhead_times_the_module_step_against_its_own_kernels_and_hand_steps():
+    """The per-step overhead table: every comparison is present, the kernels peer runs all 12
+    op steps of the tiny MLP, and the text reports minimod's own cost as module - kernels."""
+    t = profile_steps.tiny_overhead(0.02)
+    assert t["nodes"] == 12
+    for peer in ("kernels", "hand", "hand_flat"):
+        assert t[peer] > 0 and t["module_vs_" + peer] > 0
+    text = profile_steps.tiny_overhead_text(t)
+    assert "**%.1f**" % (t["module_vs_kernels"] - t["kernels"]) in text

@@ -104,6 +104,7 @@ class FlatParams:
             self.offsets.append(self.offsets[-1] + size)
         self.dtype = np.dtype(dtype)
         self.ctx = ctx
+        self.scope = backend.device_scope(ctx)  # `with flat.scope:` runs work on ctx's device
         total = self.offsets[-1]
         xp = backend.xp_for(ctx)
         with backend.device_scope(ctx):

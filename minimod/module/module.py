@@ -429,16 +429,16 @@ class Module(BaseModule):
         _require(self.binded and self.params_initialized and self.optimizer_initialized,
                  "update: call init_optimizer before update")
         self._params_dirty = True
+        if self._update_flat():
+            return
+        group = self._exec_group
         if self._update_on_kvstore:
-            if self._update_flat():
-                return
-            _update_params_on_kvstore(self._exec_group.param_arrays,
-                                      self._exec_group.grad_arrays, self._kvstore,
-                                      self._exec_group.param_names)
-        elif not self._update_flat():
-            _update_params(self._exec_group.param_arrays, self._exec_group.grad_arrays,
-                           updater=self._updater, num_device=len(self._context),
-                           kvstore=self._kvstore, param_names=self._exec_group.param_names)
+            _update_params_on_kvstore(group.param_arrays, group.grad_arrays, self._kvstore,
+                                      group.param_names)
+        else:
+            _update_params(group.param_arrays, group.grad_arrays, updater=self._updater,
+                           num_device=len(self._context), kvstore=self._kvstore,
+                           param_names=group.param_names)
 
     def _update_flat(self) -> bool:
         """The update of `_update_params` through the executors' flat parameter buffers: one
@@ -446,10 +446,11 @@ class Module(BaseModule):
         (`Updater.update_flat_buffer`). False, doing nothing, when the layout does not allow
         it."""
         plan = self._flat_update_plan()
+        if not plan or not plan[0]:
+            return False
         kv = self._kvstore
         updater = kv._updater if self._update_on_kvstore else self._updater
-        if plan is None or not isinstance(updater, opt.Updater) or not plan[0] or \
-                not updater.flat_capable(plan[0][0][3]):
+        if not isinstance(updater, opt.Updater) or not updater.flat_capable(plan[0][0][3]):
             return False
         if self._update_on_kvstore:
             names = self._exec_group.param_names
@@ -461,8 +462,8 @@ class Module(BaseModule):
             for per_buffer in zip(*plan):
                 kv.reduce_flat([entry[0] for entry in per_buffer])
         for device_entries in plan:
-            for flat, keys, grads, weights in device_entries:
-                with backend.device_scope(flat.ctx):  # the update runs on the buffer's device
+            for flat, keys, _, _ in device_entries:
+                with flat.scope:  # the update runs on the buffer's device
                     updater.update_flat_buffer(keys, flat)
         return True
 

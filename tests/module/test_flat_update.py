@@ -164,7 +164,7 @@ def test_states_loaded_from_a_file_are_moved_into_the_flat_state(tmp_path, monke
     states = resumed._updater.states
     record = next(iter(resumed._updater._flat_records.values()))
     for key, state in states.items():
-        assert state is record["views"][key]
+        assert state is record.views[key]
     # the resumed run continued from the loaded moments: it equals the uninterrupted run and
     # differs from one that started the moments afresh
     a = resumed.get_params()[0]["fc1_weight"].asnumpy()
@@ -292,4 +292,37 @@ def test_without_weight_decay_weights_and_biases_update_as_one_run():
         mod.forward_backward(_batches()[0])
         mod.update()
         (record,) = mod._updater._flat_records.values()
-        assert len(record["runs"]) == runs
+        assert len(record.runs) == runs
+
+
+@pytest.mark.parametrize("name", ["sgd", "nag"])
+def test_flat_update_follows_hyperparameters_changed_between_steps(monkeypatch, name):
+    """SGD's flat runs are prepared once and keep the hyperparameter products of their last
+    step: momentum, rescale_grad, clip_gradient, the learning rate and weight decay set on
+    the optimizer between updates must still reach the next update, bit for bit as on the
+    per-parameter path (weight decay 0 -> nonzero also changes the runs' scratch buffers)."""
+    def train(flat):
+        mod = _module(monkeypatch, flat, 5, name,
+                      {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.0})
+        optim = mod._optimizer
+        edits = [lambda: None,
+                 lambda: setattr(optim, "momentum", 0.5),
+                 lambda: setattr(optim, "clip_gradient", 0.02),
+                 lambda: setattr(optim, "rescale_grad", 0.25),
+                 lambda: optim.set_learning_rate(0.03),
+                 lambda: setattr(optim, "wd", 1e-2),
+                 lambda: setattr(optim, "clip_gradient", None),
+                 lambda: setattr(optim, "momentum", 0.0)]
+        history = []
+        for edit, batch in zip(edits, _batches() * 2):
+            edit()
+            mod.forward_backward(batch)
+            mod.update()
+            history.append(mod.get_params()[0]["fc1_weight"].asnumpy().copy())
+        monkeypatch.undo()
+        return history
+
+    flat, plain = train(True), train(False)
+    for step, (a, b) in enumerate(zip(flat, plain)):
+        assert np.array_equal(a, b), "step %d" % step
+    assert not np.array_equal(flat[-1], flat[-2])
