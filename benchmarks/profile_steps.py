@@ -180,6 +180,9 @@ def _framework_cells(m: dict) -> tuple:
             "%.1f us" % (1e3 * m["framework"] / max(m["nodes"], 1)))
 
 
+TINY_WINDOWS = 24  # pairs of alternating windows per comparison of tiny_overhead
+
+
 def tiny_overhead(seconds: float) -> dict:
     """minimod's own cost per step, on a 4-8-8-2 MLP at batch 1 where every op is trivial,
     measured three ways in pairs of alternating windows (the machine drifts between windows
@@ -225,11 +228,10 @@ def tiny_overhead(seconds: float) -> dict:
             fn(np, True)
         sgd.update()
 
-    windows = 24
     out = {"nodes": len(op_steps)}
     for name, other in (("kernels", kernels), ("hand", handwritten_step("mlp", 1, dims=dims)),
                         ("hand_flat", handwritten_step("mlp", 1, dims=dims, flat=True))):
-        _, other_ms, ratio = paired_ms(step, other, 3 * seconds, windows=windows)
+        _, other_ms, ratio = paired_ms(step, other, 3 * seconds, windows=TINY_WINDOWS)
         out[name] = other_ms * 1e3
         out["module_vs_" + name] = ratio * other_ms * 1e3
     return out
@@ -239,7 +241,7 @@ def tiny_overhead_text(t: dict) -> str:
     per_node = (t["module_vs_kernels"] - t["kernels"]) / t["nodes"]
     return (
         "Per-step overhead, on a 4-8-8-2 MLP at batch 1 (every op trivial), each figure from "
-        "24 pairs of alternating windows (the second step's median times the median per-pair "
+        "%d pairs of alternating windows (the second step's median times the median per-pair "
         "ratio; see `tiny_overhead`):\n\n"
         "| compared with | its step, us | minimod's Module step, us | minimod's own cost, us |\n"
         "|---|---|---|---|\n"
@@ -247,7 +249,7 @@ def tiny_overhead_text(t: dict) -> str:
         "| %.1f | %.1f | **%.1f** (%.2f per node) |\n"
         "| hand-written NumPy step, flat-buffer update | %.1f | %.1f | %.1f |\n"
         "| hand-written NumPy step, tensor-by-tensor update | %.1f | %.1f | %.1f |" % (
-            t["nodes"], t["kernels"], t["module_vs_kernels"],
+            TINY_WINDOWS, t["nodes"], t["kernels"], t["module_vs_kernels"],
             t["module_vs_kernels"] - t["kernels"], per_node,
             t["hand_flat"], t["module_vs_hand_flat"], t["module_vs_hand_flat"] - t["hand_flat"],
             t["hand"], t["module_vs_hand"], t["module_vs_hand"] - t["hand"]))
