@@ -11,10 +11,9 @@ only using a `gpu(i)` context raises an MXNetError that says why.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import os
 import re
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +59,14 @@ def cupy_status() -> str:
     if _cupy is not None and _GPU_COUNT:
         return "CuPy %s with %d GPU(s)" % (_cupy.__version__, _GPU_COUNT)
     return _CUPY_ERROR
+
+
+def gpu_memory(device_id: int) -> tuple:
+    """(free, total) bytes of memory on GPU `device_id`."""
+    if not gpu_available(device_id):
+        raise MXNetError("gpu(%d) is not available: %s" % (device_id, cupy_status()))
+    with _cupy.cuda.Device(int(device_id)):
+        return tuple(int(v) for v in _cupy.cuda.runtime.memGetInfo())
 
 
 def _require_gpu(ctx):

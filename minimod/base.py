@@ -8,20 +8,54 @@ from __future__ import annotations
 import os
 from typing import Any, Union
 
+import numpy as np
+
 __all__ = [
     "MXNetError", "ShapeError", "DTypeError", "OpParamError", "BindError", "GraphError",
     "FileFormatError", "MissingDependencyError", "MissingParamError", "NonFiniteError",
     "_as_list", "string_types",
-    "numeric_types", "integer_types", "atomic_write",
+    "numeric_types", "integer_types", "atomic_write", "py_str", "mx_real_t", "mx_uint",
+    "NotImplementedForSymbol", "NotSupportedForSparseNDArray",
 ]
 
 string_types = (str,)
-integer_types = (int,)
-numeric_types = (float, int)
+integer_types = (int, np.integer)
+numeric_types = (float, int, np.generic)
+#: MXNet's default real type, float32
+mx_real_t = np.float32
+#: MXNet's unsigned index type (a C uint32 in its ABI), as a NumPy type
+mx_uint = np.uint32
+
+
+def py_str(value) -> str:
+    """A str from bytes (UTF-8) or from a str, as MXNet's `py_str` gives C strings."""
+    return value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 class MXNetError(Exception):
     """Base class of every error minimod raises for bad input or misuse."""
+
+
+class NotImplementedForSymbol(MXNetError):
+    """An NDArray method or function that a Symbol does not offer (`Symbol.wait_to_read`,
+    `Symbol.asnumpy` ...); the message names it."""
+
+    def __init__(self, function, alias=None, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = tuple(str(type(a)) for a in args)
+
+    def __str__(self):
+        name = self.alias or self.function
+        msg = "Function %s" % name
+        if self.args:
+            msg += " (with arguments %s)" % ", ".join(self.args)
+        return msg + " is not implemented for Symbol and only available in NDArray."
+
+
+class NotSupportedForSparseNDArray(MXNetError):
+    """An operation that minimod's (dense-only) NDArrays cannot do on sparse storage."""
 
 
 class ShapeError(MXNetError, ValueError):

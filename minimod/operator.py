@@ -21,12 +21,31 @@ MXNet, and are kept in the symbol's JSON. The graph node itself is `minimod.ops.
 """
 from __future__ import annotations
 
+import collections
 from typing import Callable
 
 from .base import MXNetError
 from .ops import custom as _custom
+from .ops.arguments import describe_arguments
+from .ops.registry import list_ops
 
-__all__ = ["CustomOp", "CustomOpProp", "register", "get_registered"]
+__all__ = ["CustomOp", "CustomOpProp", "register", "get_registered",
+           "get_all_registered_operators", "get_operator_arguments", "OperatorArguments"]
+
+#: an operator's arguments: how many, their names, and their type texts
+OperatorArguments = collections.namedtuple("OperatorArguments", ["narg", "names", "types"])
+
+
+def get_all_registered_operators() -> list:
+    """The names of every registered operator (aliases included), sorted."""
+    return sorted(list_ops())
+
+
+def get_operator_arguments(op_name: str) -> OperatorArguments:
+    """The inputs and parameters of operator `op_name`, with MXNet's type texts
+    ("int, required", "boolean, optional, default=0", ...)."""
+    names, types = describe_arguments(op_name)
+    return OperatorArguments(len(names), names, types)
 
 
 class CustomOp:

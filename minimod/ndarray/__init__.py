@@ -5,7 +5,7 @@ run imperatively (`mx.nd.Activation`, `mx.nd.FullyConnected`, `mx.nd.broadcast_e
 `imperative.py`), and MXNet's private names under `mx.nd._internal`. The optimizers' update
 kernels (`mx.nd.sgd_mom_update` ...) come from `minimod.optimizer`.
 """
-from . import imperative, random, routines, serialization
+from . import contrib, image, imperative, linalg, random, routines, serialization
 from .ndarray import NDArray, arange, array, empty, full, normalize_dtype, ones, waitall, zeros
 from .routines import *  # noqa: F401,F403 - the routine names are mx.nd's public API
 from .routines import __all__ as _routine_names
@@ -14,7 +14,7 @@ from .serialization import load, load_from_bytes, read_record, save, save_to_byt
 __all__ = [
     "NDArray", "array", "zeros", "ones", "empty", "full", "arange", "waitall", "save", "load",
     "save_to_bytes", "load_from_bytes", "read_record", "write_record", "random", "routines",
-    "serialization", "normalize_dtype",
+    "serialization", "normalize_dtype", "contrib", "linalg", "image",
 ] + [name for name in _routine_names if name != "METHODS"]
 
 

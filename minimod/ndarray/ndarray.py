@@ -42,7 +42,12 @@ __all__ = [
     "waitall",
     "wrap",
     "zeros",
+    "py_slice",
 ]
+
+#: Python's own slice (MXNet's ndarray module keeps this name for it, where `slice` is an
+#: operator)
+py_slice = slice
 
 DTypeLike = Any
 ShapeLike = Union[int, Sequence[int]]

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from numbers import Number
 
-from . import random
+from . import contrib, image, linalg, random
 from .naming import AttrScope, NameManager, Prefix
 from .symbol import Group, Symbol, Variable, load, load_json, make_op_symbol, var
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "NameManager", "Prefix",
-           "random",
+           "random", "contrib", "linalg", "image",
            "AttrScope", "zeros", "ones", "full", "arange", "linspace", "eye", "maximum",
            "minimum", "pow", "power", "hypot"]
 

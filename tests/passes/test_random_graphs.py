@@ -70,4 +70,5 @@ def test_random_graph_plan_is_safe(graph, seed):
 def test_random_graph_gradient_matches_numeric(graph, seed):
     sym, shape = graph
     location = {n: v for n, v in _values(shape, seed).items() if n in sym.list_arguments()}
-    check_numeric_gradient(sym, location, numeric_eps=1e-5, rtol=1e-4, atol=1e-6)
+    check_numeric_gradient(sym, location, numeric_eps=1e-5, rtol=1e-4, atol=1e-6,
+                           dtype=np.float64)

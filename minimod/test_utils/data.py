@@ -1,0 +1,163 @@
+"""Random test data and the default context and dtype of tests.
+
+`default_context()` is the context tests run on (the current context unless
+`set_default_context` chose one); `set_default_context(ctx)` also makes `ctx` the current
+context, as in MXNet, so arrays created without a `ctx` land there. Random data comes from
+NumPy's global generator (seed it, or use MXNet's `@with_seed()`), in the order MXNet's
+helpers draw it, so a seeded test sees MXNet's numbers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+from ..base import MXNetError
+from ..context import Context, current_context
+from ..ndarray.ndarray import NDArray
+from ..ndarray.ndarray import array as nd_array
+
+__all__ = ["default_context", "set_default_context", "default_dtype", "rand_shape_2d",
+           "rand_shape_3d", "rand_shape_nd", "rand_coord_2d", "rand_ndarray",
+           "rand_sparse_ndarray", "random_arrays", "random_uniform_arrays", "random_sample",
+           "np_reduce", "collapse_sum_like", "new_matrix_with_real_eigvals_nd",
+           "new_sym_matrix_with_real_eigvals_nd", "list_gpus"]
+
+
+def default_context() -> Context:
+    """The context tests run on: the current context (cpu(0) unless changed)."""
+    return current_context()
+
+
+def set_default_context(ctx: Context) -> None:
+    """Make `ctx` the default context of tests and of array creation in this thread."""
+    if not isinstance(ctx, Context):
+        raise TypeError("set_default_context takes a Context, got %s" % type(ctx).__name__)
+    Context._default.value = ctx
+
+
+def default_dtype() -> type:
+    """The dtype of test data: float32."""
+    return np.float32
+
+
+def _low(allow_zero_size: bool) -> int:
+    return 0 if allow_zero_size else 1
+
+
+def rand_shape_2d(dim0: int = 10, dim1: int = 10, allow_zero_size: bool = False) -> tuple:
+    """A random (d0, d1) with 1 <= d0 <= dim0, 1 <= d1 <= dim1 (0 allowed on request)."""
+    low = _low(allow_zero_size)
+    return np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1)
+
+
+def rand_shape_3d(dim0: int = 10, dim1: int = 10, dim2: int = 10,
+                  allow_zero_size: bool = False) -> tuple:
+    low = _low(allow_zero_size)
+    return (np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1),
+            np.random.randint(low, dim2 + 1))
+
+
+def rand_shape_nd(num_dim: int, dim: int = 10, allow_zero_size: bool = False) -> tuple:
+    """A random shape of `num_dim` dims, each in [1, dim] (or [0, dim])."""
+    return tuple(np.random.randint(_low(allow_zero_size), dim + 1, size=num_dim))
+
+
+def rand_coord_2d(x_low: int, x_high: int, y_low: int, y_high: int) -> tuple:
+    """A random integer point with x_low <= x < x_high and y_low <= y < y_high."""
+    return np.random.randint(x_low, x_high), np.random.randint(y_low, y_high)
+
+
+def random_arrays(*shapes):
+    """Standard-normal float32 arrays of the given shapes (one array for one shape; a shape
+    of () gives a 0-d array)."""
+    arrays = [np.array(np.random.randn(), dtype=default_dtype()) if len(s) == 0
+              else np.random.randn(*s).astype(default_dtype()) for s in shapes]
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def random_uniform_arrays(*shapes, low: float = 0.0, high: float = 1.0, dtype=None):
+    """Uniform [low, high) arrays of the given shapes, as `dtype` (default float32)."""
+    dtype = dtype or default_dtype()
+    arrays = [np.random.uniform(low, high, size=s).astype(dtype) for s in shapes]
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def random_sample(population, k: int) -> list:
+    """k distinct elements of the list `population`, in random order."""
+    if not 0 <= k <= len(population):
+        raise ValueError("random_sample: k=%d is outside [0, %d]" % (k, len(population)))
+    shuffled = list(population)
+    np.random.shuffle(shuffled)
+    return shuffled[:k]
+
+
+def rand_ndarray(shape, stype: str = "default", density=None, dtype=None, modifier_func=None,
+                 shuffle_csr_indices: bool = False, distribution=None, ctx=None) -> NDArray:
+    """A dense NDArray of standard-normal values on `ctx` (default: the default context).
+
+    Sparse storage types ('row_sparse', 'csr') are not implemented in minimod: they raise."""
+    if stype != "default":
+        raise MXNetError("rand_ndarray(stype=%r): minimod has dense storage only" % (stype,))
+    return nd_array(random_arrays(tuple(shape)), ctx=ctx or default_context(), dtype=dtype)
+
+
+def rand_sparse_ndarray(shape, stype, *args, **kwargs):
+    """Sparse test data: not available, minimod has dense storage only."""
+    raise MXNetError("rand_sparse_ndarray(stype=%r): minimod has dense storage only" % (stype,))
+
+
+def np_reduce(data: np.ndarray, axis, keepdims: bool, numpy_reduce_func) -> np.ndarray:
+    """Reduce `data` over `axis` (an int, a sequence, or None for all axes) one axis at a
+    time with `numpy_reduce_func(array, axis=i)`, keeping reduced axes as 1 on request."""
+    if axis is None:
+        axes = list(range(data.ndim))
+    elif isinstance(axis, (int, np.integer)):
+        axes = [int(axis)]
+    else:
+        axes = list(axis)
+    result = data
+    for i in sorted(axes, reverse=True):
+        result = numpy_reduce_func(result, axis=i)
+    if keepdims:
+        shape = list(data.shape)
+        for i in axes:
+            shape[i] = 1
+        result = np.reshape(result, shape)
+    return result
+
+
+def collapse_sum_like(a: np.ndarray, shape) -> np.ndarray:
+    """Sum `a` over the axes broadcasting stretched to reach its shape from `shape`."""
+    shape = tuple(shape)
+    lead = a.ndim - len(shape)
+    summed = a.sum(axis=tuple(range(lead))) if lead > 0 else a
+    axes = tuple(i for i, d in enumerate(shape) if d == 1 and summed.shape[i] != 1)
+    return summed.sum(axis=axes, keepdims=True) if axes else summed
+
+
+def new_matrix_with_real_eigvals_nd(shape) -> np.ndarray:
+    """Well-conditioned square matrices (batched over leading dims) with real eigenvalues
+    in [1, 2]: Q diag(lambda) Q^-1 with a random orthogonal Q."""
+    n = shape[-1]
+    batch = int(np.prod(shape[:-2], dtype=np.int64))
+    mats = []
+    for _ in range(batch):
+        q, _ = np.linalg.qr(np.random.uniform(-1, 1, size=(n, n)))
+        mats.append(q @ np.diag(np.random.uniform(1, 2, size=n)) @ np.linalg.inv(q))
+    return np.array(mats).reshape(shape)
+
+
+def new_sym_matrix_with_real_eigvals_nd(shape) -> np.ndarray:
+    """Symmetric matrices (batched) with eigenvalues in [1, 2]: Q diag(lambda) Q^T."""
+    n = shape[-1]
+    batch = int(np.prod(shape[:-2], dtype=np.int64))
+    mats = []
+    for _ in range(batch):
+        q, _ = np.linalg.qr(np.random.uniform(-1, 1, size=(n, n)))
+        mats.append(q @ np.diag(np.random.uniform(1, 2, size=n)) @ q.T)
+    return np.array(mats).reshape(shape)
+
+
+def list_gpus() -> list:
+    """The ids of the GPUs minimod can use (CuPy's visible devices)."""
+    return list(range(backend.gpu_count()))
