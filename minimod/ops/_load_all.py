@@ -1,2 +1,15 @@
 """Imports every operator family once so that the registry is complete."""
-from . import custom, elemwise, loss, nn, random, reduce, rnn, shape  # noqa: F401
+from . import (  # noqa: F401
+    correlation,
+    custom,
+    elemwise,
+    linalg,
+    linalg_factor,
+    loss,
+    nn,
+    random,
+    reduce,
+    rnn,
+    shape,
+    spatial,
+)
