@@ -454,11 +454,19 @@ class _FileBatches(DataIter):
         self.provide_label = [DataDesc(label_name, self._buf_label.shape, label.dtype.type)]
         self._cursor, self._pad = 0, 0
 
-    def getdata(self) -> list:
-        return [nd_array(self._buf_data, dtype=self._buf_data.dtype)]
+    def next(self) -> DataBatch:
+        if self.iter_next():
+            return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=self.getpad(),
+                             index=self.getindex())
+        raise StopIteration
 
-    def getlabel(self) -> list:
-        return [nd_array(self._buf_label, dtype=self._buf_label.dtype)]
+    # MXNet's file iterators (its C++ MXDataIter) have one data and one label input and
+    # give each as one NDArray here, where NDArrayIter gives lists
+    def getdata(self) -> NDArray:
+        return nd_array(self._buf_data, dtype=self._buf_data.dtype)
+
+    def getlabel(self) -> NDArray:
+        return nd_array(self._buf_label, dtype=self._buf_label.dtype)
 
     def getpad(self) -> int:
         return self._pad

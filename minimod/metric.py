@@ -22,6 +22,7 @@ Where minimod bends MXNet (and why):
 """
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from collections import OrderedDict
@@ -139,6 +140,12 @@ def _create_registered(metric, *args, **kwargs) -> "EvalMetric":
         return _create_registered(config.pop("metric"), **config)
     if not isinstance(metric, str):
         raise AssertionError("metric must be of string type")
+    if metric.lstrip().startswith("{"):  # a config, as json.dumps(metric.get_config()) writes
+        try:
+            config = json.loads(metric)
+        except ValueError as err:
+            raise ValueError("metric config %r is not valid JSON: %s" % (metric, err)) from None
+        return _create_registered(config, *args, **kwargs)
     key = metric.lower()
     if key not in _REGISTRY:
         raise AssertionError(
@@ -147,7 +154,8 @@ def _create_registered(metric, *args, **kwargs) -> "EvalMetric":
 
 
 def create(metric: Any, *args: Any, **kwargs: Any) -> "EvalMetric":
-    """A metric from a name, a config dict, an instance, a list of those, or a function.
+    """A metric from a name, a config dict (or its JSON text), an instance, a list of
+    those, or a function.
 
     A callable becomes a CustomMetric, a list a CompositeEvalMetric of its items, a string is
     looked up (case-insensitive) among registered names and aliases.

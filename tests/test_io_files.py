@@ -93,3 +93,15 @@ def test_bad_files_name_the_file(tmp_path):
     with pytest.raises(DataIterError, match="part_index=3 must lie in"):
         mx.io.MNISTIter(image=os.path.join(FILES, "img-idx3-ubyte"),
                         label=os.path.join(FILES, "lbl-idx1-ubyte"), num_parts=3, part_index=3)
+
+
+def test_file_iterators_give_their_one_data_and_label_array_directly(tmp_path):
+    """MXNet's file iterators return one NDArray from getdata()/getlabel() (NDArrayIter
+    returns lists); the batches they yield still hold lists."""
+    np.savetxt(tmp_path / "x.csv", np.arange(12.0).reshape(4, 3), delimiter=",")
+    it = mx.io.CSVIter(data_csv=str(tmp_path / "x.csv"), data_shape=(3,), batch_size=2)
+    batch = next(it)
+    assert isinstance(it.getdata(), mx.nd.NDArray) and isinstance(it.getlabel(), mx.nd.NDArray)
+    np.testing.assert_array_equal(it.getdata().asnumpy(), [[0, 1, 2], [3, 4, 5]])
+    assert isinstance(batch.data, list) and len(batch.data) == 1
+    np.testing.assert_array_equal(batch.data[0].asnumpy(), it.getdata().asnumpy())

@@ -217,3 +217,17 @@ def test_top_k_with_1d_predictions_counts_locally_only():
     m.update([mx.nd.array(np.array([9, 9, 9], dtype=np.float32))], [pred])
     assert m.num_inst == 3 and m.global_num_inst == 3
     assert m.global_sum_metric == 0.0
+
+
+@pytest.mark.parametrize("args", [("acc",), ("f1",), ("perplexity", -1), ("nll_loss",),
+                                  (["acc", "mae"],)])
+def test_create_takes_the_json_text_of_a_config(args):
+    original = mx.metric.create(*args)
+    rebuilt = mx.metric.create(json.dumps(original.get_config()))
+    assert type(rebuilt) is type(original)
+    assert rebuilt.get_config() == original.get_config()
+
+
+def test_create_names_bad_json_config():
+    with pytest.raises(ValueError, match="not valid JSON"):
+        mx.metric.create('{"metric": "Accuracy",')

@@ -142,6 +142,10 @@ class DistKVStore(KVStore):
         return self._dist_type
 
     @property
+    def kind(self) -> str:
+        return self._dist_type
+
+    @property
     def rank(self) -> int:
         return self._rank
 

@@ -39,8 +39,9 @@ class KVStore:
 
     OPTIMIZER = "optimizer"
 
-    def __init__(self, kv_type: str = "local"):
+    def __init__(self, kv_type: str = "local", name: str = ""):
         self._type = kv_type
+        self._name = name or kv_type
         self._store: dict = {}
         self._updater = None
         self._compression = None
@@ -48,6 +49,14 @@ class KVStore:
     # ------------------------------------------------------------------ properties
     @property
     def type(self) -> str:
+        """The type name the store was created with (`create('local_allreduce_cpu').type` is
+        'local_allreduce_cpu', as in MXNet); `kind` says how it behaves."""
+        return self._name
+
+    @property
+    def kind(self) -> str:
+        """How the store sums: 'local' (on the CPU), 'device' (on the devices), 'nccl', or
+        for several processes 'dist_sync' / 'dist_device_sync'."""
         return self._type
 
     @property
@@ -249,11 +258,11 @@ def create(name: str = "local") -> KVStore:
         raise TypeError("name must be a string")
     kind = name.lower()
     if kind in ("local", "local_update_cpu", "local_allreduce_cpu"):
-        return KVStore("local")
+        return KVStore("local", name)
     if kind in ("device", "local_allreduce_device"):
-        return KVStore("device")
+        return KVStore("device", name)
     if kind == "nccl":
-        return KVStore("nccl")
+        return KVStore("nccl", name)
     if kind.startswith("dist"):
         from .dist import create_dist
         return create_dist(kind)

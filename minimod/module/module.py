@@ -20,7 +20,6 @@ import operator
 import os
 import warnings
 
-from .. import backend
 from .. import context as ctx
 from .. import ndarray as nd
 from .. import optimizer as opt
@@ -28,6 +27,7 @@ from ..base import MissingParamError, MXNetError, ShapeError, atomic_write
 from ..executor.group import DataParallelExecutorGroup
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
+from ..kvstore import KVStore
 from ..model import (
     _create_kvstore,
     _initialize_kvstore,
@@ -474,8 +474,10 @@ class Module(BaseModule):
         kv = self._kvstore
         if group.grad_arrays is None or (kv is None and self._update_on_kvstore):
             return None
-        if kv is not None and (kv.type not in ("local", "device", "dist_sync", "dist_device_sync")
-                               or getattr(kv, "_compression", None) is not None):
+        if kv is not None and (not isinstance(kv, KVStore)
+                               or kv.kind not in ("local", "device", "dist_sync",
+                                                  "dist_device_sync")
+                               or kv._compression is not None):
             return None
         cached = self._flat_plan_cache
         # the group makes a new param_arrays list whenever it binds or reshapes its executors
