@@ -778,7 +778,8 @@ class Deconvolution(_ConvBase):
 
     data (N, C, *x), weight (C, F/g, *k), bias (F,) unless no_bias (the default), out (N, F, *y)
     with y = s(x-1) + d(k-1) + 1 - 2p + adj. Given target_shape, pad and adj are chosen per
-    dim so that y equals it: t = s(x-1) + d(k-1) + 1 - target, adj = t % 2, pad = ceil(t / 2).
+    dim so that y equals it: t = s(x-1) + d(k-1) + 1 - target, adj = t % 2, pad = ceil(t / 2)
+    (the adj and pad given are ignored then, as in MXNet).
     """
 
     name = "Deconvolution"
@@ -791,13 +792,15 @@ class Deconvolution(_ConvBase):
     def __init__(self, attrs=None):
         super().__init__(attrs)
         nd = len(self.kernel)
-        self.adj = _spatial_tuple(self.name, "adj", self.attrs.adj, nd, 0)
-        if any(a >= s for a, s in zip(self.adj, self.stride)):
-            raise _param_error(self.name, "adj=%s must be smaller than stride=%s"
-                               % (self.adj, self.stride))
         target = self.attrs.target_shape
         self.target = _spatial_tuple(self.name, "target_shape", target, nd, 0) if any(
             target) else None
+        # a target_shape decides adj (and pad) itself: MXNet ignores the adj given with it
+        self.adj = (0,) * nd if self.target else _spatial_tuple(
+            self.name, "adj", self.attrs.adj, nd, 0)
+        if any(a >= s for a, s in zip(self.adj, self.stride)):
+            raise _param_error(self.name, "adj=%s must be smaller than stride=%s"
+                               % (self.adj, self.stride))
 
     def _pad_adj(self, spatial: tuple):
         """(pad, adj) per spatial dim; None entries where the input size is unknown."""
@@ -937,7 +940,9 @@ class Pooling(_ScratchMixin, Op):
 
     Per spatial dim, with kernel k, stride s (default 1), pad p: 'valid' gives
     floor((x + 2p - k) / s) + 1 outputs, 'full' gives ceil(...) + 1 (the last window may run past
-    the padding), 'same' gives ceil(x / s) with the padding split to centre the windows.
+    the padding), 'same' gives ceil(x / s) windows starting at 0, s, 2s ... of which the last
+    ones run past the end (MXNet's placement; pad must be zeros, and avg divides by the real
+    elements). MXNet allows 'same' for 1-D data only; minimod takes 2-D and 3-D too.
     global_pool pools each whole map to size 1. Max ignores padding; avg divides by the window
     size clipped to the padded input when count_include_pad (the default) and by the number of
     real elements otherwise; lp computes (sum x^p)^(1/p) for p_value in 1, 2, 3.
@@ -967,7 +972,15 @@ class Pooling(_ScratchMixin, Op):
                 raise _param_error(self.name, "kernel=%s must have 1, 2 or 3 positive dims"
                                    % (a.kernel,))
             stride = _spatial_tuple(self.name, "stride", a.stride, nd, 1)
-            pad = _spatial_tuple(self.name, "pad", a.pad, nd, 0)
+            if a.pooling_convention == "same":
+                # MXNet takes no padding with 'same' (it places the windows itself) and reads
+                # a pad of any length, (0, 0, 0) in its own tests, as long as it is all zeros
+                if any(a.pad):
+                    raise _param_error(self.name, "pooling_convention='same' places the "
+                                       "windows itself: pad=%s must be zeros" % (a.pad,))
+                pad = (0,) * nd
+            else:
+                pad = _spatial_tuple(self.name, "pad", a.pad, nd, 0)
             if any(s <= 0 for s in stride) or any(p < 0 for p in pad):
                 raise _param_error(self.name, "stride must be positive and pad non-negative")
             _check_layout(self.name, a.layout, nd)
@@ -998,13 +1011,13 @@ class Pooling(_ScratchMixin, Op):
             return (tuple(spatial), (1,) * nd, (0,) * nd, (0,) * nd, (1,) * nd)
         kernel = tuple(a.kernel)
         stride = _spatial_tuple(self.name, "stride", a.stride, nd, 1)
-        pad = _spatial_tuple(self.name, "pad", a.pad, nd, 0)
+        same = a.pooling_convention == "same"
+        pad = (0,) * nd if same else _spatial_tuple(self.name, "pad", a.pad, nd, 0)
         pad_lo, pad_hi, out = [], [], []
         for x, k, s, p in zip(spatial, kernel, stride, pad):
-            if a.pooling_convention == "same":
+            if same:
                 y = -(-x // s)
-                total = max((y - 1) * s + k - x, 0)
-                lo = total // 2
+                lo = 0
             else:
                 span = x + 2 * p - k
                 y = (span // s if a.pooling_convention == "valid" else -(-span // s)) + 1
@@ -1033,9 +1046,9 @@ class Pooling(_ScratchMixin, Op):
             out = (None,) * nd
         else:
             kernel, _, _, _, out = self._geometry(tuple(data[2:]))
-            if any(y <= 0 for y in out) or any(
-                    x + 2 * p < k for x, p, k in zip(data[2:], self.attrs.pad or (0,) * nd,
-                                                     kernel)):
+            pad = (0,) * nd if a.pooling_convention == "same" else (a.pad or (0,) * nd)
+            if any(y <= 0 for y in out) or (a.pooling_convention != "same" and any(
+                    x + 2 * p < k for x, p, k in zip(data[2:], pad, kernel))):
                 raise ShapeError("input 'data' has shape %s, smaller than kernel %s"
                                  % (fmt_shape(data), kernel))
         self.set_out(out_shapes, 0, tuple(data[:2]) + tuple(out))
@@ -1055,8 +1068,9 @@ class Pooling(_ScratchMixin, Op):
 
     def _divisor(self, xp, spatial, kernel, stride, pad_lo, out, dtype):
         """Per-output element count of an avg window, broadcastable to (N, C, *out)."""
-        include = self.attrs.count_include_pad is not False
-        pad = (0,) * len(spatial) if self.attrs.global_pool else _spatial_tuple(
+        same = self.attrs.pooling_convention == "same"
+        include = self.attrs.count_include_pad is not False and not same
+        pad = (0,) * len(spatial) if self.attrs.global_pool or same else _spatial_tuple(
             self.name, "pad", self.attrs.pad, len(spatial), 0)
         total = None
         for axis, (x, k, s, lo, y, p) in enumerate(zip(spatial, kernel, stride, pad_lo, out,
