@@ -18,6 +18,7 @@ live in `PROPS`, filled by `minimod.operator.register`.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Mapping
 
 from ..base import MXNetError, OpParamError
@@ -76,10 +77,16 @@ class Custom(Op):
             return in_shapes, out_shapes
         given = [list(s) if shape_is_known(s) else [] for s in in_shapes[:n_args]]
         try:
-            args, outs, aux = self.prop.infer_shape(given)
+            shapes = self.prop.infer_shape(given)
         except Exception as err:
             raise MXNetError("Custom op_type '%s': infer_shape(%s) raised %s: %s"
                              % (self.op_type, given, type(err).__name__, err)) from err
+        # MXNet takes (argument shapes, output shapes) too, without the aux list
+        if not isinstance(shapes, (list, tuple)) or len(shapes) not in (2, 3):
+            raise MXNetError("Custom op_type '%s': infer_shape must return (argument shapes, "
+                             "output shapes[, aux shapes]), got %r" % (self.op_type, shapes))
+        args, outs = shapes[0], shapes[1]
+        aux = shapes[2] if len(shapes) == 3 else []
         for i, shape in enumerate(list(args) + list(aux)):
             self.set_in(in_shapes, i, tuple(int(d) for d in shape),
                         "op_type '%s''s infer_shape" % self.op_type)
@@ -94,7 +101,9 @@ class Custom(Op):
         if in_types[0] is None:
             return in_types, out_types
         given = [None if t is None else np.dtype(t).type for t in in_types[:n_args]]
-        args, outs, aux = self.prop.infer_type(given)
+        types = self.prop.infer_type(given)
+        args, outs = types[0], types[1]
+        aux = types[2] if len(types) == 3 else []  # (args, outs) without aux, as in MXNet
         return ([np.dtype(t) for t in list(args) + list(aux)],
                 [np.dtype(t) for t in outs])
 
@@ -118,10 +127,11 @@ class Custom(Op):
         from ..ndarray.ndarray import wrap
         ctx = self._context(out[0])
         operator = self._operator(ctx, list(inputs) + list(aux))
-        operator.forward(is_train=is_train, req=["write"] * len(out),
-                         in_data=[wrap(a, ctx) for a in inputs],
-                         out_data=[wrap(a, ctx) for a in out],
-                         aux=[wrap(a, ctx) for a in aux])
+        with self._user_code("forward"):
+            operator.forward(is_train=is_train, req=["write"] * len(out),
+                             in_data=[wrap(a, ctx) for a in inputs],
+                             out_data=[wrap(a, ctx) for a in out],
+                             aux=[wrap(a, ctx) for a in aux])
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         from ..ndarray.ndarray import wrap
@@ -131,12 +141,25 @@ class Custom(Op):
         # does not take, scratch for input gradients not asked for (req 'null')
         heads = [g if g is not None else xp.zeros_like(o) for g, o in zip(out_grads, outputs)]
         grads = [g if g is not None else xp.zeros_like(x) for g, x in zip(in_grads, inputs)]
-        operator.backward(req=["null" if g is None else "write" for g in in_grads],
-                          out_grad=[wrap(a, ctx) for a in heads],
-                          in_data=[wrap(a, ctx) for a in inputs],
-                          out_data=[wrap(a, ctx) for a in outputs],
-                          in_grad=[wrap(a, ctx) for a in grads],
-                          aux=[wrap(a, ctx) for a in aux])
+        with self._user_code("backward"):
+            operator.backward(req=["null" if g is None else "write" for g in in_grads],
+                              out_grad=[wrap(a, ctx) for a in heads],
+                              in_data=[wrap(a, ctx) for a in inputs],
+                              out_data=[wrap(a, ctx) for a in outputs],
+                              in_grad=[wrap(a, ctx) for a in grads],
+                              aux=[wrap(a, ctx) for a in aux])
+
+    @contextlib.contextmanager
+    def _user_code(self, what: str):
+        """An exception in the user's forward/backward surfaces as an MXNetError naming the
+        op_type (as MXNet reports errors raised inside custom operators)."""
+        try:
+            yield
+        except MXNetError:
+            raise
+        except Exception as err:
+            raise MXNetError("Custom op_type '%s': %s raised %s: %s"
+                             % (self.op_type, what, type(err).__name__, err)) from err
 
     def __repr__(self):
         return "Custom(op_type=%r)" % self.op_type

@@ -24,10 +24,10 @@ from __future__ import annotations
 import collections
 from typing import Callable
 
-from .base import MXNetError
-from .ops import custom as _custom
-from .ops.arguments import describe_arguments
-from .ops.registry import list_ops
+from ..base import MXNetError
+from ..ops import custom as _custom
+from ..ops.arguments import describe_arguments
+from ..ops.registry import list_ops
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_registered",
            "get_all_registered_operators", "get_operator_arguments", "OperatorArguments"]

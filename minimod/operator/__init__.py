@@ -1,0 +1,23 @@
+"""`mx.operator`: operators written in Python.
+
+- `custom.py`: MXNet's CustomOp API (`CustomOp`, `CustomOpProp`, `register`,
+  `mx.sym.Custom`), and the registry queries `get_all_registered_operators` and
+  `get_operator_arguments`;
+- `legacy.py`: MXNet 1.x's older `PythonOp`, `NumpyOp` and `NDArrayOp`, adapters over the
+  CustomOp machinery.
+"""
+from . import custom, legacy
+from .custom import (
+    CustomOp,
+    CustomOpProp,
+    OperatorArguments,
+    get_all_registered_operators,
+    get_operator_arguments,
+    get_registered,
+    register,
+)
+from .legacy import NDArrayOp, NumpyOp, PythonOp
+
+__all__ = ["CustomOp", "CustomOpProp", "register", "get_registered",
+           "get_all_registered_operators", "get_operator_arguments", "OperatorArguments",
+           "PythonOp", "NumpyOp", "NDArrayOp", "custom", "legacy"]
