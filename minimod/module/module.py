@@ -527,6 +527,19 @@ class Module(BaseModule):
         updater, idx2name, _ = self._state_updater_and_keys()
         atomic_write(fname, updater.dump_states_by_name(idx2name))
 
+    def save_optimizer_states_mxnet(self, fname):
+        """Save optimizer states as the pickle MXNet 1.9.1 reads: after
+        `save_checkpoint(prefix, epoch)`, `mod.save_optimizer_states_mxnet(
+        "%s-%04d.states" % (prefix, epoch))` makes a checkpoint that MXNet's
+        `Module.load(prefix, epoch, load_optimizer_states=True)` resumes. The states are keyed
+        as MXNet's Module keys them for the same devices and kvstore (parameter index times
+        device count plus device; the parameter name when the kvstore updates); minimod reads
+        this file too (through its restricted unpickler)."""
+        _require(self.optimizer_initialized,
+                 "save_optimizer_states_mxnet: call init_optimizer first")
+        updater, _, _ = self._state_updater_and_keys()
+        atomic_write(fname, updater.get_states_mxnet())
+
     def load_optimizer_states(self, fname):
         """Load states saved by minimod or MXNet (whose pickles are read safely)."""
         _require(self.optimizer_initialized, "load_optimizer_states: call init_optimizer first")
