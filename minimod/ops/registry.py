@@ -219,6 +219,10 @@ class Op:
     backward_outputs: ClassVar = "all"
     #: True when the op's output carries no gradient back to its inputs (BlockGrad, argmax ...)
     no_gradient: ClassVar[bool] = False
+    #: False when two runs on the same inputs and attributes may differ or must both happen
+    #: (random draws, dropout, ops with state of their own): common-subexpression elimination
+    #: (`minimod.passes.cse`) then never merges two such nodes
+    deterministic: ClassVar[bool] = True
     #: True where MXNet registers the op without input names: its monitor then calls the
     #: inputs "input0", "input1", ... (Activation, Reshape, the unary and scalar maths, the
     #: reductions), where it says "data", "lhs", "weight" ... for the others
@@ -423,9 +427,20 @@ def param_text(value: Any) -> str:
         return value
     if isinstance(value, (np.dtype, type)):
         return np.dtype(value).name
-    if isinstance(value, list):
-        value = tuple(value)
+    if isinstance(value, (list, tuple)):
+        # a tuple's text holds its items' repr, "np.int64(3)" under NumPy 2: use plain numbers
+        value = tuple(_plain_number(v) for v in value)
     return str(value)
+
+
+def _plain_number(value: Any) -> Any:
+    """A NumPy scalar as the Python number its str() shows (np.float32(0.1) -> 0.1)."""
+    import numpy as np  # host-side metadata only
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(str(value))
+    return value
 
 
 def call_params(op_cls, named: Mapping[str, Any], is_input) -> dict:
