@@ -3,6 +3,7 @@ from . import (  # noqa: F401
     correlation,
     custom,
     elemwise,
+    im2col,
     linalg,
     linalg_factor,
     loss,
@@ -12,4 +13,5 @@ from . import (  # noqa: F401
     rnn,
     shape,
     spatial,
+    storage,
 )
