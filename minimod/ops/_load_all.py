@@ -1,5 +1,6 @@
 """Imports every operator family once so that the registry is complete."""
 from . import (  # noqa: F401
+    contrib,
     correlation,
     custom,
     elemwise,

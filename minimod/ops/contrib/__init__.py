@@ -1,0 +1,12 @@
+"""MXNet's contrib operators (registered as `_contrib_<Name>`), one module per family."""
+from . import (  # noqa: F401
+    attention,
+    basic,
+    boxes,
+    deformable,
+    multibox,
+    proposal,
+    psroi,
+    resize,
+    roi,
+)
