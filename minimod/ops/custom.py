@@ -35,6 +35,7 @@ class Custom(Op):
     """A node running a registered `CustomOp` (see the module docstring)."""
 
     name = "Custom"
+    deterministic = False  # user code may keep state or draw: never merged by CSE
     VARIADIC_CALL = True  # MXNet's `Custom(*data, **kwargs)`: positional arguments are inputs
 
     def __init__(self, attrs: Mapping[str, Any] | None = None):

@@ -27,7 +27,7 @@ from typing import Callable, Literal, Optional
 from ..base import OpParamError, ShapeError
 from .registry import Op, VariadicOp, fmt_shape, register
 
-__all__ = ["DTYPE_NAMES", "dtype_of", "broadcast_shape", "reduce_to_shape"]
+__all__ = ["DTYPE_NAMES", "dtype_of", "broadcast_shape", "reduce_to_shape", "like_infer_type"]
 
 DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool")
 DTypeName = Literal["float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool"]
@@ -79,6 +79,14 @@ def reduce_to_shape(xp, grad, shape, out) -> None:
         xp.copyto(out, grad.sum(axis=axes).reshape(shape))
     else:
         xp.copyto(out, grad)
+
+
+def like_infer_type(op: Op, in_types: list, out_types: list):
+    """dtype inference of the `*_like` ops (broadcast_like, reshape_like, slice_like): the
+    output takes the first input's dtype; the second input only lends its shape, so its dtype
+    is free (and not inferred)."""
+    head, outs = Op.infer_type(op, list(in_types[:1]), list(out_types))
+    return list(head) + list(in_types[1:]), outs
 
 
 def _zero(grads) -> None:
@@ -154,8 +162,28 @@ def _g_hypot_r(xp, dy, lhs, rhs, y, out):
     return xp.multiply(dy, rhs / y, out=out)
 
 
+def _integral(dtype) -> bool:
+    return dtype.kind in "iub"
+
+
+def _g_mod_l(xp, dy, lhs, rhs, y, out):
+    # MXNet gives integer mod no gradient at all (its gradient kernels are float-only)
+    if _integral(dy.dtype):
+        return _g_zero(xp, dy, out)
+    return _g_same(xp, dy, lhs, rhs, y, out)
+
+
 def _g_mod_r(xp, dy, lhs, rhs, y, out):
+    if _integral(dy.dtype):
+        return _g_zero(xp, dy, out)
     return xp.multiply(dy, -xp.floor(lhs / rhs), out=out)
+
+
+def _g_zero(xp, dy, out):
+    if out is None:
+        return xp.zeros_like(dy)
+    out.fill(0)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,8 +216,8 @@ _BINARY = {
     "hypot": _BinaryMath("sqrt(lhs**2 + rhs**2)", lambda xp, a, b, o: xp.hypot(a, b, out=o),
                          _g_hypot_l, _g_hypot_r, (0, 1), True),
     "mod": _BinaryMath("lhs mod rhs with the divisor's sign (Python's %); gradients 1 and "
-                       "-floor(lhs / rhs)", lambda xp, a, b, o: xp.mod(a, b, out=o),
-                       _g_same, _g_mod_r, (0, 1)),
+                       "-floor(lhs / rhs) (none for integer dtypes, as in MXNet)",
+                       lambda xp, a, b, o: xp.mod(a, b, out=o), _g_mod_l, _g_mod_r, (0, 1)),
     "equal": _BinaryMath("lhs == rhs", lambda xp, a, b, o: xp.equal(a, b, out=o)),
     "not_equal": _BinaryMath("lhs != rhs", lambda xp, a, b, o: xp.not_equal(a, b, out=o)),
     "greater": _BinaryMath("lhs > rhs", lambda xp, a, b, o: xp.greater(a, b, out=o)),
@@ -435,12 +463,13 @@ _SCALAR = {
         "sqrt(data**2 + scalar**2)", lambda xp, x, s, o: xp.hypot(x, s, out=o),
         lambda xp, dy, x, y, s, dx: xp.multiply(dy, x / y, out=dx), True, True)),
     "_mod_scalar": (("_ModScalar",), _ScalarMath(
-        "data mod scalar (Python's %)", lambda xp, x, s, o: xp.mod(x, s, out=o),
-        lambda xp, dy, x, y, s, dx: xp.copyto(dx, dy))),
+        "data mod scalar (Python's %; no gradient for integer dtypes)",
+        lambda xp, x, s, o: xp.mod(x, s, out=o),
+        lambda xp, dy, x, y, s, dx: _g_mod_l(xp, dy, x, s, y, dx))),
     "_rmod_scalar": (("_RModScalar",), _ScalarMath(
-        "scalar mod data (Python's %); gradient -floor(scalar / data)",
-        lambda xp, x, s, o: xp.mod(s, x, out=o),
-        lambda xp, dy, x, y, s, dx: xp.multiply(dy, -xp.floor(s / x), out=dx), True)),
+        "scalar mod data (Python's %); gradient -floor(scalar / data) (none for integer "
+        "dtypes)", lambda xp, x, s, o: xp.mod(s, x, out=o),
+        lambda xp, dy, x, y, s, dx: _g_mod_r(xp, dy, s, x, y, dx), True)),
     "_equal_scalar": (("_EqualScalar",), _ScalarMath(
         "data == scalar", lambda xp, x, s, o: xp.equal(x, s, out=o))),
     "_not_equal_scalar": (("_NotEqualScalar",), _ScalarMath(
@@ -473,24 +502,57 @@ for _name, (_aliases, _sm) in _SCALAR.items():
 # ============================================================================ unary
 
 class _Unary(Op):
-    """Base of `out = f(data)`, same shape in and out."""
+    """Base of `out = f(data)`, same shape in and out.
+
+    `kind` says how the op treats dtypes other than float32 and float64, as MXNet does:
+    "math" ops evaluate float16 in float32 and integers in float64, then cast the result back
+    (C truncation for integers, so tanh(9) is 0, and NaN and out-of-range values become the
+    integer minimum); "native" ops (abs, sign, negation, relu ...) compute in the
+    data's own dtype; "rounding" ops compute natively on floats and leave integers as they are.
+    """
 
     positional_inputs = True  # MXNet's monitor: input0, input1 ...
 
     inplace = ((0, 0),)
     fwd: Callable = None        # fwd(xp, x, out)
     grad: Callable = None       # grad(xp, dy, x, y, dx); None: zero gradient
+    kind: str = "math"
+
+    def _wide(self, dtype) -> Optional[str]:
+        """The dtype to evaluate in for data of `dtype`, None for the data's own."""
+        if self.kind != "math" or dtype.name in ("float32", "float64"):
+            return None
+        return "float64" if _integral(dtype) else "float32"
 
     def forward(self, xp, inputs, aux, out, is_train):
-        self.fwd(xp, inputs[0], out[0])
+        x, o = inputs[0], out[0]
+        wide_dtype = self._wide(o.dtype)
+        if wide_dtype is not None:
+            wide = xp.empty(o.shape, dtype=wide_dtype)
+            self.fwd(xp, x.astype(wide_dtype), wide)
+            xp.copyto(o, wide, casting="unsafe")
+        elif self.kind == "rounding" and _integral(o.dtype):
+            if o is not x:
+                xp.copyto(o, x)
+        else:
+            self.fwd(xp, x, o)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        if in_grads[0] is None:
+        dx = in_grads[0]
+        if dx is None:
             return
         if self.grad is None:
-            in_grads[0].fill(0)
+            dx.fill(0)
             return
-        self.grad(xp, out_grads[0], inputs[0], outputs[0], in_grads[0])
+        dy, x, y = out_grads[0], inputs[0], outputs[0]
+        wide_dtype = self._wide(dx.dtype)
+        if wide_dtype is not None:
+            wide = xp.empty(dx.shape, dtype=wide_dtype)
+            self.grad(xp, *(None if a is None else a.astype(wide_dtype) for a in (dy, x, y)),
+                      wide)
+            xp.copyto(dx, wide, casting="unsafe")
+        else:
+            self.grad(xp, dy, x, y, dx)
 
 
 def _f_sigmoid(xp, x, o):
@@ -539,11 +601,12 @@ def _lanczos_gammaln(xp, x):
     t = z + 7.5
     value = 0.5 * math.log(2 * math.pi) + (z + 0.5) * xp.log(t) - t + xp.log(acc)
     flipped = math.log(math.pi) - xp.log(xp.abs(xp.sin(math.pi * x))) - value
-    return xp.where(reflect, flipped, value)
+    pole = reflect & (x == xp.floor(x))  # 0, -1, -2 ...: sin(pi x) is only rounded to ~0
+    return xp.where(pole, xp.inf, xp.where(reflect, flipped, value))
 
 
 _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
-            -176.61503916999185, 12.507343278686905, -0.13857109526572012,
+            -176.61502916214059, 12.507343278686905, -0.13857109526572012,
             9.9843695780195716e-6, 1.5056327351493116e-7)
 
 
@@ -569,12 +632,28 @@ def _gamma_sign(xp, x):
     return xp.where((x < 0) & (xp.floor(x) % 2 != 0), -1.0, 1.0)
 
 
+# The special functions below evaluate in float64 whatever the data's float type: their series
+# lose a few digits, which float64 absorbs, so a float32 result is correctly rounded as MXNet's
+# (C library) one is.
+
 def _f_gammaln(xp, x, o):
-    xp.copyto(o, _lanczos_gammaln(xp, x))
+    x = x.astype("float64")
+    value = xp.where((x == 1) | (x == 2), 0.0, _lanczos_gammaln(xp, x))  # exact, as C's lgamma
+    xp.copyto(o, value, casting="unsafe")
 
 
 def _f_gamma(xp, x, o):
-    xp.copyto(o, _gamma_sign(xp, x) * xp.exp(_lanczos_gammaln(xp, x)))
+    x = x.astype("float64")
+    value = _gamma_sign(xp, x) * xp.exp(_lanczos_gammaln(xp, x))
+    # at the poles, C's tgamma (MXNet's): +-inf at +-0, NaN at the negative integers
+    value = xp.where(x == 0, xp.copysign(xp.inf, x), value)
+    value = xp.where((x < 0) & (x == xp.floor(x)), xp.nan, value)
+    # and exact factorials at 1, 2, ... 171 (Lanczos is off by an ulp or two there, which a
+    # truncation to an integer dtype would turn into (n-1)! - 1)
+    facts = xp.concatenate((xp.ones(1), xp.cumprod(xp.arange(1, 171, dtype="float64"))))
+    exact = (x >= 1) & (x <= 171) & (x == xp.floor(x))
+    index = (xp.clip(x, 1, 171) - 1).astype("int64")
+    xp.copyto(o, xp.where(exact, facts[index], value), casting="unsafe")
 
 
 def _erf_values(xp, x):
@@ -598,7 +677,7 @@ def _erf_values(xp, x):
 
 
 def _f_erf(xp, x, o):
-    xp.copyto(o, _erf_values(xp, x))
+    xp.copyto(o, _erf_values(xp, x.astype("float64")), casting="unsafe")
 
 
 def _f_erfinv(xp, x, o):
@@ -708,12 +787,18 @@ _UNARY = {
 
 _UNARY_READS = {"in": ((0,), ()), "out": ((), (0,)), "both": ((0,), (0,)), "": ((), ())}
 
+#: unary ops that compute in the data's own dtype (see `_Unary.kind`)
+_UNARY_NATIVE = frozenset(("abs", "sign", "negative", "relu", "logical_not"))
+_UNARY_ROUNDING = frozenset(("round", "rint", "floor", "ceil", "trunc", "fix"))
+
 for _name, (_doc, _fwd, _grad, _reads) in _UNARY.items():
     _define(_Unary, _name, (),
             "out = %s, elementwise; out has data's shape and dtype." % _doc,
             dict(fwd=staticmethod(_fwd), grad=None if _grad is None else staticmethod(_grad),
                  no_gradient=_grad is None, backward_inputs=_UNARY_READS[_reads][0],
-                 backward_outputs=_UNARY_READS[_reads][1]))
+                 backward_outputs=_UNARY_READS[_reads][1],
+                 kind="native" if _name in _UNARY_NATIVE else
+                 "rounding" if _name in _UNARY_ROUNDING else "math"))
 
 
 # ============================================================================ identity-like
@@ -1005,7 +1090,8 @@ class BroadcastLikeAttrs:
 @register
 class BroadcastLikeOp(Op):
     """out = lhs broadcast to rhs's shape (or, with lhs_axes/rhs_axes, lhs with the dims at
-    lhs_axes replaced by rhs's dims at rhs_axes). rhs only lends its shape: zero gradient."""
+    lhs_axes replaced by rhs's dims at rhs_axes). rhs only lends its shape: zero gradient, and
+    it may have any dtype (out has lhs's)."""
 
     name = "broadcast_like"
     ARGUMENTS = ("lhs", "rhs")
@@ -1019,6 +1105,12 @@ class BroadcastLikeOp(Op):
         if (la is None) != (ra is None) or (la is not None and len(la) != len(ra)):
             raise OpParamError("operator broadcast_like: lhs_axes %s and rhs_axes %s must both "
                                "be given with one length" % (la, ra))
+        if la is not None and not la:
+            raise OpParamError("operator broadcast_like: lhs_axes and rhs_axes are empty; give "
+                               "at least one axis each, or neither")
+
+    def infer_type(self, in_types, out_types):
+        return like_infer_type(self, in_types, out_types)
 
     def infer_shape(self, in_shapes, out_shapes):
         lhs, rhs = in_shapes
@@ -1065,10 +1157,10 @@ class FullAttrs:
 
 
 def _legacy_shape(shape: tuple):
-    """MXNet's legacy shape: () is an unknown shape and a 0 dim is an unknown dim."""
+    """MXNet's legacy shape: () is an unknown shape and a 0 (or -1) dim is an unknown dim."""
     if not shape:
         return None
-    return tuple(None if d == 0 else d for d in shape)
+    return tuple(None if d <= 0 else d for d in shape)
 
 
 class _Fill(Op):
@@ -1208,10 +1300,68 @@ class ArangeOp(_Sequence):
         return in_shapes, out_shapes
 
     def forward(self, xp, inputs, aux, out, is_train):
-        o = out[0]
-        count = o.shape[0] // self.attrs.repeat
-        values = self.start + self.attrs.step * xp.arange(count, dtype="float64")
-        xp.copyto(o, xp.repeat(values, self.attrs.repeat), casting="unsafe")
+        _fill_range(xp, out[0], self.start, self.attrs.step, self.attrs.repeat)
+
+
+def _fill_range(xp, out, start: float, step: float, repeat: int) -> None:
+    """out.flat[j] = start + (j // repeat) * step, computed as MXNet's range kernel does: in the
+    output dtype for float32/float64, and with start and step first truncated to integers for
+    integer dtypes and (an MXNet quirk kept for equal results) float16; integers wrap around."""
+    dtype = out.dtype
+    index = xp.arange(out.size, dtype="int64") // repeat
+    if dtype.kind in "iub" or dtype.name == "float16":
+        values = index * int(step) + int(start)
+    else:
+        values = index.astype(dtype) * dtype.type(step) + dtype.type(start)
+    xp.copyto(out, values.reshape(out.shape), casting="unsafe")
+
+
+@dataclasses.dataclass(frozen=True)
+class ArangeLikeAttrs:
+    start: float = 0.0
+    step: float = 1.0
+    repeat: int = 1
+    ctx: str = ""
+    axis: Optional[int] = None
+
+
+@register
+class ArangeLikeOp(Op):
+    """out = start, start + step, ... (each value repeated `repeat` times) in data's shape, or
+    along data's `axis` as a 1-D array of that axis's size; data lends only its shape and dtype
+    (MXNet's contrib.arange_like); its gradient is zero."""
+
+    name = "_contrib_arange_like"
+    Attrs = ArangeLikeAttrs
+    backward_inputs = ()
+    backward_outputs = ()
+    no_gradient = True
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.attrs.repeat < 1:
+            raise OpParamError("operator _contrib_arange_like: repeat must be >= 1, got %d"
+                               % self.attrs.repeat)
+
+    def infer_shape(self, in_shapes, out_shapes):
+        data, axis = in_shapes[0], self.attrs.axis
+        if data is None:
+            return in_shapes, out_shapes
+        if axis is None:
+            self.set_out(out_shapes, 0, tuple(data))
+        else:
+            if not -len(data) <= axis < len(data):
+                raise ShapeError("input 'data' has shape %s: axis=%d is out of range"
+                                 % (fmt_shape(data), axis))
+            self.set_out(out_shapes, 0, (data[axis],))
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        a = self.attrs
+        _fill_range(xp, out[0], a.start, a.step, a.repeat)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        _zero(in_grads)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1318,8 +1468,12 @@ class LinspaceOp(_Sequence):
         return in_shapes, out_shapes
 
     def forward(self, xp, inputs, aux, out, is_train):
+        # start + i * step in float64, as MXNet (the last value may differ from stop by an
+        # ulp, where NumPy's linspace sets it to stop), then cast (integers truncate)
         a = self.attrs
-        values = xp.linspace(a.start, a.stop, a.num, endpoint=a.endpoint, dtype="float64")
+        intervals = a.num - 1 if a.endpoint else a.num
+        step = (a.stop - a.start) / intervals if intervals > 0 else 0.0
+        values = xp.arange(a.num, dtype="float64") * step + a.start
         xp.copyto(out[0], values, casting="unsafe")
 
 

@@ -627,7 +627,13 @@ class Convolution(BatchLastMixin, _ConvBase):
             raise ShapeError("input 'data' has shape %s, too small for kernel %s with dilate %s "
                              "and pad %s" % (fmt_shape(data), self.kernel, self.dilate, self.pad))
         self.set_out(out_shapes, 0, (data[0], a.num_filter) + spatial)
-        self.set_in(in_shapes, 0, (out_shapes[0][0],) + (None,) * (nd + 1))
+        out = out_shapes[0]
+        # with stride 1 an input dim follows from the output's, as MXNet infers it backwards
+        back = tuple(y + d * (k - 1) - 2 * p if x is None and y is not None and s == 1 else None
+                     for x, y, k, s, d, p in zip(data[2:], out[2:], self.kernel, self.stride,
+                                                 self.dilate, self.pad))
+        self.set_in(in_shapes, 0, (out[0], None) + back)
+        spatial = tuple(y for y in out[2:])
         size = _prod((in_shapes[0][0], channels) + self.kernel + spatial)
         if size is not None:
             self.set_out(out_shapes, 1, self._columns_shape(size))
@@ -1477,6 +1483,7 @@ class LeakyReLU(Op):
     """
 
     name = "LeakyReLU"
+    deterministic = False  # rrelu draws its slopes at random: never merged by CSE
     SIGNATURE_INPUTS = ("data", "gamma")
     Attrs = LeakyReLUAttrs
     backward_outputs = ()
@@ -1486,7 +1493,9 @@ class LeakyReLU(Op):
         if self.attrs.act_type == "rrelu":
             self.backward_inputs = (0,)
             self.backward_outputs = (1,)
-        elif self.attrs.act_type != "prelu":
+        elif self.attrs.act_type == "prelu":
+            self.input_var_attrs = {"gamma": {"__init__": '["Constant", {"value": 0.25}]'}}
+        else:
             self.backward_inputs = (0,)
 
     def arguments(self) -> list:
@@ -1699,6 +1708,7 @@ class Dropout(Op):
     """
 
     name = "Dropout"
+    deterministic = False  # draws a new mask at every run: never merged by CSE
     Attrs = DropoutAttrs
     OUTPUTS = ("output", "mask")
     inplace = ((0, 0),)

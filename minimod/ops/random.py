@@ -54,6 +54,7 @@ class _Random(Op):
     backward_inputs = ()
     backward_outputs = ()
     no_gradient = True
+    deterministic = False  # draws new numbers at every run: never merged by CSE
     dist: str = ""
     params: tuple = ()
     default_dtype = "float32"
@@ -99,6 +100,7 @@ class _Sample(Op):
     backward_inputs = ()
     backward_outputs = ()
     no_gradient = True
+    deterministic = False  # draws new numbers at every run: never merged by CSE
     dist: str = ""
 
     def infer_shape(self, in_shapes, out_shapes):
@@ -213,6 +215,7 @@ class Shuffle(Op):
     """data with its first axis randomly permuted (one permutation per forward)."""
 
     name = "_shuffle"
+    deterministic = False  # draws a new order at every run: never merged by CSE
     aliases = ("shuffle",)
     backward_inputs = ()
     backward_outputs = ()

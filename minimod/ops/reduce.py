@@ -890,6 +890,7 @@ class PickOp(_IndexTypes):
     """
 
     name = "pick"
+    aliases = ("choose_element_0index",)  # MXNet's older name of pick along axis -1
     ARGUMENTS = ("data", "index")
     Attrs = PickAttrs
     backward_inputs = (1,)

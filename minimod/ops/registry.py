@@ -223,6 +223,17 @@ class Op:
     #: (random draws, dropout, ops with state of their own): common-subexpression elimination
     #: (`minimod.passes.cse`) then never merges two such nodes
     deterministic: ClassVar[bool] = True
+    #: False where MXNet registers the op without a gradient (batch_take ...): binding with a
+    #: gradient requested through it is an error (`minimod.passes.gradient`)
+    differentiable: ClassVar[bool] = True
+    #: True when an output's shape depends on input values (boolean_mask): such an op runs
+    #: imperatively through `forward_dynamic`, and a bound graph, whose memory is planned from
+    #: shapes alone, refuses it
+    dynamic_shape: ClassVar[bool] = False
+    #: slot -> attributes MXNet gives the variable it creates for that input when the user
+    #: gives none (BatchNorm's moving statistics start as zeros and ones, PReLU's gamma as
+    #: 0.25): `{"moving_mean": {"__init__": '["zero", {}]'}}`
+    input_var_attrs: ClassVar[dict] = {}
     #: True where MXNet registers the op without input names: its monitor then calls the
     #: inputs "input0", "input1", ... (Activation, Reshape, the unary and scalar maths, the
     #: reductions), where it says "data", "lhs", "weight" ... for the others
@@ -320,6 +331,10 @@ class Op:
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         raise NotImplementedError("%s has no backward" % self.name)
+
+    def forward_dynamic(self, xp, inputs) -> list:
+        """The outputs of an op with `dynamic_shape`, allocated by the op itself."""
+        raise NotImplementedError("%s has static output shapes" % self.name)
 
     def bind_forward(self, xp, inputs, aux, out):
         """Optional: `run(xp, is_train)` doing `forward` on these very arrays, with every

@@ -231,6 +231,7 @@ class RNN(_ScratchMixin, Op):
     """MXNet's fused recurrent operator; see the module docstring for the math and layout."""
 
     name = "RNN"
+    deterministic = False  # its dropout draws at every run: never merged by CSE
     SIGNATURE_INPUTS = ("data", "parameters", "state", "state_cell", "sequence_length")
     PARAM_ORDER = ("state_size", "num_layers", "bidirectional", "mode", "p", "state_outputs",
                    "projection_size", "lstm_state_clip_min", "lstm_state_clip_max",

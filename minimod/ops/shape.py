@@ -17,13 +17,14 @@ import dataclasses
 from typing import Literal, Optional
 
 from ..base import OpParamError, ShapeError
+from .elemwise import like_infer_type
 from .layout import BatchLastMixin
 from .registry import Op, Shape, VariadicOp, fmt_shape, merge_shape, register, shape_is_known
 
 __all__ = [
     "Flatten", "Reshape", "Transpose", "ExpandDims", "Squeeze", "SwapAxis", "Concat",
     "SliceChannel", "SliceAxis", "Slice", "Stack", "Tile", "Repeat", "ReshapeLike", "Pad",
-    "SequenceMask", "SequenceLast", "SequenceReverse", "infer_reshape",
+    "SequenceMask", "SequenceLast", "SequenceReverse", "infer_reshape", "SplitV2",
 ]
 
 
@@ -294,7 +295,7 @@ class ReshapeLike(_Relabel):
 
     out.shape = lhs.shape[:lhs_begin] + rhs.shape[rhs_begin:rhs_end] + lhs.shape[lhs_end:]
     (None bounds mean the whole range; negative bounds count from the end). Sizes must match.
-    `rhs` only lends its shape: its gradient is zero.
+    `rhs` only lends its shape: its gradient is zero and its dtype is free (out has lhs's).
     """
 
     name = "reshape_like"
@@ -315,6 +316,9 @@ class ReshapeLike(_Relabel):
             raise ShapeError("reshape_like: %s_begin/%s_end = %s/%s are out of range for rank %d"
                              % (side, side, begin, end, ndim))
         return b, e
+
+    def infer_type(self, in_types, out_types):
+        return like_infer_type(self, in_types, out_types)
 
     def infer_shape(self, in_shapes, out_shapes):
         lhs, rhs = in_shapes
@@ -727,6 +731,107 @@ class SliceChannel(Op):
                 g[part] = og
 
 
+@register
+class SplitV2(Op):
+    """Split along `axis` at given boundaries (MXNet's `_split_v2`, behind `split_v2`).
+
+    With sections > 0 the axis (size n) is cut into `sections` consecutive parts, the first
+    n % sections of them one longer (NumPy's array_split); otherwise part i is
+    data[indices[i]:indices[i + 1]] along the axis (the last runs to the end), where
+    `indices` starts at 0 and never decreases. With squeeze_axis every part must have
+    size 1 along the axis, which is then dropped. The gradient is the head gradients joined
+    back along the axis (a missing one counts as zero).
+    """
+
+    name = "_split_v2"
+    backward_inputs = ()
+    backward_outputs = ()
+
+    @dataclasses.dataclass(frozen=True)
+    class Attrs:
+        indices: tuple[int, ...]
+        axis: int = 1
+        squeeze_axis: bool = False
+        sections: int = 0
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        a = self.attrs
+        count = a.sections if a.sections > 0 else len(a.indices)
+        if count < 1:
+            raise OpParamError("operator _split_v2: give sections >= 1 or at least one index, "
+                               "got indices=%s sections=%d" % (a.indices, a.sections))
+        if a.sections <= 0:
+            if a.indices[0] != 0:
+                raise OpParamError("operator _split_v2: indices must start at 0 (the parts "
+                                   "cover the whole axis), got %s" % (a.indices,))
+            if any(b < e for e, b in zip(a.indices, a.indices[1:])):
+                raise OpParamError("operator _split_v2: indices %s must not decrease"
+                                   % (a.indices,))
+        self._outs = ["output%d" % i for i in range(count)]
+
+    def outputs(self) -> list:
+        return list(self._outs)
+
+    def _bounds(self, size: int) -> list:
+        """(begin, end) of each part along an axis of `size`."""
+        a = self.attrs
+        if a.sections > 0:
+            step, extra = divmod(size, a.sections)
+            ends = [(i + 1) * step + min(i + 1, extra) for i in range(a.sections)]
+            return list(zip([0] + ends[:-1], ends))
+        if a.indices[-1] > size:
+            raise ShapeError("input 'data' has size %d along axis %d but _split_v2 cuts at %d"
+                             % (size, a.axis, a.indices[-1]))
+        return list(zip(a.indices, a.indices[1:] + (size,)))
+
+    def infer_shape(self, in_shapes, out_shapes):
+        squeeze = self.attrs.squeeze_axis
+        data = in_shapes[0]
+        if data is None:
+            known = next((s for s in out_shapes if s is not None), None)
+            if known is None:
+                return in_shapes, out_shapes
+            ax = _axis(self.attrs.axis, len(known) + squeeze)
+            sizes = [None if s is None else s[ax] for s in out_shapes]
+            along = len(out_shapes) if squeeze else None if None in sizes else sum(sizes)
+            self.set_in(in_shapes, 0, known[:ax] + (along,) + known[ax + (not squeeze):],
+                        "output %s" % fmt_shape(known))
+            data = in_shapes[0]
+        ax = _axis(self.attrs.axis, len(data))
+        if data[ax] is None:
+            return in_shapes, out_shapes
+        for i, (begin, end) in enumerate(self._bounds(data[ax])):
+            if squeeze:
+                if end - begin != 1:
+                    raise ShapeError("input 'data' has shape %s but squeeze_axis needs parts "
+                                     "of size 1 along axis %d (part %d has %d)"
+                                     % (fmt_shape(data), ax, i, end - begin))
+                self.set_out(out_shapes, i, data[:ax] + data[ax + 1:])
+            else:
+                self.set_out(out_shapes, i, data[:ax] + (end - begin,) + data[ax + 1:])
+        return in_shapes, out_shapes
+
+    def _parts(self, shape: tuple) -> list:
+        ax = _axis(self.attrs.axis, len(shape))
+        lead = (slice(None),) * ax
+        if self.attrs.squeeze_axis:
+            return [lead + (begin,) for begin, _ in self._bounds(shape[ax])]
+        return [lead + (slice(begin, end),) for begin, end in self._bounds(shape[ax])]
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x = inputs[0]
+        for o, part in zip(out, self._parts(x.shape)):
+            xp.copyto(o, x[part])
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        g = in_grads[0]
+        if g is None:
+            return
+        for og, part in zip(out_grads, self._parts(g.shape)):
+            g[part] = 0 if og is None else og
+
+
 # ----------------------------------------------------------------------------- slicing
 
 @register
@@ -1054,7 +1159,8 @@ class _SequenceOp(Op):
 
     data is time-major along `axis` (0: (T, N, ...), 1: (N, T, ...)); with use_sequence_length
     a second input `sequence_length` (N,) gives each sequence's length (values truncated to
-    int). The lengths get no gradient.
+    int). The lengths may have any dtype (int32 lengths with float data; data's dtype when
+    not given) and get no gradient.
     """
 
     backward_outputs = ()
@@ -1075,6 +1181,13 @@ class _SequenceOp(Op):
 
     def arguments(self) -> list:
         return list(self._args)
+
+    def infer_type(self, in_types, out_types):
+        head, outs = super().infer_type(list(in_types[:1]), list(out_types))
+        if not self.attrs.use_sequence_length:
+            return head, outs
+        lengths = in_types[1] if in_types[1] is not None else head[0]
+        return list(head) + [lengths], outs
 
     def _infer_lengths(self, in_shapes) -> None:
         if not self.attrs.use_sequence_length:
@@ -1314,13 +1427,16 @@ class SliceLikeAttrs:
 class SliceLike(Op):
     """data[:n0, :n1, ...] cut to shape_like's size along `axes` (every axis when empty; the
     two inputs then have one rank). Gradient: the head's in the slice, 0 elsewhere; shape_like
-    gets 0."""
+    gets 0. shape_like may have any dtype (out has data's)."""
 
     name = "slice_like"
     Attrs = SliceLikeAttrs
     ARGUMENTS = ("data", "shape_like")
     backward_inputs = ()
     backward_outputs = ()
+
+    def infer_type(self, in_types, out_types):
+        return like_infer_type(self, in_types, out_types)
 
     def _axes(self, data, like) -> tuple:
         if not self.attrs.axes:
@@ -1441,9 +1557,9 @@ class _BlockMove(Op):
     def infer_shape(self, in_shapes, out_shapes):
         data = in_shapes[0]
         if data is not None and None not in data:
-            if len(data) != 4:
-                raise ShapeError("input 'data' has shape %s but %s needs NCHW"
-                                 % (fmt_shape(data), self.name))
+            if len(data) != 4 or 0 in data:
+                raise ShapeError("input 'data' has shape %s but %s needs NCHW data without "
+                                 "empty dims" % (fmt_shape(data), self.name))
             self._check(data)
             self.set_out(out_shapes, 0, self._out_shape(data))
         return in_shapes, out_shapes
@@ -1547,7 +1663,10 @@ class Diag(Op):
             self.set_out(out_shapes, 0, (side, side))
             return in_shapes, out_shapes
         a1, a2 = self._axes(len(data))
-        length = max(0, min(data[a1] + min(k, 0), data[a2] - max(k, 0)))
+        length = min(data[a1] + min(k, 0), data[a2] - max(k, 0))
+        if length < 0:  # MXNet refuses a diagonal that starts past the matrix (0 is empty)
+            raise ShapeError("diag: k=%d names no diagonal of the %dx%d planes of input 'data' "
+                             "%s" % (k, data[a1], data[a2], fmt_shape(data)))
         rest = tuple(d for i, d in enumerate(data) if i not in (a1, a2))
         self.set_out(out_shapes, 0, rest + (length,))
         return in_shapes, out_shapes

@@ -34,10 +34,15 @@ def test_positional_order_is_mxnets(name):
         assert list(params) == want["params"]
 
 
+# what MXNet 1.9.1 offers as Python functions (mx.nd.contrib.isinf ...), which minimod
+# registers as operators: no MXNet operator to take the order from
+NOT_MXNET_OPERATORS = {"_contrib_isinf", "_contrib_isnan", "_contrib_isfinite"}
+
+
 def test_every_registered_op_is_in_the_golden_file():
     """A new op must get its MXNet order checked (regenerate the golden file)."""
     from minimod.ops.registry import list_ops
-    assert set(list_ops()) <= set(GOLDEN["ops"])
+    assert set(list_ops()) - NOT_MXNET_OPERATORS <= set(GOLDEN["ops"])
 
 
 @pytest.mark.parametrize("call", GOLDEN["calls"], ids=lambda c: c["op"])

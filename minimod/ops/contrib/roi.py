@@ -261,6 +261,7 @@ class RROIAlign(_AlignBase):
     MXNet registers no gradient for this op; asking for one raises."""
 
     name = "_contrib_RROIAlign"
+    differentiable = False  # as MXNet registers it: a gradient through it is refused at bind
     Attrs = RROIAlignAttrs
     ROI_COLS = 6
     ROI_TEXT = "(batch index, centre x, centre y, width, height, angle)"
