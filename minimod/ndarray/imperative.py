@@ -46,8 +46,10 @@ __all__ = ["invoke", "op_function", "FLUENT"]
 #: `mx.nd.log10(x)`); routines.METHODS has the others
 FLUENT = frozenset((
     "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax_channel",
-    "broadcast_axes", "cbrt", "cosh", "degrees", "fix", "log10", "log2", "nanprod", "pad",
-    "radians", "rint", "sinh", "slice", "tan", "trunc"))
+    "broadcast_axes", "broadcast_like", "cbrt", "cosh", "degrees", "depth_to_space", "diag",
+    "fix", "log10", "log2", "nanprod", "pad", "radians", "rcbrt", "reshape_like", "rint",
+    "shape_array", "sinh", "size_array", "slice", "slice_like", "softmin", "space_to_depth",
+    "tan", "trunc"))
 
 
 @functools.lru_cache(maxsize=512)
@@ -104,16 +106,31 @@ def invoke(name: str, args: tuple, kwargs: dict):
                             % (name, missing[0], ", ".join(slots)))
         arrays = [named[s] for s in slots]
     ctx = _device(name, arrays, ctx_param)
-    outs = _allocate(name, op, arrays, ctx)
     data = [a._data for a in arrays]
     n_args = len(op.arguments())
     with np.errstate(all="ignore"), device_scope(ctx):  # MXNet is silent about NaN and inf
-        op.for_device(ctx, data[0].dtype if data else None).forward(
-            backend.xp_for(ctx), data[:n_args], data[n_args:], outs, False)
+        if op.dynamic_shape:  # the output shapes depend on the values: the op allocates
+            outs = _run(name, lambda: op.forward_dynamic(backend.xp_for(ctx), data[:n_args]))
+        else:
+            outs = _allocate(name, op, arrays, ctx)
+            kernel = op.for_device(ctx, data[0].dtype if data else None)
+            _run(name, lambda: kernel.forward(backend.xp_for(ctx), data[:n_args],
+                                              data[n_args:], outs, False))
     results = [wrap(o, ctx) for o in outs[:op.num_visible_outputs()]]
     if out is not None:
         return _write_out(name, results, out)
     return results[0] if len(results) == 1 else results
+
+
+def _run(name: str, compute: Callable[[], Any]) -> Any:
+    """compute(), with a failure inside the op (a singular matrix in a LAPACK call, an index
+    out of range) raised as an MXNetError naming the call, as MXNet raises them."""
+    try:
+        return compute()
+    except MXNetError:
+        raise
+    except Exception as err:
+        raise MXNetError("mx.nd.%s: %s: %s" % (name, type(err).__name__, err)) from err
 
 
 def _allocate(name: str, op, arrays: list, ctx: Context) -> list:

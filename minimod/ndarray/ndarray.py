@@ -14,13 +14,15 @@ NDArrays, the executor sees the backend arrays inside them. The wrapper is delib
   slightly: MXNet copies a slice that is not contiguous (`x[:, 1:2]`), minimod returns a view of
   it. An index that selects one element returns shape (1,), as MXNet does.
 
-Module-level creation helpers (`array`, `zeros`, `ones`, `empty`, `full`, `arange`) live here;
-the math routines live in `routines.py`.
+Module-level creation helpers (`array`, `zeros`, `ones`, `empty`, `full`, `arange`, `linspace`,
+`eye`, `from_numpy`) live here; the math routines live in `routines.py`. `flatten`,
+`expand_dims` and `squeeze` return copies, or with `inplace=True` views sharing the memory.
 """
 from __future__ import annotations
 
 import ctypes
 import numbers
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, Union
 
@@ -36,7 +38,10 @@ __all__ = [
     "array",
     "as_backend_operand",
     "empty",
+    "eye",
+    "from_numpy",
     "full",
+    "linspace",
     "normalize_dtype",
     "ones",
     "waitall",
@@ -172,6 +177,9 @@ _BINARY = {
     "lesser_equal": lambda xp, a, b: xp.less_equal(a, b),
     "maximum": lambda xp, a, b: xp.maximum(a, b),
     "minimum": lambda xp, a, b: xp.minimum(a, b),
+    "logical_and": lambda xp, a, b: xp.logical_and(a, b),
+    "logical_or": lambda xp, a, b: xp.logical_or(a, b),
+    "logical_xor": lambda xp, a, b: xp.logical_xor(a, b),
 }
 
 
@@ -179,12 +187,14 @@ def binary_op(name: str, lhs, rhs, out: NDArray | None = None):
     """MXNet's elementwise binary op `name` on NDArrays and/or scalars, with broadcasting.
 
     The result has the dtype of the array operand(s). Two arrays must agree in dtype and
-    context (DTypeError / MXNetError otherwise). Two scalars give a Python scalar.
+    context (DTypeError / MXNetError otherwise). Two scalars give a Python scalar (1 or 0 for
+    comparisons and logical ops, as MXNet).
     """
     fn = _BINARY[name]
     lhs_nd, rhs_nd = isinstance(lhs, NDArray), isinstance(rhs, NDArray)
     if not lhs_nd and not rhs_nd:
-        return fn(np, np.asarray(lhs), np.asarray(rhs)).item()
+        value = fn(np, np.asarray(lhs), np.asarray(rhs)).item()
+        return int(value) if isinstance(value, bool) else value
     if lhs_nd and rhs_nd:
         if lhs.dtype != rhs.dtype:
             raise DTypeError(f"{name}: operands have different dtypes {np.dtype(lhs.dtype).name} "
@@ -468,6 +478,59 @@ class NDArray:
         target = _infer_reshape(self.shape, _normalize_shape(shape), reverse)
         return wrap(self._data.reshape(target), self._ctx)
 
+    def flatten(self, inplace: bool = False) -> NDArray:
+        """(d0, d1, ..., dk) -> (d0, d1*...*dk): a copy, or with inplace=True a view sharing
+        this array's memory (writes through either show in both), as MXNet."""
+        n = self.shape[0] if self.ndim else 1
+        rest = int(np.prod(self.shape[1:], dtype=np.int64))
+        return self._relabel(self._data.reshape((n, rest)), inplace)
+
+    def expand_dims(self, axis: int, inplace: bool = False) -> NDArray:
+        """A new axis of size 1 at `axis` (in [-ndim-1, ndim]): a copy, or with inplace=True a
+        view sharing this array's memory."""
+        axis = int(axis)
+        if not -self.ndim - 1 <= axis <= self.ndim:
+            raise ShapeError(f"expand_dims: axis {axis} is out of range for an array of "
+                             f"shape {self.shape}")
+        return self._relabel(self._xp.expand_dims(self._data, axis), inplace)
+
+    def squeeze(self, axis: int | Sequence[int] | None = None,
+                inplace: bool = False) -> NDArray:
+        """The axes of size 1 (all of them, or those in `axis`) removed; a result with no
+        axis left has shape (1,), as MXNet. A copy, or with inplace=True a view sharing this
+        array's memory."""
+        axes = tuple(axis) if isinstance(axis, (list, tuple)) else axis
+        try:
+            squeezed = self._data.squeeze(axes)
+        except ValueError as err:
+            raise ShapeError(f"squeeze: axis {axis} of an array of shape {self.shape} must "
+                             "have size 1") from err
+        return self._relabel(squeezed.reshape((1,)) if squeezed.ndim == 0 else squeezed,
+                             inplace)
+
+    def _relabel(self, view, inplace: bool) -> NDArray:
+        """`view` (a reshaped view of `_data`) as an NDArray sharing this array's memory when
+        `inplace`, else as a fresh copy."""
+        if inplace:
+            out = wrap(view, self._ctx)
+            out._writable = self._writable
+            return out
+        with device_scope(self._ctx):
+            return wrap(view.copy(), self._ctx)
+
+    def slice_assign(self, rhs: NDArray, begin, end, step) -> NDArray:
+        """self[begin:end:step] = rhs, in place (MXNet's `_slice_assign` with out=self);
+        returns self."""
+        from .imperative import invoke
+        return invoke("_slice_assign", (self, rhs),
+                      dict(begin=begin, end=end, step=step, out=self))
+
+    def slice_assign_scalar(self, value: float, begin, end, step) -> NDArray:
+        """self[begin:end:step] = value, in place; returns self."""
+        from .imperative import invoke
+        return invoke("_slice_assign_scalar", (self,),
+                      dict(scalar=value, begin=begin, end=end, step=step, out=self))
+
     def wait_to_read(self) -> None:
         """Block until the work queued on this array's GPU finishes (immediate with NumPy)."""
         if self._ctx.device_typeid == 2:
@@ -509,6 +572,36 @@ class NDArray:
             raise ShapeError(f"cannot assign a value of shape {tuple(operand.shape)} to index "
                              f"{key!r} of an array of "
                              f"shape {self.shape}") from err
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape: Sequence[int]) -> bool:
+        """Whether x[slc_key] is one C-contiguous block of a C-contiguous array x of `shape`.
+
+        `slc_key` is a basic index: a slice or int per leading axis (missing axes take all).
+        The result is contiguous when, for every result axis longer than 1, one step along it
+        moves through memory by exactly the size of one result row below it; axes of length 1
+        never matter (NumPy's `flags.contiguous` agrees), and an empty result is contiguous.
+        """
+        keys = tuple(slc_key) if isinstance(slc_key, tuple) else (slc_key,)
+        keys = keys + (py_slice(None),) * (len(shape) - len(keys))
+        lengths, steps = [], []
+        for key, dim in zip(keys, shape):
+            if isinstance(key, py_slice):
+                start, stop, step = key.indices(int(dim))
+                lengths.append(len(range(start, stop, step)))
+                steps.append(step)
+            else:  # an int keeps one element of its axis
+                lengths.append(1)
+                steps.append(1)
+        if 0 in lengths:
+            return True
+        source_row = result_row = 1  # elements below axis i, in the source and in the result
+        for i in reversed(range(len(shape))):
+            if lengths[i] > 1 and steps[i] * source_row != result_row:
+                return False
+            source_row *= int(shape[i])
+            result_row *= lengths[i]
+        return True
 
     def _check_writable(self):
         if not self._writable:
@@ -732,17 +825,91 @@ def full(shape: ShapeLike, val: float, ctx: Context | None = None, dtype: DTypeL
     return _filled(shape, ctx, dtype, val, stype, kwargs.get("out"))
 
 
+def _creation_op(name: str, ctx: Context | None, dtype: DTypeLike, **params) -> NDArray:
+    from .imperative import invoke  # imperative.py builds on this module
+    kind = np.dtype(normalize_dtype(dtype)).name
+    return invoke(name, (), dict(params, ctx=_resolve_ctx(ctx), dtype=kind))
+
+
 def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: int = 1,
            infer_range: bool | None = None, ctx: Context | None = None,
            dtype: DTypeLike = np.float32) -> NDArray:
     """Evenly spaced values in [start, stop) (or [0, start) without stop), each repeated
-    `repeat` times; dtype default float32."""
-    if stop is None:
-        start, stop = 0, start
-    values = np.arange(start, stop, step, dtype=np.float64)
-    if repeat != 1:
-        values = np.repeat(values, int(repeat))
-    return array(values, ctx=ctx, dtype=normalize_dtype(dtype))
+    `repeat` times; dtype default float32. The `_arange` operator computes them, so integer
+    dtypes get MXNet's values (start and step truncated first: arange(1.3, 5, 1.3,
+    dtype='int32') is 1, 2, 3). `infer_range` is deprecated in MXNet and ignored."""
+    return _creation_op("_arange", ctx, dtype, start=start, stop=stop, step=step,
+                        repeat=repeat, infer_range=False)
+
+
+def linspace(start: float, stop: float, num: int, endpoint: bool = True,
+             ctx: Context | None = None, dtype: DTypeLike = np.float32) -> NDArray:
+    """`num` evenly spaced values from start to stop (stop included unless endpoint=False),
+    computed in float64 and cast to dtype (integers truncate toward zero)."""
+    return _creation_op("_linspace", ctx, dtype, start=start, stop=stop, num=num,
+                        endpoint=endpoint)
+
+
+def eye(N: int, M: int = 0, k: int = 0, ctx: Context | None = None, dtype: DTypeLike = None,
+        **kwargs) -> NDArray:
+    """An N x M matrix (M = 0: N x N) of zeros with ones on diagonal k (k > 0 above the main
+    diagonal, k < 0 below); dtype default float32."""
+    return _creation_op("_eye", ctx, dtype, N=N, M=M, k=k, **kwargs)
+
+
+def from_numpy(ndarray: np.ndarray, zero_copy: bool = True, array_cls=None) -> NDArray:
+    """An NDArray on cpu(0) with the values and dtype of NumPy array `ndarray`.
+
+    With zero_copy (the default) the NDArray takes over `ndarray`'s memory instead of copying
+    it: writes to the NDArray show in `ndarray`, and `ndarray` itself is made read-only, as in
+    MXNet (the NumPy side should no longer be used). Only C-contiguous arrays can be taken
+    over (ValueError otherwise). With zero_copy=False the values are copied.
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError("from_numpy needs a numpy.ndarray, got %s" % type(ndarray).__name__)
+    if ndarray.dtype.type not in _MX_DTYPES:
+        raise ValueError(f"from_numpy: dtype {ndarray.dtype.name} is not supported")
+    ctx = Context("cpu", 0)
+    if not zero_copy:
+        return wrap(np.array(ndarray, copy=True, order="C"), ctx)
+    if not ndarray.flags["C_CONTIGUOUS"]:
+        raise ValueError("from_numpy: only C-contiguous arrays can be shared without a copy "
+                         "(pass zero_copy=False, or np.ascontiguousarray first)")
+    if _locked_by_from_numpy(ndarray):
+        # shared before: its memory is writable, only NumPy's flag (set by us) says otherwise
+        shared = np.asarray(_SharedMemory(ndarray))
+    else:
+        shared = ndarray.view()  # taken before the lock below, so it stays writable
+        if ndarray.flags.writeable:
+            ndarray.flags.writeable = False
+            _remember_locked(ndarray)
+    out = wrap(shared, ctx)
+    out._writable = bool(shared.flags.writeable)
+    return out
+
+
+#: id -> weak reference of the NumPy arrays from_numpy made read-only
+_LOCKED: dict = {}
+
+
+def _remember_locked(arr: np.ndarray) -> None:
+    key = id(arr)
+    _LOCKED[key] = weakref.ref(arr, lambda _ref, key=key: _LOCKED.pop(key, None))
+
+
+def _locked_by_from_numpy(arr: np.ndarray) -> bool:
+    ref = _LOCKED.get(id(arr))
+    return ref is not None and ref() is arr and not arr.flags.writeable
+
+
+class _SharedMemory:
+    """A writable window on the memory of an array that from_numpy locked: NumPy turns it into
+    an array (`np.asarray`) whose base keeps the original array, and so its memory, alive."""
+
+    def __init__(self, arr: np.ndarray):
+        self._owner = arr
+        self.__array_interface__ = dict(arr.__array_interface__,
+                                        data=(arr.__array_interface__["data"][0], False))
 
 
 def waitall() -> None:

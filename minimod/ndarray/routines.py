@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from ..base import MXNetError, ShapeError
+from .imperative import invoke
 from .ndarray import (
     NDArray,
     as_backend_operand,
@@ -28,6 +29,7 @@ from .ndarray import (
 
 __all__ = [
     "METHODS",
+    "histogram",
     "abs",
     "add",
     "add_n",
@@ -58,7 +60,7 @@ __all__ = [
     "exp",
     "expand_dims",
     "expm1",
-    "fill_element_0index",
+
     "flatten",
     "flip",
     "floor",
@@ -69,12 +71,16 @@ __all__ = [
     "log",
     "log1p",
     "log_softmax",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
     "max",
     "maximum",
     "mean",
     "min",
     "minimum",
     "modulo",
+    "moveaxis",
     "multiply",
     "nansum",
     "negative",
@@ -99,6 +105,7 @@ __all__ = [
     "softmax",
     "sort",
     "split",
+    "split_v2",
     "sqrt",
     "square",
     "squeeze",
@@ -111,6 +118,7 @@ __all__ = [
     "tile",
     "topk",
     "transpose",
+    "true_divide",
     "where",
     "zeros_like",
 ]
@@ -130,13 +138,23 @@ def _at_least_1d(data):
     return data.reshape((1,)) if data.ndim == 0 else data
 
 
-def _unary(fn: Callable, keep_dtype: bool = True) -> Callable:
+def _unary(fn: Callable, kind: str = "math") -> Callable:
+    """An elementwise routine keeping the input dtype, with the unary operators' dtype rules
+    (ops/elemwise.py `_Unary`): "math" functions evaluate float16 in float32 and integers in
+    float64, then cast back (truncating); "native" ones compute in the data's dtype;
+    "rounding" ones leave integers unchanged."""
     def routine(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
-        xp = data._xp
+        xp, x = data._xp, data._data
         with np.errstate(all="ignore"), device_scope(data.context):
-            result = fn(xp, data._data)
-            if keep_dtype and result.dtype != data._data.dtype:
-                result = result.astype(data._data.dtype)
+            if kind == "rounding" and x.dtype.kind in "iub":
+                result = x.copy()
+            elif kind == "math" and x.dtype not in (np.float32, np.float64):
+                wide = np.float64 if x.dtype.kind in "iub" else np.float32
+                result = fn(xp, x.astype(wide)).astype(x.dtype)
+            else:
+                result = fn(xp, x)
+                if result.dtype != x.dtype:
+                    result = result.astype(x.dtype)
         return _result(result, data, out)
     return routine
 
@@ -149,18 +167,19 @@ log = _unary(lambda xp, x: xp.log(x))
 exp = _unary(lambda xp, x: xp.exp(x))
 sqrt = _unary(lambda xp, x: xp.sqrt(x))
 square = _unary(lambda xp, x: xp.square(x))
-abs = _unary(lambda xp, x: xp.abs(x))
-sign = _unary(lambda xp, x: xp.sign(x))
+abs = _unary(lambda xp, x: xp.abs(x), "native")
+sign = _unary(lambda xp, x: xp.sign(x), "native")
 sigmoid = _unary(_sigmoid)
 tanh = _unary(lambda xp, x: xp.tanh(x))
-relu = _unary(lambda xp, x: xp.maximum(x, 0))
-negative = _unary(lambda xp, x: xp.negative(x))
-reciprocal = _unary(lambda xp, x: xp.reciprocal(x.astype(np.float64)))
+relu = _unary(lambda xp, x: xp.maximum(x, 0), "native")
+negative = _unary(lambda xp, x: xp.negative(x), "native")
+reciprocal = _unary(lambda xp, x: xp.reciprocal(x))
 log1p = _unary(lambda xp, x: xp.log1p(x))
 expm1 = _unary(lambda xp, x: xp.expm1(x))
-floor = _unary(lambda xp, x: xp.floor(x))
-ceil = _unary(lambda xp, x: xp.ceil(x))
-round = _unary(lambda xp, x: xp.where(x >= 0, xp.floor(x + 0.5), xp.ceil(x - 0.5)))
+floor = _unary(lambda xp, x: xp.floor(x), "rounding")
+ceil = _unary(lambda xp, x: xp.ceil(x), "rounding")
+round = _unary(lambda xp, x: xp.where(x >= 0, xp.floor(x + 0.5), xp.ceil(x - 0.5)),
+               "rounding")
 rsqrt = _unary(lambda xp, x: 1 / xp.sqrt(x))
 cos = _unary(lambda xp, x: xp.cos(x))
 sin = _unary(lambda xp, x: xp.sin(x))
@@ -185,6 +204,10 @@ greater = _binary("greater")
 greater_equal = _binary("greater_equal")
 lesser = _binary("lesser")
 lesser_equal = _binary("lesser_equal")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+true_divide = divide
 maximum = broadcast_maximum = _binary("maximum")
 minimum = broadcast_minimum = _binary("minimum")
 
@@ -409,17 +432,6 @@ def where(condition: NDArray, x: NDArray, y: NDArray, out: NDArray | None = None
         return _result(xp.where(cond, x._data, as_backend_operand(y, x.context)), x, out)
 
 
-def fill_element_0index(lhs: NDArray, mhs: NDArray, rhs: NDArray,
-                        out: NDArray | None = None) -> NDArray:
-    """A copy of `lhs` with lhs[i, rhs[i]] = mhs[i]."""
-    with device_scope(lhs.context):
-        result = lhs._data.copy()
-        rows = lhs._xp.arange(lhs.shape[0])
-        result[rows, as_backend_operand(rhs, lhs.context).astype(np.int64)] = \
-            as_backend_operand(mhs, lhs.context)
-        return _result(result, lhs, out)
-
-
 # --------------------------------------------------------------------------- joining, splitting
 
 def concat(*data: NDArray, dim: int = 1, out: NDArray | None = None, **_ignored) -> NDArray:
@@ -468,6 +480,59 @@ def split(data: NDArray, num_outputs: int, axis: int = 1,
             parts = [p.squeeze(axis) for p in parts]
         outs = [wrap(p.copy(), data.context) for p in parts]
         return outs[0] if num_outputs == 1 else outs
+
+
+def split_v2(ary: NDArray, indices_or_sections: int | tuple, axis: int = 0,
+             squeeze_axis: bool = False) -> NDArray | list[NDArray]:
+    """Split `ary` along `axis` into N equal parts (indices_or_sections=N, which must divide
+    the axis: ValueError otherwise) or at the sorted boundaries of a tuple ((2, 3) gives
+    ary[:2], ary[2:3], ary[3:]), through the `_split_v2` operator. With squeeze_axis the parts
+    (of size 1 along the axis) lose that axis. One part comes back as an NDArray."""
+    if isinstance(indices_or_sections, bool):
+        raise ValueError("indices_or_sections must be an int or a tuple of ints")
+    if isinstance(indices_or_sections, numbers.Integral):
+        sections = int(indices_or_sections)
+        size = ary.shape[axis]
+        if sections < 1 or size % sections:
+            raise ValueError(f"split_v2: {sections} sections do not divide axis {axis} of "
+                             f"shape {ary.shape} equally")
+        indices = tuple(range(0, size, size // sections)) if size else (0,) * sections
+    elif isinstance(indices_or_sections, tuple):
+        indices = (0,) + tuple(int(i) for i in indices_or_sections)
+    else:
+        raise ValueError("indices_or_sections must be an int or a tuple of ints, got "
+                         f"{type(indices_or_sections).__name__}")
+    return invoke("_split_v2", (ary,),
+                  dict(indices=indices, axis=axis, squeeze_axis=squeeze_axis))
+
+
+def moveaxis(tensor: NDArray, source: int | Sequence[int],
+             destination: int | Sequence[int]) -> NDArray:
+    """A copy of `tensor` with the axes at `source` moved to `destination` (ints or sequences
+    of one length; negatives count from the end) and the other axes kept in order. Axes out
+    of range or repeated raise ValueError."""
+    ndim = tensor.ndim
+
+    def normalize(axes, what):
+        axes = [axes] if isinstance(axes, numbers.Integral) else list(axes)
+        out = []
+        for a in axes:
+            if not -ndim <= int(a) < ndim:
+                raise ValueError(f"moveaxis: {what} axis {a} is out of range for an array "
+                                 f"of {ndim} dimensions")
+            out.append(int(a) % ndim)
+        if len(set(out)) != len(out):
+            raise ValueError(f"moveaxis: repeated axis in {what} {axes}")
+        return out
+
+    src, dst = normalize(source, "source"), normalize(destination, "destination")
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: source and destination need the same number of axes, got "
+                         f"{len(src)} and {len(dst)}")
+    order = [a for a in range(ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(tensor, axes=order)
 
 
 def slice_axis(data: NDArray, axis: int, begin: int, end: int | None,
@@ -615,6 +680,20 @@ def broadcast_to(data: NDArray, shape: Sequence[int], out: NDArray | None = None
         return _result(result, data, out)
 
 
+def histogram(a: NDArray, bins: int | NDArray = 10, range: tuple | None = None):  # noqa: A002
+    """(counts, bin edges) of `a`, as NumPy's histogram: over the edges in the NDArray `bins`,
+    or `bins` equal bins spanning `range` (default: the data's min to max)."""
+    if isinstance(bins, NDArray):
+        return invoke("_histogram", (a, bins), {})
+    if not isinstance(bins, numbers.Integral) or isinstance(bins, bool):
+        raise ValueError("histogram: bins must be an integer or an NDArray, got %s"
+                         % type(bins).__name__)
+    if range is None:
+        values = a.asnumpy()
+        range = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+    return invoke("_histogram", (a,), {"bin_cnt": int(bins), "range": tuple(range)})
+
+
 def zeros_like(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
     with device_scope(data.context):
         return _result(data._xp.zeros_like(data._data), data, out)
@@ -641,7 +720,6 @@ METHODS: dict[str, Callable] = {
     "slice_axis": slice_axis, "split": split, "tile": tile, "repeat": repeat, "flip": flip,
     "reciprocal": reciprocal, "floor": floor, "ceil": ceil, "round": round, "log1p": log1p,
     "expm1": expm1, "rsqrt": rsqrt, "cos": cos, "sin": sin, "dot": dot,
-    "reshape_like": lambda data, other: data.reshape(other.shape),
-    "broadcast_like": lambda data, other: broadcast_to(data, other.shape),
     "as_in_ctx": lambda data, ctx: data.as_in_context(ctx),
+    "split_v2": lambda data, *args, **kwargs: split_v2(data, *args, **kwargs),
 }

@@ -58,6 +58,7 @@ __all__ = [
     "V3_MAGIC",
     "load",
     "load_from_bytes",
+    "load_frombuffer",
     "naming_file",
     "read_file",
     "read_record",
@@ -330,6 +331,15 @@ def load_from_bytes(buf: bytes, source: str = "<bytes>") -> Loaded:
     except _FormatError as err:
         raise FileFormatError(f"{source}: corrupt NDArray file: {err}") from None
     return dict(zip(names, arrays)) if names else arrays
+
+
+def load_frombuffer(buf: bytes | bytearray | memoryview) -> Loaded:
+    """`mx.nd.load_frombuffer`: decode the bytes of an NDArray list file held in memory (what
+    `save` writes, read back with `open(f, 'rb').read()`): a dict when names are stored, else
+    a list. A truncated or otherwise corrupt buffer raises FileFormatError (an MXNetError)."""
+    if not isinstance(buf, (bytes, bytearray, memoryview)):
+        raise TypeError("load_frombuffer needs the file's bytes, got %s" % type(buf).__name__)
+    return load_from_bytes(bytes(buf), source="buffer")
 
 
 def save(fname: str | os.PathLike, data: SaveData) -> None:
