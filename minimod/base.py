@@ -36,7 +36,7 @@ class MXNetError(Exception):
     """Base class of every error minimod raises for bad input or misuse."""
 
 
-class NotImplementedForSymbol(MXNetError):
+class NotImplementedForSymbol(MXNetError, NotImplementedError):
     """An NDArray method or function that a Symbol does not offer (`Symbol.wait_to_read`,
     `Symbol.asnumpy` ...); the message names it."""
 

@@ -117,10 +117,6 @@ def c_symbol_file_bad():
     mx.sym.load("net-symbol.json")
 
 
-def c_simple_bind_unknown():
-    _mlp().simple_bind(mx.cpu(), data=(2, 3), label=(2,))
-
-
 def c_bind_missing_args():
     _mlp().bind(mx.cpu(), args={"data": mx.nd.ones((2, 3))})
 
@@ -133,10 +129,6 @@ def c_forward_wrong_shape():
 def c_forward_unknown_arg():
     ex = _mlp().simple_bind(mx.cpu(), data=(2, 3))
     ex.forward(image=mx.nd.ones((2, 3)))
-
-
-def c_backward_before_forward():
-    _mlp().simple_bind(mx.cpu(), data=(2, 3)).backward()
 
 
 def c_backward_needs_head_grad():
@@ -359,8 +351,6 @@ CATALOGUE = [
     ("symbol-file-bad", "Symbol JSON", base.GraphError, c_symbol_file_bad,
      "A symbol file whose JSON is malformed; the file is named first."),
     # Binding and running
-    ("simple-bind-unknown", "Executor", base.BindError, c_simple_bind_unknown,
-     "A shape given for a name that is not an argument of the symbol."),
     ("bind-missing-args", "Executor", base.BindError, c_bind_missing_args,
      "bind() needs an array for every argument."),
     ("forward-wrong-shape", "Executor", base.BindError, c_forward_wrong_shape,
@@ -368,8 +358,6 @@ CATALOGUE = [
      "which rebinds for a new batch size)."),
     ("forward-unknown-arg", "Executor", base.BindError, c_forward_unknown_arg,
      "forward() was given an array for a name the symbol does not have."),
-    ("backward-before-forward", "Executor", base.MXNetError, c_backward_before_forward,
-     "backward() needs the values of a forward(is_train=True) first."),
     ("backward-needs-head-grad", "Executor", base.MXNetError, c_backward_needs_head_grad,
      "An output that is not a loss needs its head gradient passed to backward()."),
     ("param-shape", "Executor", base.BindError, c_param_shape,

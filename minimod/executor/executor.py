@@ -10,6 +10,8 @@ must grow replaces its blocks and every executor on it re-derives its views befo
 """
 from __future__ import annotations
 
+import os
+import warnings
 import weakref
 from typing import Callable, Mapping, Optional, Sequence
 
@@ -148,6 +150,7 @@ class Executor:
         self._placement = self._pool.place(plan.memory.block_bytes)
         self._monitor: Optional[Callable] = None
         self._monitor_all = False
+        self._forward_done = False  # see `backward`
         with backend.device_scope(ctx):
             self._head_grads = {
                 i: self._xp.zeros(plan.shapes[eid], dtype=plan.dtypes[eid])
@@ -231,7 +234,7 @@ class Executor:
                 for nid, fn in steps:
                     # MXNet's monitor sees the forward nodes' outputs and, with monitor_all,
                     # their inputs first, as they were before the node ran (an in-place node
-                    # overwrites its input); gradient steps are not reported
+                    # overwrites its input); gradient nodes report their outputs
                     if nid < num_forward:
                         parts = self._monitored_nodes(nid)
                         if self._monitor_all:
@@ -240,6 +243,7 @@ class Executor:
                         self._report_outputs(parts)
                     else:
                         fn(xp, is_train)
+                        self._report_gradient_node(nid)
         except MXNetError as err:
             raise type(err)("%s: %s" % (self._where(nid), err)) from err
         except Exception as err:
@@ -280,6 +284,41 @@ class Executor:
             for out_name, arr in zip(names, outs):
                 self._monitor(out_name, NDArray(arr, self._ctx))
 
+    def _report_gradient_node(self, nid: int) -> None:
+        """The outputs of gradient node `nid` (`fc_backward`: the gradients of fc's
+        arguments), named as MXNet names them: `fc_backward_output<i>` for argument i, or
+        `act_backward_output` for an op of one argument. MXNet's gradient node computes every
+        argument's gradient; minimod's only the ones asked for, so the others read as zeros
+        (MXNet shows whatever its buffer held)."""
+        graph = self._plan.graph
+        node = graph.nodes[nid]
+        op = node.op
+        if not getattr(op, "is_backward", False):  # a fused gradient step: its own outputs
+            names = ["%s_output%d" % (node.name, k)
+                     for k in range(graph.row_ptr[nid + 1] - graph.row_ptr[nid])]
+            for label, eid in zip(names, range(graph.row_ptr[nid], graph.row_ptr[nid + 1])):
+                if self._arrays[eid] is not None:
+                    self._monitor(label, NDArray(self._arrays[eid], self._ctx))
+            return
+        n_args = len(op.fwd_op.arguments())
+        computed = dict(zip(op.wanted, range(graph.row_ptr[nid], graph.row_ptr[nid + 1])))
+        inputs = self._forward_inputs(op.fwd_op)
+        for i in range(n_args):
+            label = "%s_output" % node.name if n_args == 1 else "%s_output%d" % (node.name, i)
+            eid = computed.get(i)
+            arr = self._arrays[eid] if eid is not None else None
+            if arr is None:
+                arr = self._xp.zeros(self._plan.shapes[inputs[i]], self._plan.dtypes[inputs[i]])
+            self._monitor(label, NDArray(arr, self._ctx))
+
+    def _forward_inputs(self, fwd_op) -> list:
+        """The input entry ids of the forward node running `fwd_op`."""
+        graph = self._plan.graph
+        for nid in range(self._plan.num_forward_nodes):
+            if graph.nodes[nid].op is fwd_op:
+                return list(graph.input_eids[nid])
+        raise MXNetError("no forward node runs %s" % fwd_op.name)
+
     def _variable_names(self, nid: int) -> list:
         """Per input of node `nid`: the name of the variable it is, or None."""
         graph = self._plan.graph
@@ -315,13 +354,17 @@ class Executor:
         self._check_pool()
         self._run(self._fwd_steps, bool(is_train))
         self._pool.last_forward = self
+        self._forward_done = True
         return self.outputs
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:
         """Run the backward steps with `out_grads` as the gradients of non-loss outputs."""
         plan = self._plan
-        if self._pool.last_forward is None:
-            raise MXNetError("backward: run forward(is_train=True) first")
+        if not self._forward_done:
+            # MXNet runs backward on whatever its buffers hold; running the forward steps
+            # first gives the same gradients wherever backward reads no forward value
+            # (linear ops: `repeat`, `dot` ...) and defined ones where it does
+            self.forward(is_train=True)
         if self._pool.last_forward is not self:
             raise MXNetError(
                 "backward: another executor sharing this one's memory (a bucket or reshaped "
@@ -360,6 +403,7 @@ class Executor:
         self._check_pool()
         self._run(self._train_steps, True)
         self._pool.last_forward = self
+        self._forward_done = True
         if self._grad_copies:
             with backend.device_scope(self._ctx):
                 for dst, req, src in self._grad_copies:
@@ -374,9 +418,10 @@ class Executor:
         if isinstance(out_grads, (NDArray, np.ndarray)) or hasattr(out_grads, "shape"):
             out_grads = [out_grads]
         out_grads = list(out_grads)
-        if len(out_grads) != n:
-            raise MXNetError("backward: got %d out_grads for %d outputs" % (len(out_grads), n))
-        return out_grads
+        # like MXNet, head gradient i belongs to output i and extra ones are not read (a
+        # caller may pass one per output of a larger net); missing ones are checked by
+        # `backward` for the outputs that need them
+        return (out_grads + [None] * n)[:n]
 
     # ------------------------------------------------------------------ dicts
     def _named(self, names, arrays) -> dict:
@@ -409,6 +454,13 @@ class Executor:
     def output_dict(self) -> dict:
         return self._named(self._plan.output_names, self.outputs)
 
+    def get_optimized_symbol(self):
+        """The forward graph this executor runs, as a new Symbol: the bound symbol after the
+        rewrites that keep MXNet's operators (common-subexpression elimination, see
+        `minimod.passes.cse`); minimod's device, fusion and layout rewrites are not shown."""
+        from ..symbol.symbol import Symbol, load_json
+        return load_json(Symbol(self._plan.symbol_graph.outputs).tojson())
+
     # ------------------------------------------------------------------ parameters
     def copy_params_from(self, arg_params: Mapping, aux_params: Optional[Mapping] = None,
                          allow_extra_params: bool = False) -> None:
@@ -429,7 +481,13 @@ class Executor:
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
                 **kwargs) -> "Executor":
-        """A new executor for new input shapes, sharing unchanged arrays and the memory pool.
+        """A new executor for new input shapes, sharing arrays and the memory pool.
+
+        As in MXNet, an argument, gradient or aux state whose shape stays is the same array;
+        one that shrinks is a view of the first elements of the old one (writing either
+        writes both); one that grows is a new array, allowed only with `allow_up_sizing`
+        (making the largest executor first and shrinking is the cheap way). Shapes may change
+        only for the arguments named in `kwargs`, unless `partial_shaping`.
 
         Plans are compiled once per shape: asking again for shapes seen before (a module fed
         alternating batch sizes) returns the executor made the first time.
@@ -438,48 +496,54 @@ class Executor:
         cached = self._reshaped.get(key)
         if cached is not None:
             return cached
-        new = self._reshape(partial_shaping, **kwargs)
+        new = self._reshape(partial_shaping, allow_up_sizing, **kwargs)
         if len(self._reshaped) >= 8:
             self._reshaped.pop(next(iter(self._reshaped)))
         self._reshaped[key] = new
         return new
 
-    def _reshape(self, partial_shaping: bool, **kwargs) -> "Executor":
+    def _reshape(self, partial_shaping: bool, allow_up_sizing: bool, **kwargs) -> "Executor":
         plan = self._plan
-        shapes = {n: a.shape for n, a in zip(plan.arg_names, self.arg_arrays)}
-        unknown = [k for k in kwargs if k not in shapes]
+        unknown = [k for k in kwargs if k not in plan.arg_names]
         if unknown:
             raise BindError("reshape: %s are not arguments (arguments: %s)"
                             % (unknown, ", ".join(plan.arg_names)))
-        new_shapes = {k: tuple(v) for k, v in kwargs.items()}
-        types = {n: a.dtype for n, a in zip(plan.arg_names, self.arg_arrays)}
         from ..passes import infer_graph_shapes
         fwd = self._symbol._graph
-        inferred = infer_graph_shapes(fwd, new_shapes)
+        inferred = infer_graph_shapes(fwd, {k: tuple(v) for k, v in kwargs.items()})
+        new_arg_shapes = [inferred[fwd.row_ptr[i]] for i in fwd.argument_ids()]
+        new_aux_shapes = [inferred[fwd.row_ptr[i]] for i in fwd.aux_ids()]
+
+        def resized(name, arr, shape, what, free):
+            """`arr` itself, a view of it, or a new array for `shape` (see `reshape`)."""
+            if arr is None or shape is None or None in shape or tuple(shape) == arr.shape:
+                return arr
+            if not (free or partial_shaping):
+                raise BindError(
+                    "reshape: the shape of unspecified %s '%s' changed from %s to %s; pass "
+                    "partial_shaping=True if this is intended" % (what, name, arr.shape,
+                                                                  tuple(shape)))
+            size = int(np.prod(shape, dtype=np.int64))
+            if size <= arr.size:
+                return NDArray(arr._data.reshape(-1)[:size].reshape(shape), self._ctx)
+            if not allow_up_sizing:
+                raise BindError(
+                    "reshape: new shape %s of %s '%s' is larger than %s; making the largest "
+                    "executor first and shrinking it is cheaper; pass allow_up_sizing=True to "
+                    "allocate new arrays" % (tuple(shape), what, name, arr.shape))
+            return _zeros_nd(tuple(shape), arr.dtype, self._ctx)
+
         args, grads = [], []
-        for name, arr, grad, eid in zip(plan.arg_names, self.arg_arrays, self.grad_arrays,
-                                        plan.arg_eids):
-            new = inferred[eid]
-            if new is not None and all(d is not None for d in new) and tuple(new) != arr.shape:
-                if name not in new_shapes and not partial_shaping:
-                    raise BindError(
-                        "reshape: the shape of unspecified argument '%s' changed from %s to %s; "
-                        "pass partial_shaping=True if this is intended" % (name, arr.shape,
-                                                                          tuple(new)))
-                args.append(_zeros_nd(tuple(new), arr.dtype, self._ctx))
-                grads.append(None if grad is None else _zeros_nd(tuple(new), grad.dtype,
-                                                                 self._ctx))
-                new_shapes[name] = tuple(new)
-            else:
-                args.append(arr)
-                grads.append(grad)
-                new_shapes.setdefault(name, arr.shape)
-        new_plan = compile_graph(fwd, new_shapes, types, plan.grad_req, ctx=self._ctx)
-        aux = []
-        for name, arr, eid in zip(plan.aux_names, self.aux_arrays, new_plan.aux_eids):
-            shape = new_plan.shapes[eid]
-            aux.append(arr if tuple(shape) == arr.shape else _zeros_nd(shape, arr.dtype,
-                                                                       self._ctx))
+        for name, arr, grad, shape in zip(plan.arg_names, self.arg_arrays, self.grad_arrays,
+                                          new_arg_shapes):
+            args.append(resized(name, arr, shape, "argument", name in kwargs))
+            grads.append(resized(name, grad, shape, "argument", name in kwargs))
+        aux = [resized(name, arr, shape, "aux state", False)
+               for name, arr, shape in zip(plan.aux_names, self.aux_arrays, new_aux_shapes)]
+        shapes = {n: a.shape for n, a in zip(plan.arg_names + plan.aux_names, args + aux)}
+        types = {n: a.dtype for n, a in zip(plan.arg_names + plan.aux_names, args + aux)}
+        new_plan = compile_graph(fwd, shapes, types, plan.grad_req, ctx=self._ctx,
+                                 common_expr=plan.common_expr_eliminated)
         new = Executor(self._symbol, new_plan, self._ctx, args, grads, aux, pool=self._pool)
         new.flat_params = self.flat_params
         return new
@@ -550,13 +614,15 @@ def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_a
     inputs = set(arg_names) | {graph.nodes[i].name for i in graph.aux_ids()}
     shapes = dict(shapes or {})
     unknown = [k for k in shapes if k not in inputs]
-    if unknown:
-        raise BindError("simple_bind: %s not among the symbol's arguments (%s)"
-                        % (", ".join("'%s'" % k for k in unknown), ", ".join(arg_names)))
+    if unknown:  # MXNet ignores them (force_rebind=True in its own tests, typos elsewhere)
+        warnings.warn("simple_bind: ignoring %s, not among the symbol's arguments (%s)"
+                      % (", ".join("'%s'" % k for k in unknown), ", ".join(arg_names)),
+                      stacklevel=3)
+        shapes = {k: v for k, v in shapes.items() if k in inputs}
     type_dict = {k: np.dtype(v) for k, v in (type_dict or {}).items() if k in inputs}
     reqs = normalize_grad_req(grad_req, arg_names)
     plan = compile_graph(graph, {k: tuple(v) for k, v in shapes.items()}, type_dict, reqs,
-                         reuse_memory=reuse_memory, ctx=ctx)
+                         reuse_memory=reuse_memory, ctx=ctx, common_expr=common_expr_enabled())
     shared_names = set(shared_arg_names or ())
     shared_args = shared_exec.arg_dict if shared_exec is not None else {}
     shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
@@ -659,9 +725,21 @@ def _from_buffer(buffer: dict, name: str, shape, dtype, ctx,
     return _view_of(base, shape, ctx)
 
 
+def common_expr_enabled() -> bool:
+    """MXNet's switch for common-subexpression elimination at bind time: the environment
+    variable MXNET_ELIMINATE_COMMON_EXPR, on unless "0" (read at each bind, as MXNet does)."""
+    return os.environ.get("MXNET_ELIMINATE_COMMON_EXPR", "1").strip() not in ("0", "false",
+                                                                               "False")
+
+
 def bind(symbol, ctx: Context, args, args_grad=None, grad_req="write", aux_states=None,
          shared_exec: Optional[Executor] = None) -> Executor:
-    """Bind given arrays (lists in argument order or dicts by name) into an Executor."""
+    """Bind given arrays (lists in argument order or dicts by name) into an Executor.
+
+    As in MXNet, a gradient array bound for an argument whose grad_req is 'null' stays in
+    `grad_arrays` / `grad_dict` and is never written; a dtype of a bound array overrides the
+    dtype a Variable declares.
+    """
     graph = symbol._graph
     arg_names = [graph.nodes[i].name for i in graph.argument_ids()]
     aux_names = [graph.nodes[i].name for i in graph.aux_ids()]
@@ -679,15 +757,13 @@ def bind(symbol, ctx: Context, args, args_grad=None, grad_req="write", aux_state
                               "aux_states", required=True)
     arg_list = [_as_nd(a, ctx) for a in arg_list]
     aux_list = [_as_nd(a, ctx) for a in aux_list]
-    grad_list = [None if g is None or reqs[n] == "null" else g
-                 for n, g in zip(arg_names, grad_list)]
     shapes = {n: a.shape for n, a in zip(arg_names, arg_list)}
     shapes.update({n: a.shape for n, a in zip(aux_names, aux_list)})
     types = {n: np.dtype(a.dtype) for n, a in zip(arg_names, arg_list)}
     types.update({n: np.dtype(a.dtype) for n, a in zip(aux_names, aux_list)})
-    plan = compile_graph(graph, shapes, types, reqs, ctx=ctx)
+    plan = compile_graph(graph, shapes, types, reqs, ctx=ctx, common_expr=common_expr_enabled())
     for name, grad, eid in zip(arg_names, grad_list, plan.arg_eids):
-        if grad is not None and grad.shape != tuple(plan.shapes[eid]):
+        if grad is not None and reqs[name] != "null" and grad.shape != tuple(plan.shapes[eid]):
             raise BindError("bind: gradient array for '%s' has shape %s, the argument is %s"
                             % (name, grad.shape, plan.shapes[eid]))
     pool = shared_exec._pool if shared_exec is not None else None
@@ -708,10 +784,12 @@ def _as_named_list(values, names: list, what: str, required: bool) -> list:
             raise BindError("bind: %s is required for %s" % (what, ", ".join(names)))
         return [None] * len(names)
     if isinstance(values, dict):
-        unknown = [k for k in values if k not in names]
+        # MXNet reads the names it needs and ignores the rest; an array under a name the
+        # symbol lacks is likely a mistake (a None placeholder, e.g. for an absent bias, not)
+        unknown = [k for k, v in values.items() if k not in names and v is not None]
         if unknown:
-            raise BindError("bind: %s names %s, which the symbol does not have (expected: %s)"
-                            % (what, unknown, ", ".join(names)))
+            warnings.warn("bind: %s names %s, which the symbol does not have; ignored "
+                          "(expected: %s)" % (what, unknown, ", ".join(names)), stacklevel=4)
         missing = [n for n in names if n not in values]
         if missing and required:
             raise BindError("bind: %s is missing %s" % (what, ", ".join(missing)))

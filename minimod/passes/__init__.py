@@ -1,14 +1,15 @@
 """The graph compiler: pure passes from a symbol graph to an execution `Plan`.
 
-`compile_graph` runs shape inference, type inference, the device pass (for a given Context),
-the fusion pass, the layout pass, the gradient pass and the memory planner in that order and
-returns a frozen Plan. It allocates nothing: the executor binds a plan to a device. (DESIGN
-lists Plan under executor/; it is defined here so that the passes, which build it, do not
-import the executor, which runs it.)
+`compile_graph` runs common-subexpression elimination, shape inference, type inference, the
+device pass (for a given Context), the fusion pass, the layout pass, the gradient pass and the
+memory planner in that order and returns a frozen Plan. It allocates nothing: the executor
+binds a plan to a device. (DESIGN lists Plan under executor/; it is defined here so that the
+passes, which build it, do not import the executor, which runs it.)
 """
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Mapping, Optional
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from ..base import BindError, ShapeError
 from ..ops.registry import fmt_shape, shape_is_known
 from ..symbol.graph import Graph
+from .cse import eliminate_common_expr
 from .device import specialize
 from .fuse import fuse, fusion
 from .gradient import BackwardOp, GradientGraph, build_gradient
@@ -26,7 +28,8 @@ from .memory import MemoryPlan, entry_nbytes, plan_memory
 
 __all__ = ["Plan", "compile_graph", "infer_graph_shapes", "infer_graph_types", "build_gradient",
            "last_use", "plan_memory", "MemoryPlan", "BackwardOp", "GradientGraph",
-           "normalize_grad_req", "specialize", "fuse", "fusion", "batch_last", "layouts"]
+           "normalize_grad_req", "specialize", "fuse", "fusion", "batch_last", "layouts",
+           "eliminate_common_expr"]
 
 GRAD_REQS = ("write", "add", "null")
 
@@ -36,10 +39,14 @@ class Plan:
     """Everything the executor needs, decided before any array exists.
 
     Steps are the op nodes of `graph` in order; those with id < `num_forward_nodes` form the
-    forward pass, the rest the backward pass.
+    forward pass, the rest the backward pass. `symbol_graph` is the forward graph after the
+    rewrites that keep MXNet's ops (common-subexpression elimination), before the device,
+    fusion and layout passes: what `Executor.get_optimized_symbol` returns.
     """
 
     graph: Graph
+    symbol_graph: Graph
+    common_expr_eliminated: bool
     num_forward_nodes: int
     arg_names: tuple
     aux_names: tuple
@@ -75,10 +82,12 @@ def normalize_grad_req(grad_req, arg_names) -> dict:
                             % (len(grad_req), len(arg_names)))
         reqs = dict(zip(arg_names, grad_req))
     elif isinstance(grad_req, dict):
-        unknown = [k for k in grad_req if k not in arg_names]
+        # MXNet ignores names that are not arguments (a dict written for another form of the
+        # net, the fused RNN's 'parameters'); one asking for a gradient is likely a mistake
+        unknown = [k for k, v in grad_req.items() if k not in arg_names and v != "null"]
         if unknown:
-            raise BindError("grad_req names %s, which are not arguments (arguments: %s)"
-                            % (unknown, ", ".join(arg_names)))
+            warnings.warn("grad_req names %s, which are not arguments of the symbol; ignored "
+                          "(arguments: %s)" % (unknown, ", ".join(arg_names)), stacklevel=3)
         reqs = {n: grad_req.get(n, "null") for n in arg_names}
     else:
         raise BindError("grad_req must be a str, list or dict, not %r" % (grad_req,))
@@ -92,12 +101,18 @@ def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str
                   grad_req: Mapping[str, str], enable_inplace: bool = True,
                   reuse_memory: bool = True,
                   default_dtype: Optional[np.dtype] = np.dtype(np.float32),
-                  ctx=None) -> Plan:
+                  ctx=None, common_expr: bool = True) -> Plan:
     """Infer, differentiate and plan `graph` for the given input shapes and dtypes.
 
     With `ctx` (the Context the plan will run on) ops pick their variant for that device
     (`passes.device.specialize`) before the gradient pass; `plan.graph` then holds those ops.
+    With `common_expr`, repeated computations are merged first (`passes.cse`); the outputs
+    keep the names the symbol gives them either way.
     """
+    output_names = tuple(_output_names(graph))
+    if common_expr:
+        graph = eliminate_common_expr(graph)
+    symbol_graph = graph
     arg_ids = graph.argument_ids()
     aux_ids = graph.aux_ids()
     arg_names = tuple(graph.nodes[i].name for i in arg_ids)
@@ -110,6 +125,13 @@ def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str
                            for i, n in ((i, graph.nodes[i].name) for i in graph.variable_ids())
                            if n in missing)
         if not missing:
+            dynamic = [n for n in graph.nodes if n.op is not None and n.op.dynamic_shape]
+            if dynamic:
+                raise ShapeError(
+                    "%s (%s): its output shape depends on the input values, and a bound graph "
+                    "needs shapes it can plan; call mx.nd.%s imperatively instead"
+                    % (dynamic[0].name, dynamic[0].op.name,
+                       dynamic[0].op.name.replace("_contrib_", "contrib.")))
             bad = [graph.entry_name(e) for e, s in enumerate(fwd_shapes) if not shape_is_known(s)]
             detail = "outputs %s" % ", ".join(bad[:5])
         raise ShapeError("cannot decide every shape; give the shapes of: %s" % detail)
@@ -167,10 +189,11 @@ def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str
     pinned = set(full.output_eids) - external
     memory = plan_memory(full, all_shapes, all_types, external, pinned, enable_inplace,
                          reuse_memory)
-    return Plan(graph=full, num_forward_nodes=num_forward_nodes, arg_names=arg_names,
+    return Plan(graph=full, symbol_graph=symbol_graph, common_expr_eliminated=common_expr,
+                num_forward_nodes=num_forward_nodes, arg_names=arg_names,
                 aux_names=aux_names, arg_eids=tuple(graph.row_ptr[i] for i in arg_ids),
                 aux_eids=tuple(graph.row_ptr[i] for i in aux_ids),
-                output_eids=tuple(graph.output_eids), output_names=tuple(_output_names(graph)),
+                output_eids=tuple(graph.output_eids), output_names=output_names,
                 shapes=tuple(all_shapes), dtypes=tuple(all_types), grad_req=dict(grad_req),
                 grad_eids=grad_eids, direct_grads=frozenset(direct),
                 head_grad_eids=head_grad_eids, external=frozenset(external), memory=memory)

@@ -6,7 +6,9 @@ forward node's visible outputs (unless the op is a loss head), the forward input
 backward declares it reads, and the aux states. Its outputs are the gradients of exactly those
 forward arguments that lead to a requested gradient (the pruning that `grad_req` asks for). An
 entry read by several nodes gets the sum of their contributions (an `add_n` node); a requested
-gradient that nothing contributes to is `zeros_like` of its variable.
+gradient that nothing contributes to is `zeros_like` of its variable. A gradient that would
+have to pass through an op registered without one (`differentiable = False`) is an error here,
+at compile time.
 
 Backward entries take their shapes and dtypes from forward entries (`shape_source`), so shape
 inference runs on the forward graph only.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+from ..base import GraphError
 from ..ops.registry import create_op
 from ..symbol.graph import Entry, Graph, Node
 
@@ -205,6 +208,14 @@ def build_gradient(fwd: Graph, wrt: Sequence[str]) -> GradientGraph:
             if all(g is None for g in grads):
                 continue
             head_entries = [g if g is not None else zeros_for(e) for g, e in zip(grads, visible)]
+        if not getattr(op, "differentiable", True):
+            # a gradient reaches the node and is asked of its inputs, but the op has none
+            # (MXNet refuses such a bind the same way, before anything runs)
+            raise GraphError(
+                "%s (%s) is non-differentiable: MXNet registers no gradient for it, yet the "
+                "gradient of %s is requested through it (grad_req 'null' for those, or a "
+                "BlockGrad after the node)" % (node.name, op.name, ", ".join(
+                    fwd.entry_name(in_eids[i]) for i in needed)))
         bop = BackwardOp(op, wanted)
         inputs = list(head_entries)
         inputs += [node.inputs[i] for i in bop.arg_pos]

@@ -66,37 +66,43 @@ def _run_node(graph: Graph, nid: int, table: list, fn_name: str, merge, fmt) -> 
 
 
 def _sweep(graph: Graph, table: list, fn_name: str, merge, fmt, complete) -> list:
+    """Run every op node until nothing changes.
+
+    A node is settled once it has run with all of its slots complete afterwards: its op then
+    saw (or made) every shape and agreed with them, and complete entries never change again.
+    Every other node runs in each sweep, so a node whose slots were all filled in by its
+    neighbours is still checked: `transpose(v) + (x + v)` with x (2, 3) fails at the
+    transpose even though the outputs are decided without it, as in MXNet.
+    """
     op_ids = [i for i, n in enumerate(graph.nodes) if n.op is not None]
+    settled = [False] * len(graph.nodes)
     for sweep in range(_MAX_SWEEPS):
         changed = False
         order = op_ids if sweep % 2 == 0 else reversed(op_ids)
         for nid in order:
-            first, last = graph.row_ptr[nid], graph.row_ptr[nid + 1]
-            eids = graph.input_eids[nid]
-            if all(complete(table[e]) for e in eids) and all(
-                    complete(table[e]) for e in range(first, last)) and sweep > 0:
+            if settled[nid]:
                 continue
             changed |= _run_node(graph, nid, table, fn_name, merge, fmt)
-        if not changed and sweep > 0:
+            first, last = graph.row_ptr[nid], graph.row_ptr[nid + 1]
+            settled[nid] = (all(complete(table[e]) for e in graph.input_eids[nid])
+                            and all(complete(table[e]) for e in range(first, last)))
+        if not changed:
             break
     return table
 
 
 def infer_graph_shapes(graph: Graph, known: Mapping[str, Optional[tuple]]) -> list:
-    """Per entry id, its shape (dims may be None where they cannot be decided)."""
+    """Per entry id, its shape (dims may be None where they cannot be decided).
+
+    A variable's declared shape (`Variable(shape=...)`, the `__shape__` attribute) is a hint
+    used only where `known` gives none: a shape passed to infer_shape or bind wins, as in
+    MXNet, which reads the attribute only for inputs still unknown.
+    """
     table: list = [None] * graph.num_entries
     for nid in graph.variable_ids():
         node = graph.nodes[nid]
-        eid = graph.row_ptr[nid]
-        shape = variable_shape_attr(node)
         given = known.get(node.name)
-        if given is not None:
-            try:
-                shape = merge_shape(shape, given)
-            except ValueError:
-                raise ShapeError("variable '%s' is declared with shape %s but %s was given"
-                                 % (node.name, fmt_shape(shape), fmt_shape(given))) from None
-        table[eid] = shape
+        table[graph.row_ptr[nid]] = variable_shape_attr(node) if given is None else given
     return _sweep(graph, table, "infer_shape", merge_shape, fmt_shape, shape_is_known)
 
 
@@ -115,20 +121,22 @@ def _fmt_dtype(dtype) -> str:
 
 
 def infer_graph_types(graph: Graph, known: Mapping[str, np.dtype]) -> list:
-    """Per entry id, its numpy dtype (None where it cannot be decided)."""
+    """Per entry id, its numpy dtype (None where it cannot be decided).
+
+    Like a declared shape, a declared dtype (`Variable(dtype=...)`, `__dtype__`) is a hint
+    for variables `known` leaves out: the dtype of a bound array or of `type_dict` wins.
+    """
     from ..symbol.symbol import DTYPE_MX_TO_NP
     table: list = [None] * graph.num_entries
     for nid in graph.variable_ids():
         node = graph.nodes[nid]
-        dtype = None
-        if "__dtype__" in node.attrs:
-            dtype = np.dtype(DTYPE_MX_TO_NP[int(node.attrs["__dtype__"])])
         given = known.get(node.name)
         if given is not None:
-            if dtype is not None and np.dtype(given) != dtype:
-                raise DTypeError("variable '%s' is declared as %s but %s was given"
-                                 % (node.name, dtype.name, np.dtype(given).name))
             dtype = np.dtype(given)
+        elif "__dtype__" in node.attrs:
+            dtype = np.dtype(DTYPE_MX_TO_NP[int(node.attrs["__dtype__"])])
+        else:
+            dtype = None
         table[graph.row_ptr[nid]] = dtype
     return _sweep(graph, table, "infer_type", _merge_dtype, _fmt_dtype,
                   lambda t: t is not None)

@@ -5,7 +5,7 @@ Every registered operator is available as a constructor under its MXNet name and
 """
 from __future__ import annotations
 
-from numbers import Number
+from numbers import Integral, Number
 
 from . import contrib, image, linalg, random
 from .naming import AttrScope, NameManager, Prefix
@@ -13,7 +13,8 @@ from .symbol import Group, Symbol, Variable, load, load_json, make_op_symbol, va
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "NameManager", "Prefix",
            "random", "contrib", "linalg", "image",
-           "AttrScope", "zeros", "ones", "full", "arange", "linspace", "eye", "maximum",
+           "AttrScope", "zeros", "ones", "full", "arange", "linspace", "eye", "split_v2",
+           "histogram", "maximum",
            "minimum", "pow", "power", "hypot"]
 
 
@@ -79,6 +80,39 @@ def eye(N, M=0, k=0, dtype=None, **kwargs):
     """An N x M identity-like matrix with ones on the k-th diagonal (`_eye` node)."""
     return make_op_symbol("_eye", [], dict(kwargs, N=N, M=M, k=k, dtype=dtype or "float32"),
                           hint="_eye")
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False, name=None):
+    """Split `ary` along `axis` into `indices_or_sections` equal parts (an int) or at the
+    given indices (a tuple); a `_split_v2` node, with MXNet's attributes (indices=() and
+    sections=N, or indices=(0,) + indices and sections=0)."""
+    if isinstance(indices_or_sections, bool):
+        raise ValueError("split_v2: indices_or_sections must be an int or a tuple of ints")
+    if isinstance(indices_or_sections, int):
+        params = dict(indices=(), sections=indices_or_sections)
+    elif isinstance(indices_or_sections, tuple):
+        params = dict(indices=(0,) + tuple(indices_or_sections), sections=0)
+    else:
+        raise ValueError("split_v2: indices_or_sections must be an int or a tuple of ints, "
+                         "got %s" % type(indices_or_sections).__name__)
+    return make_op_symbol("_split_v2", [ary], dict(params, axis=axis,
+                                                   squeeze_axis=squeeze_axis, name=name),
+                          hint="_split_v2")
+
+
+def histogram(a, bins=10, range=None, **kwargs):  # noqa: A002 (MXNet's parameter name)
+    """A `_histogram` node: counts and bin edges of `a`, over the edges given by the Symbol
+    `bins`, or over `bins` equal bins spanning `range` (a symbol cannot compute the range
+    from the data, so an integer `bins` needs it)."""
+    if isinstance(bins, Symbol):
+        return make_op_symbol("_histogram", [a, bins], dict(kwargs), hint="_histogram")
+    if isinstance(bins, Integral) and not isinstance(bins, bool):
+        if range is None:
+            raise ValueError("histogram: null range is not supported in symbol mode")
+        return make_op_symbol("_histogram", [a], dict(kwargs, bin_cnt=bins, range=range),
+                              hint="_histogram")
+    raise ValueError("histogram: bins must be an integer or a Symbol, got %s"
+                     % type(bins).__name__)
 
 
 def _binary(name: str, scalar_name: str, rscalar_name: str):

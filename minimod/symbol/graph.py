@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Collection, Iterable, Mapping, Optional, Sequence
 
-__all__ = ["Node", "Entry", "Graph", "topo_sort"]
+__all__ = ["Node", "Entry", "Graph", "topo_sort", "substitute"]
 
 
 class Node:
@@ -214,3 +214,37 @@ class Graph:
                     table[eid].append(nid)
             self._consumers = table
         return self._consumers
+
+
+def substitute(graph: Graph, replacement: dict) -> tuple:
+    """Output entries of `graph` with variables named in `replacement` swapped for entries."""
+    new_node: dict = {}
+    for node in graph.nodes:
+        if node.op is None:
+            if node.name in replacement:
+                new_node[id(node)] = replacement[node.name]
+            continue
+        changed = False
+        inputs = []
+        for e in node.inputs:
+            mapped = new_node.get(id(e.node))
+            if mapped is None:
+                inputs.append(e)
+            elif isinstance(mapped, Entry):  # a replaced variable
+                inputs.append(mapped)
+                changed = True
+            else:
+                inputs.append(Entry(mapped, e.index))
+                changed = True
+        if changed:
+            new_node[id(node)] = Node(node.op, node.name, node.attrs, inputs)
+    outputs = []
+    for e in graph.outputs:
+        mapped = new_node.get(id(e.node))
+        if mapped is None:
+            outputs.append(e)
+        elif isinstance(mapped, Entry):
+            outputs.append(mapped)
+        else:
+            outputs.append(Entry(mapped, e.index))
+    return tuple(outputs)

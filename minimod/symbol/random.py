@@ -98,5 +98,11 @@ def _like(dist: str, names: tuple):
     return sample_like
 
 
-for _dist, _names in PARAMETERS.items():  # uniform_like, normal_like, gamma_like, ...
-    globals()[_dist + "_like"] = _like(_dist, _names)
+uniform_like = _like("uniform", PARAMETERS["uniform"])
+normal_like = _like("normal", PARAMETERS["normal"])
+exponential_like = _like("exponential", PARAMETERS["exponential"])
+gamma_like = _like("gamma", PARAMETERS["gamma"])
+poisson_like = _like("poisson", PARAMETERS["poisson"])
+negative_binomial_like = _like("negative_binomial", PARAMETERS["negative_binomial"])
+generalized_negative_binomial_like = _like("generalized_negative_binomial",
+                                           PARAMETERS["generalized_negative_binomial"])

@@ -9,15 +9,14 @@ so that the symbol package itself depends only on ops.
 """
 from __future__ import annotations
 
-import json
 import warnings
 from typing import Optional, Sequence
 
 import numpy as np
 
-from ..base import MXNetError, ShapeError, atomic_write
-from ..ops.registry import call_arguments, call_params, create_op, get_op_class
-from .graph import Entry, Graph, Node
+from ..base import MXNetError, NotImplementedForSymbol, ShapeError, atomic_write
+from ..ops.registry import call_arguments, call_params, create_op, get_op_class, param_text
+from .graph import Entry, Graph, Node, substitute
 from .naming import HIDDEN_KEYS, current_attr_scope, current_name_manager, hidden_key
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "make_op_symbol",
@@ -29,13 +28,21 @@ DTYPE_NP_TO_MX = {np.dtype(v): k for k, v in DTYPE_MX_TO_NP.items()}
 
 
 def parse_shape_attr(text: str) -> Optional[tuple]:
-    """MXNet's `__shape__` attribute ("(0, 5)") as a shape with None for unknown (0) dims."""
-    value = json.loads(text.replace("(", "[").replace(")", "]").replace("L", ""))
-    if isinstance(value, int):
-        value = [value]
-    if not value:
+    """MXNet's `__shape__` attribute as a shape with None for unknown dims, or None if empty.
+
+    The frontends write `str(shape)`: "(0, 5)", "(5,)", "[2, 3]", "5" (Python 2 added "L" to
+    long ints). A 0 dim is unknown in MXNet's legacy shapes; -1 is the NumPy-shape spelling.
+    """
+    body = text.strip().strip("()[]")
+    dims = [d.strip().rstrip("lL") for d in body.split(",")]
+    dims = [d for d in dims if d]
+    try:
+        values = [int(d) for d in dims]
+    except ValueError:
+        raise ShapeError("shape attribute %r is not a tuple of integers" % (text,)) from None
+    if not values:
         return None
-    return tuple(None if d == 0 else int(d) for d in value)
+    return tuple(None if d <= 0 else d for d in values)
 
 
 def _to_api_shape(shape) -> tuple:
@@ -54,6 +61,14 @@ def _from_api_shape(shape) -> Optional[tuple]:
     if not shape:
         return None
     return tuple(None if d == 0 else int(d) for d in shape)
+
+
+def _not_for_symbol(name: str, alias: Optional[str] = None):
+    """A Symbol method that raises NotImplementedForSymbol (an NDArray-only operation)."""
+    def method(self, *args, **kwargs):
+        raise NotImplementedForSymbol(name, alias, *args)
+    method.__name__ = name
+    return method
 
 
 class Symbol:
@@ -139,7 +154,12 @@ class Symbol:
         names = []
         for e in self._outputs:
             node = e.node
-            names.append(node.name if node.op is None else node.op.output_names(node.name)[e.index])
+            if node.op is None:
+                names.append(node.name)
+            elif not node.name:  # an unnamed atomic symbol: the bare slot names, as MXNet
+                names.append(node.op.outputs()[e.index])
+            else:
+                names.append(node.op.output_names(node.name)[e.index])
         return names
 
     def get_internals(self) -> "Symbol":
@@ -150,35 +170,67 @@ class Symbol:
         return Symbol(entries)
 
     def get_children(self) -> Optional["Symbol"]:
-        """The inputs of the head node(s) as a group; None for a variable."""
-        entries = [e for out in self._outputs for e in out.node.inputs]
+        """The inputs of the head node(s) as a group; None for a variable.
+
+        Each head node counts once, in order of first appearance (the outputs of a
+        SliceChannel share one node, whose inputs are listed once); the inputs themselves are
+        not deduplicated (`a + a` has children [a, a]), as in MXNet.
+        """
+        nodes = {id(out.node): out.node for out in self._outputs}
+        entries = [e for node in nodes.values() for e in node.inputs]
         if not entries:
             return None
         return Symbol(entries)
 
+    def _gen_atomic_symbol(self) -> "Symbol":
+        """A fresh, unnamed node with the head node's operator and attributes and no inputs
+        (an "atomic" symbol): calling it with symbols composes a new application of the
+        operator (AMP rebuilds ops around cast inputs this way)."""
+        heads = {id(out.node): out.node for out in self._outputs}
+        if len(heads) != 1:
+            raise MXNetError("_gen_atomic_symbol needs the outputs of a single node, not a "
+                             "group of %d nodes" % len(heads))
+        node = self._outputs[0].node
+        if node.op is None:
+            raise MXNetError("_gen_atomic_symbol: '%s' is a variable, not an operator"
+                             % node.name)
+        atomic = Node(create_op(node.op.name, node.attrs), "", node.attrs)
+        return Symbol([Entry(atomic, i) for i in range(node.num_visible_outputs())])
+
+    def _is_atomic(self) -> bool:
+        """An operator node still waiting for its inputs (see `_gen_atomic_symbol`)."""
+        node = self._outputs[0].node
+        return (node.op is not None and not node.inputs and node.op.num_inputs() > 0
+                and all(out.node is node for out in self._outputs))
+
     # ------------------------------------------------------------------ attributes
     def attr(self, key: str) -> Optional[str]:
-        if len(self._outputs) != 1:
-            raise MXNetError("attr() needs a single-output symbol")
-        attrs = self._outputs[0].node.attrs
-        return attrs.get(key, attrs.get(hidden_key(key)))
+        """Attribute `key` of the head node; None if absent, or if the outputs come from
+        several nodes (MXNet's answer for a group)."""
+        node = self._outputs[0].node
+        if any(out.node is not node for out in self._outputs):
+            return None
+        return node.attrs.get(key, node.attrs.get(hidden_key(key)))
 
     def list_attr(self, recursive: bool = False) -> dict:
+        """The attributes of the head node (of the first output's node, for a group)."""
         if recursive:
             raise DeprecationWarning("list_attr(recursive=True) is gone; use attr_dict()")
-        if len(self._outputs) != 1:
-            return {}
         return _with_plain_keys(self._outputs[0].node.attrs)
 
     def attr_dict(self) -> dict:
         return {n.name: _with_plain_keys(n.attrs) for n in self._graph.nodes if n.attrs}
 
     def _set_attr(self, **kwargs) -> None:
+        """Set string attributes of the head node(s) in place; the key `name` renames."""
         for key, value in kwargs.items():
             if not isinstance(value, str):
                 raise ValueError("Set Attr only accepts string values, %s=%r" % (key, value))
+        new_name = kwargs.pop("name", None)
         for out in self._outputs:
             node = out.node
+            if new_name is not None:
+                node.name = new_name
             node.attrs.update({hidden_key(k): v for k, v in kwargs.items()})
             if node.op is not None and any(not k.startswith("__") for k in kwargs):
                 node.op = create_op(node.op.name, node.attrs)
@@ -194,6 +246,10 @@ class Symbol:
     def _compose(self, *args, name: Optional[str] = None, **kwargs) -> None:
         if args and kwargs:
             raise TypeError("compose takes positional or keyword symbols, not both")
+        if self._is_atomic():
+            self._outputs = _apply_atomic(self._outputs[0].node, args, kwargs, name)
+            self._graph_cache = None
+            return
         arg_names = self.list_arguments()
         if args:
             if len(args) > len(arg_names):
@@ -210,7 +266,7 @@ class Symbol:
             if not isinstance(value, Symbol) or len(value._outputs) != 1:
                 raise TypeError("compose: %s must be a single-output Symbol" % key)
         replacement = {k: v._outputs[0] for k, v in replace.items()}
-        self._outputs = _substitute(self._graph, replacement)
+        self._outputs = substitute(self._graph, replacement)
         self._graph_cache = None
         if name is not None and len(self._outputs) == 1 and self._outputs[0].node.op is not None:
             head = self._outputs[0]
@@ -298,13 +354,25 @@ class Symbol:
 
     __hash__ = object.__hash__
 
-    def __bool__(self):
-        raise NotImplementedError("a Symbol has no truth value")
+    # A symbol is a graph, not a value: truth testing, in-place arithmetic and the NDArray
+    # methods below have no meaning for it (MXNet raises NotImplementedForSymbol for them).
+    __bool__ = _not_for_symbol("__bool__", "bool")
+    __iadd__ = _not_for_symbol("__iadd__", "+=")
+    __isub__ = _not_for_symbol("__isub__", "-=")
+    __imul__ = _not_for_symbol("__imul__", "*=")
+    __itruediv__ = _not_for_symbol("__itruediv__", "/=")
+    __imod__ = _not_for_symbol("__imod__", "%=")
+    __ipow__ = _not_for_symbol("__ipow__", "**=")
+    asnumpy = _not_for_symbol("asnumpy")
+    asscalar = _not_for_symbol("asscalar")
+    wait_to_read = _not_for_symbol("wait_to_read")
+    copy = _not_for_symbol("copy")
+    detach = _not_for_symbol("detach")
+    backward = _not_for_symbol("backward")
+    as_in_context = _not_for_symbol("as_in_context")
 
-    def _inplace_op(self, *args):
-        raise NotImplementedError("Symbols are immutable: in-place arithmetic is not supported")
-
-    __iadd__ = __isub__ = __imul__ = __itruediv__ = __ipow__ = _inplace_op
+    def as_nd_ndarray(self) -> "Symbol":
+        return self
 
     # ------------------------------------------------------------------ fluent methods
     def __getattr__(self, name: str):
@@ -465,38 +533,34 @@ def _with_plain_keys(attrs: dict) -> dict:
     return out
 
 
-def _substitute(graph: Graph, replacement: dict) -> tuple:
-    """Output entries of `graph` with variables named in `replacement` swapped for entries."""
-    new_node: dict = {}
-    for node in graph.nodes:
-        if node.op is None:
-            if node.name in replacement:
-                new_node[id(node)] = replacement[node.name]
+def _apply_atomic(node: Node, args: Sequence, kwargs: dict, name: Optional[str]) -> tuple:
+    """Output entries of a new node running `node`'s op on the given input symbols
+    (positional in slot order, or by slot name); slots not given become variables
+    `<name>_<slot>`, as for an op constructor."""
+    op = node.op
+    slots = op.arguments() + op.aux_states()
+    if len(args) > len(slots):
+        raise TypeError("%s takes %d inputs (%s), got %d"
+                        % (op.name, len(slots), ", ".join(slots), len(args)))
+    given = dict(zip(slots, args))
+    for key, value in kwargs.items():
+        if key not in slots:
+            raise TypeError("%s has no input named '%s' (inputs: %s)"
+                            % (op.name, key, ", ".join(slots)))
+        given[key] = value
+    name = node.name if name is None else name
+    entries = []
+    for slot in slots:
+        value = given.get(slot)
+        if value is None:
+            entries.append(Entry(Node(None, "%s_%s" % (name, slot), dict(node.attrs)), 0))
             continue
-        changed = False
-        inputs = []
-        for e in node.inputs:
-            mapped = new_node.get(id(e.node))
-            if mapped is None:
-                inputs.append(e)
-            elif isinstance(mapped, Entry):  # a replaced variable
-                inputs.append(mapped)
-                changed = True
-            else:
-                inputs.append(Entry(mapped, e.index))
-                changed = True
-        if changed:
-            new_node[id(node)] = Node(node.op, node.name, node.attrs, inputs)
-    outputs = []
-    for e in graph.outputs:
-        mapped = new_node.get(id(e.node))
-        if mapped is None:
-            outputs.append(e)
-        elif isinstance(mapped, Entry):
-            outputs.append(mapped)
-        else:
-            outputs.append(Entry(mapped, e.index))
-    return tuple(outputs)
+        if not isinstance(value, Symbol) or len(value._outputs) != 1:
+            raise TypeError("compose: input '%s' of %s must be a single-output Symbol"
+                            % (slot, op.name))
+        entries.append(value._outputs[0])
+    applied = Node(op, name, node.attrs, entries)
+    return tuple(Entry(applied, i) for i in range(applied.num_visible_outputs()))
 
 
 # ---------------------------------------------------------------------------- constructors
@@ -548,7 +612,12 @@ def make_op_symbol(op_name: str, args: Sequence, kwargs: dict, hint: Optional[st
     op_cls = get_op_class(op_name)
     kwargs = dict(kwargs)
     name = kwargs.pop("name", None)
-    attr = kwargs.pop("attr", None)
+    attr = dict(kwargs.pop("attr", None) or {})
+    # lr_mult=, wd_mult=, ctx_group= ... are attributes, not parameters: MXNet stores them as
+    # __lr_mult__ ... on the node and on the variables it creates (the weight's multipliers)
+    for key in HIDDEN_KEYS:
+        if key in kwargs and key not in _attrs_field_names(op_cls):
+            attr[key] = param_text(kwargs.pop(key))
     positional, kwargs = call_arguments(op_cls, args, kwargs,
                                         lambda v: isinstance(v, Symbol))
     sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
@@ -572,7 +641,7 @@ def make_op_symbol(op_name: str, args: Sequence, kwargs: dict, hint: Optional[st
                             % (op_cls.name, key, ", ".join(slots)))
         inputs[slots.index(key)] = s
     entries = []
-    var_attrs = getattr(op_cls, "input_var_attrs", {})
+    var_attrs = op.input_var_attrs
     for slot, s in zip(slots, inputs):
         if s is None:
             vattrs = dict(attrs)
@@ -628,5 +697,6 @@ _FLUENT.update((name, name) for name in (
     "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax_channel",
     "broadcast_axes", "broadcast_like", "cbrt", "cos", "cosh", "degrees", "expm1", "fix", "flip",
     "log10", "log1p", "log2", "nanprod", "nansum", "pad", "radians", "rint", "rsqrt", "sin",
-    "sinh", "tan", "topk", "trunc"))
+    "sinh", "tan", "topk", "trunc", "argsort", "sort", "softmin", "rcbrt", "shape_array",
+    "size_array", "slice_like", "diag", "depth_to_space", "space_to_depth"))
 
