@@ -15,7 +15,7 @@ __all__ = [
     "FileFormatError", "MissingDependencyError", "MissingParamError", "NonFiniteError",
     "_as_list", "string_types",
     "numeric_types", "integer_types", "atomic_write", "py_str", "mx_real_t", "mx_uint",
-    "NotImplementedForSymbol", "NotSupportedForSparseNDArray",
+    "NotImplementedForSymbol", "NotSupportedForSparseNDArray", "mxnet_error_from",
 ]
 
 string_types = (str,)
@@ -95,6 +95,27 @@ class MissingDependencyError(MXNetError, ImportError):
 class NonFiniteError(MXNetError, FloatingPointError):
     """The NaN guard (`mx.numerics.nan_guard`) found a NaN or infinity in an output or a
     gradient; the message names the node (and, under `fit`, the epoch and batch)."""
+
+
+#: the builtin exception types MXNet's errors also are (its IndexError is an MXNetError too)
+_BUILTIN_KINDS = (IndexError, KeyError, ValueError, TypeError, AttributeError,
+                  NotImplementedError, ZeroDivisionError)
+_KIND_CLASSES: dict = {}
+
+
+def mxnet_error_from(err: BaseException, message: str) -> MXNetError:
+    """An MXNetError carrying `message` for `err`, a failure raised inside an operator,
+    which is also an instance of err's builtin kind (IndexError, ValueError ...), as MXNet's
+    errors are: `except IndexError` and `except MXNetError` both catch it."""
+    kind = next((k for k in _BUILTIN_KINDS if isinstance(err, k)), None)
+    if kind is None:
+        return MXNetError(message)
+    cls = _KIND_CLASSES.get(kind)
+    if cls is None:
+        cls = _KIND_CLASSES[kind] = type("MXNet" + kind.__name__, (MXNetError, kind), {
+            "__module__": __name__,
+            "__doc__": "An MXNetError that is also a %s." % kind.__name__})
+    return cls(message)
 
 
 def _as_list(obj: Any) -> list:

@@ -109,3 +109,31 @@ def test_monitor_all_reports_inputs_before_the_node_runs():
     assert names.index("fc_data") < names.index("fc_output")
     assert np.array_equal(values["act_input0"], values["fc_output"])
     assert np.array_equal(values["act_output"], np.tanh(values["fc_output"]))
+
+
+def test_callback_written_for_mxnet_wraps_the_handle_it_gets():
+    """MXNet's callbacks receive a handle and wrap it: NDArray(ctypes.cast(arr, NDArrayHandle))
+    is then the same array; the callback stays on the executor a reshape makes."""
+    import ctypes
+
+    import numpy as np
+
+    import minimod as mx
+    from minimod.operator import NDArray, NDArrayHandle
+    seen = {}
+
+    def callback(name, arr):
+        array = NDArray(ctypes.cast(arr, NDArrayHandle), writable=False)
+        seen[name] = array.asnumpy().copy()
+
+    net = mx.sym.Convolution(mx.sym.var("data"), kernel=(1, 1), num_filter=1, name="conv")
+    exe = net.simple_bind(mx.cpu(), data=(1, 2, 3, 3), grad_req="null")
+    exe.set_monitor_callback(callback, monitor_all=True)
+    exe.arg_dict["data"][:] = 1
+    exe.forward()
+    np.testing.assert_array_equal(seen["conv_output"], exe.outputs[0].asnumpy())
+    seen.clear()
+    wider = exe.reshape(allow_up_sizing=True, data=(1, 2, 3, 5))
+    wider.forward()
+    assert seen["conv_output"].shape == (1, 1, 3, 5)
+    assert {"data", "conv_data", "conv_weight", "conv_bias"} <= set(seen)

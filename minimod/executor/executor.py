@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import backend
 from .. import numerics as _numerics
-from ..base import BindError, MXNetError
+from ..base import BindError, MXNetError, mxnet_error_from
 from ..context import Context
 from ..ndarray.ndarray import NDArray
 from ..passes import Plan, compile_graph, normalize_grad_req
@@ -247,7 +247,8 @@ class Executor:
         except MXNetError as err:
             raise type(err)("%s: %s" % (self._where(nid), err)) from err
         except Exception as err:
-            raise MXNetError("%s: %s: %s" % (self._where(nid), type(err).__name__, err)) from err
+            raise mxnet_error_from(err, "%s: %s: %s" % (self._where(nid), type(err).__name__,
+                                                        err)) from err
 
     def _where(self, nid: int) -> str:
         if nid < 0:
@@ -493,13 +494,13 @@ class Executor:
         alternating batch sizes) returns the executor made the first time.
         """
         key = (partial_shaping, tuple(sorted((k, tuple(v)) for k, v in kwargs.items())))
-        cached = self._reshaped.get(key)
-        if cached is not None:
-            return cached
-        new = self._reshape(partial_shaping, allow_up_sizing, **kwargs)
-        if len(self._reshaped) >= 8:
-            self._reshaped.pop(next(iter(self._reshaped)))
-        self._reshaped[key] = new
+        new = self._reshaped.get(key)
+        if new is None:
+            new = self._reshape(partial_shaping, allow_up_sizing, **kwargs)
+            if len(self._reshaped) >= 8:
+                self._reshaped.pop(next(iter(self._reshaped)))
+            self._reshaped[key] = new
+        new.set_monitor_callback(self._monitor, self._monitor_all)  # kept, as in MXNet
         return new
 
     def _reshape(self, partial_shaping: bool, allow_up_sizing: bool, **kwargs) -> "Executor":

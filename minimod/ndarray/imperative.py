@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import backend
-from ..base import BindError, MXNetError, ShapeError
+from ..base import BindError, MXNetError, ShapeError, mxnet_error_from
 from ..context import Context, current_context
 from ..ops.registry import (
     VariadicOp,
@@ -130,7 +130,8 @@ def _run(name: str, compute: Callable[[], Any]) -> Any:
     except MXNetError:
         raise
     except Exception as err:
-        raise MXNetError("mx.nd.%s: %s: %s" % (name, type(err).__name__, err)) from err
+        raise mxnet_error_from(err, "mx.nd.%s: %s: %s" % (name, type(err).__name__, err)) \
+            from err
 
 
 def _allocate(name: str, op, arrays: list, ctx: Context) -> list:

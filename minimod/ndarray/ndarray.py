@@ -48,6 +48,7 @@ __all__ = [
     "wrap",
     "zeros",
     "py_slice",
+    "NDArrayHandle",
 ]
 
 #: Python's own slice (MXNet's ndarray module keeps this name for it, where `slice` is an
@@ -323,6 +324,13 @@ def _reverse_spec(spec):
     return [code for group in reversed(groups) for code in group]
 
 
+#: id -> NDArray for the arrays whose handle was taken (see NDArray.handle)
+_HANDLES: "weakref.WeakValueDictionary[int, NDArray]" = weakref.WeakValueDictionary()
+
+#: MXNet's ctypes type of an NDArray handle
+NDArrayHandle = ctypes.c_void_p
+
+
 class NDArray:
     """An n-dimensional array on one Context (MXNet's `mx.nd.NDArray`).
 
@@ -336,6 +344,12 @@ class NDArray:
     __array_priority__ = 1000.0
 
     def __init__(self, data=None, ctx: Context | None = None, writable: bool = True):
+        if isinstance(data, ctypes.c_void_p):  # MXNet's NDArray(handle): the same array
+            source = _HANDLES.get(data.value)
+            if source is None:
+                raise MXNetError("NDArray(handle): %r is not the handle of a live NDArray"
+                                 % (data,))
+            data, ctx = source._data, source._ctx
         if data is None:
             data = np.zeros((0,), dtype=np.float32)
         elif not _is_backend_array(data):
@@ -380,8 +394,16 @@ class NDArray:
 
     @property
     def handle(self) -> ctypes.c_void_p:
-        """An opaque non-None handle, distinct per NDArray object."""
+        """An opaque handle, distinct per NDArray object: `NDArray(handle)` is a new NDArray
+        over the same array, as in MXNet, for as long as this one lives (monitor callbacks
+        written for MXNet receive handles and wrap them so)."""
+        _HANDLES[id(self)] = self
         return ctypes.c_void_p(id(self))
+
+    @property
+    def _as_parameter_(self) -> ctypes.c_void_p:
+        """What ctypes passes for an NDArray (`ctypes.cast(arr, NDArrayHandle)`): its handle."""
+        return self.handle
 
     @property
     def writable(self) -> bool:

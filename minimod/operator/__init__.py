@@ -6,6 +6,9 @@
 - `legacy.py`: MXNet 1.x's older `PythonOp`, `NumpyOp` and `NDArrayOp`, adapters over the
   CustomOp machinery.
 """
+import ctypes
+
+from ..ndarray.ndarray import NDArray, NDArrayHandle
 from . import custom, legacy
 from .custom import (
     CustomOp,
@@ -20,4 +23,7 @@ from .legacy import NDArrayOp, NumpyOp, PythonOp
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_registered",
            "get_all_registered_operators", "get_operator_arguments", "OperatorArguments",
-           "PythonOp", "NumpyOp", "NDArrayOp", "custom", "legacy"]
+           "PythonOp", "NumpyOp", "NDArrayOp", "custom", "legacy",
+           # names `from mxnet.operator import *` gives MXNet code (its monitor callbacks
+           # wrap handles: NDArray(ctypes.cast(arr, NDArrayHandle)))
+           "NDArray", "NDArrayHandle", "ctypes"]

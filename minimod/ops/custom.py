@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Mapping
 
-from ..base import MXNetError, OpParamError
+from ..base import MXNetError, OpParamError, mxnet_error_from
 from .registry import NoAttrs, Op, register, shape_is_known
 
 __all__ = ["Custom", "PROPS"]
@@ -159,8 +159,8 @@ class Custom(Op):
         except MXNetError:
             raise
         except Exception as err:
-            raise MXNetError("Custom op_type '%s': %s raised %s: %s"
-                             % (self.op_type, what, type(err).__name__, err)) from err
+            raise mxnet_error_from(err, "Custom op_type '%s': %s raised %s: %s"
+                                   % (self.op_type, what, type(err).__name__, err)) from err
 
     def __repr__(self):
         return "Custom(op_type=%r)" % self.op_type

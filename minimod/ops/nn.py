@@ -1475,7 +1475,7 @@ class LeakyReLU(Op):
     """Leaky rectifiers and friends, elementwise; out has the shape of data.
 
     leaky: x > 0 ? x : slope*x.  prelu: the slope is the learned `gamma`, shape (C,) (or (1,))
-    broadcast on axis 1.  rrelu: the slope is drawn uniformly from [lower_bound, upper_bound] per
+    broadcast on axis 1, or of 2+ dims lined up with data's leading dims ((N, C) for NCHW).  rrelu: the slope is drawn uniformly from [lower_bound, upper_bound] per
     element in training and is (lower_bound+upper_bound)/2 in inference; its second output `mask`
     holds the drawn slopes (zeros in inference).  elu: x > 0 ? x : slope*(e^x - 1).
     selu: lambda * (x > 0 ? x : alpha*(e^x - 1)) with alpha 1.6732632..., lambda 1.0507009....
@@ -1507,14 +1507,29 @@ class LeakyReLU(Op):
     def infer_shape(self, in_shapes: list, out_shapes: list):
         self.same_shape(in_shapes, out_shapes, in_idx=[0])
         if self.attrs.act_type == "prelu" and in_shapes[0] is not None:
-            data = in_shapes[0]
+            data, gamma = in_shapes[0], in_shapes[1]
+            if gamma is not None and len(gamma) >= 2:
+                self._check_broadcast_gamma(data, gamma)
+                return in_shapes, out_shapes
             channels = data[1] if len(data) >= 2 else 1
-            if in_shapes[1] != (1,):
+            if gamma != (1,):
                 self.set_in(in_shapes, 1, (channels,),
                             "data %s (one slope per channel, axis 1)" % fmt_shape(data))
         return in_shapes, out_shapes
 
+    def _check_broadcast_gamma(self, data, gamma) -> None:
+        """A gamma of 2 or more dims lines up with data's leading dims (trailing dims 1)."""
+        if len(gamma) > len(data) or any(
+                g is not None and d is not None and g not in (1, d)
+                for g, d in zip(gamma, data)):
+            raise ShapeError("input 'gamma' has shape %s, which does not broadcast over the "
+                             "leading dims of data %s" % (fmt_shape(gamma), fmt_shape(data)))
+
     def _gamma(self, x, gamma):
+        """gamma as an array that broadcasts against x: a scalar slope, one per channel
+        (axis 1) for 1-D gamma, or gamma's dims lined up with x's leading dims."""
+        if gamma.ndim >= 2:
+            return gamma.reshape(gamma.shape + (1,) * (x.ndim - gamma.ndim))
         if gamma.shape[0] == 1 or x.ndim < 2:
             return gamma.reshape((1,) * x.ndim) if x.ndim else gamma[0]
         return _bias_view(gamma, x.ndim)
@@ -1549,10 +1564,14 @@ class LeakyReLU(Op):
             gamma = self._gamma(x, inputs[1])
             if in_grads[1] is not None:
                 part = g * xp.where(x > 0, 0, x)
-                if in_grads[1].shape[0] == 1 or x.ndim < 2:
-                    in_grads[1][...] = part.sum()
+                dg = in_grads[1]
+                if dg.ndim >= 2:  # sum over the dims gamma broadcasts along
+                    axes = tuple(i for i in range(x.ndim) if i >= dg.ndim or dg.shape[i] == 1)
+                    dg[...] = part.sum(axis=axes, keepdims=True).reshape(dg.shape)
+                elif dg.shape[0] == 1 or x.ndim < 2:
+                    dg[...] = part.sum()
                 else:
-                    in_grads[1][...] = part.sum(axis=_reduce_axes(x.ndim, 1))
+                    dg[...] = part.sum(axis=_reduce_axes(x.ndim, 1))
             local = xp.where(x > 0, 1, gamma)
         elif act == "leaky":
             local = xp.where(x > 0, 1, a.slope)

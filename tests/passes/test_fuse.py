@@ -6,9 +6,15 @@ import pytest
 import minimod as mx
 from minimod.passes import compile_graph, fuse, fusion
 
-from .graphs import (CONVNET_SHAPES, assert_same_step, bind_random, convnet, fit_convnet,
-                     monitored, trained_pair)
-
+from .graphs import (
+    CONVNET_SHAPES,
+    assert_same_step,
+    bind_random,
+    convnet,
+    fit_convnet,
+    monitored,
+    trained_pair,
+)
 
 SHAPES = CONVNET_SHAPES
 

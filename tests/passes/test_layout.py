@@ -7,8 +7,17 @@ import pytest
 import minimod as mx
 from minimod.passes import batch_last, compile_graph, fuse, layouts
 
-from .graphs import (CONVNET_SHAPES, assert_same_step, bind_random, convnet, fit_convnet, head,
-                     mlp, monitored, trained_pair)
+from .graphs import (
+    CONVNET_SHAPES,
+    assert_same_step,
+    bind_random,
+    convnet,
+    fit_convnet,
+    head,
+    mlp,
+    monitored,
+    trained_pair,
+)
 
 
 def _convnet(act2="tanh", **kw):
