@@ -1,0 +1,169 @@
+"""Run MXNet 1.9.1's own unit tests (the conformance kit in ../shared/mxnet-tests) on this
+checkout and write docs/conformance.md.
+
+    python tools/conformance.py                      # every file of the kit
+    python tools/conformance.py test_symbol.py       # some files (the report covers those)
+
+The kit's tests need NumPy 1 (they use names NumPy 1.24 removed, such as `np.int`) and
+nose, so they run in a venv of their own, `.venv-kit/` (made on first use with the pinned
+versions below; `--python` names another interpreter). minimod is imported from this checkout
+(the kit's shim maps `import mxnet` to `minimod`, nothing else).
+
+The report (docs/conformance.md) has, per file, how many of the in-scope tests that pass on
+MXNet 1.9.1 pass on minimod, and every in-scope test that does not, with its reason: the
+reason written beside it in tests/conformance/known_failures.txt, or the first line of its
+error when it is not listed there. The exit status is 1 when an in-scope test that MXNet
+passes fails and is not in the known-failures list (a regression), 0 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT_KIT = os.path.join(os.path.dirname(ROOT), "shared", "mxnet-tests")
+KNOWN = os.path.join(ROOT, "tests", "conformance", "known_failures.txt")
+REPORT = os.path.join(ROOT, "docs", "conformance.md")
+VENV = os.path.join(ROOT, ".venv-kit")
+#: what the kit's tests need: MXNet 1.9.1's baseline was taken with NumPy 1.23.5
+KIT_REQUIREMENTS = ["numpy==1.23.5", "scipy<1.12", "nose", "graphviz", "pytest<9",
+                    "pytest-timeout"]
+
+
+def kit_python(venv: str = VENV) -> str:
+    """The kit venv's interpreter, made (and filled from the package index) on first use."""
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        print("conformance: making %s (%s)" % (venv, ", ".join(KIT_REQUIREMENTS)), flush=True)
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q"] + KIT_REQUIREMENTS, check=True)
+    return python
+
+
+def read_known(path: str) -> dict:
+    """nodeid -> reason, from lines `nodeid  # reason` ('#' lines are comments)."""
+    known = {}
+    if not os.path.exists(path):
+        return known
+    for line in open(path):
+        nodeid, _, reason = line.partition("#")
+        if nodeid.strip():
+            known[nodeid.strip()] = reason.strip()
+    return known
+
+
+def read_baseline(kit: str) -> list:
+    """The in-scope tests that pass on MXNet 1.9.1, in the kit's order."""
+    wanted = []
+    for line in open(os.path.join(kit, "baseline.tsv")):
+        if line.startswith("#") or not line.strip():
+            continue
+        nodeid, outcome, scope = line.rstrip("\n").split("\t")[:3]
+        if outcome == "passed" and scope == "in":
+            wanted.append(nodeid)
+    return wanted
+
+
+def read_results(out_dir: str) -> dict:
+    """nodeid -> (outcome, first line of its message) from run_file.py's TSV files."""
+    results = {}
+    for name in sorted(os.listdir(out_dir)):
+        if name.endswith(".tsv"):
+            for line in open(os.path.join(out_dir, name)):
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) >= 2:
+                    message = parts[3] if len(parts) > 3 else ""
+                    results[parts[0]] = (parts[1], message.splitlines()[0] if message else "")
+    return results
+
+
+def write_report(path: str, files: list, wanted: list, results: dict, known: dict) -> list:
+    """Write the markdown report; returns the failing tests that are not known."""
+    per_file = collections.OrderedDict((f, [0, 0]) for f in files)
+    failing = []
+    for nodeid in wanted:
+        test_file = nodeid.split("::")[0]
+        if test_file not in per_file:
+            continue
+        per_file[test_file][1] += 1
+        outcome, message = results.get(nodeid, ("not run", ""))
+        if outcome == "passed":
+            per_file[test_file][0] += 1
+        else:
+            failing.append((nodeid, outcome, message))
+    passed = sum(v[0] for v in per_file.values())
+    total = sum(v[1] for v in per_file.values())
+    lines = ["# MXNet 1.9.1's own unit tests on minimod", "",
+             "Written by `python tools/conformance.py` on %s. The kit (`../shared/mxnet-tests`) "
+             "runs MXNet 1.9.1's unit-test files unchanged, with `import mxnet` mapped to "
+             "`minimod` and nothing else; a test counts when MXNet 1.9.1 passes it and it is in "
+             "scope (the symbolic stack, not Gluon, autograd, `mx.np`, sparse storage, "
+             "quantization, the profiler or engine internals)."
+             % datetime.date.today().isoformat(), "",
+             "**%d of %d** in-scope tests that pass on MXNet 1.9.1 pass on minimod." % (passed,
+                                                                                       total),
+             "", "| file | pass on minimod | in scope, pass on MXNet |", "|---|---|---|"]
+    lines += ["| %s | %d | %d |" % (f, p, t) for f, (p, t) in per_file.items()]
+    lines += ["", "## The in-scope tests that do not pass, and why", ""]
+    if not failing:
+        lines.append("None.")
+    for nodeid, outcome, message in failing:
+        reason = known.get(nodeid) or "(not in the known-failures list) %s: %s" % (outcome,
+                                                                                  message)
+        lines.append("- `%s`: %s" % (nodeid, reason))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+    return [n for n, _, _ in failing if n not in known]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", help="kit files (default: all)")
+    parser.add_argument("--kit", default=os.environ.get("MXNET_TESTS", DEFAULT_KIT))
+    parser.add_argument("--python", help="interpreter with the kit's requirements "
+                                         "(default: .venv-kit, made on first use)")
+    parser.add_argument("--known", default=KNOWN)
+    parser.add_argument("--report", default=REPORT)
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.kit):
+        print("conformance: no kit at %s; nothing to run" % args.kit)
+        return 0
+    unit = os.path.join(args.kit, "tests", "python", "unittest")
+    files = args.files or sorted(f for f in os.listdir(unit)
+                                 if f.startswith("test_") and f.endswith(".py"))
+    python = args.python or kit_python()
+    env = dict(os.environ, MINIMOD_PY=python, MINIMOD_SRC=ROOT)
+    with tempfile.TemporaryDirectory(prefix="conformance_") as out:
+        env["OUT"] = out
+        for i, name in enumerate(files, 1):
+            print("conformance: [%d/%d] %s" % (i, len(files), name), flush=True)
+            subprocess.run([python, os.path.join(args.kit, "run_file.py"), "minimod", name, out],
+                           env=env, check=False)
+        results = read_results(os.path.join(out, "minimod"))
+    known = read_known(args.known)
+    new = write_report(args.report, files, read_baseline(args.kit), results, known)
+    print(open(args.report).read())
+    fixed = [n for n in known if results.get(n, ("",))[0] == "passed"]
+    if fixed:
+        print("conformance: listed as known failures but passing now (take them off the "
+              "list): " + ", ".join(fixed))
+    if new:
+        print("conformance: %d in-scope test(s) fail that are not in %s:"
+              % (len(new), os.path.relpath(args.known, ROOT)))
+        for nodeid in new:
+            print("  " + nodeid)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
