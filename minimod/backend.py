@@ -40,7 +40,9 @@ except ImportError as _err:
     _GPU_COUNT = 0
     _CUPY_ERROR = "CuPy is not installed (pip install minimod[gpu]): %s" % _err
 
-_SEED = [None]
+#: the seed every generator starts from: fixed, so a script run twice draws the same numbers
+#: without calling mx.random.seed, as with MXNet (its generators also start from a fixed seed)
+_SEED = [0]
 _RNGS: dict = {}
 
 
