@@ -21,8 +21,8 @@ import dataclasses
 from typing import ClassVar, Optional
 
 from ..base import DTypeError, GraphError, OpParamError, ShapeError
-from .elemwise import dtype_of
-from .reduce import _Reduce
+from .helpers import dtype_of
+from .reductions import _Reduce
 from .registry import Op, fmt_shape, register
 
 __all__ = [

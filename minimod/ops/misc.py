@@ -13,7 +13,7 @@ import dataclasses
 from typing import Literal, Optional
 
 from ..base import DTypeError, OpParamError, ShapeError
-from .elemwise import dtype_of
+from .helpers import dtype_of
 from .registry import Op, fmt_shape, register
 
 __all__ = ["AllFinite", "MultiAllFinite", "AmpCast", "AmpMultiCast", "Histogram",

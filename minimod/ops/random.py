@@ -17,7 +17,7 @@ from typing import Literal, Optional
 
 from .. import backend
 from ..base import OpParamError, ShapeError
-from .elemwise import _legacy_shape, dtype_of
+from .helpers import dtype_of, legacy_shape
 from .registry import Op, fmt_shape, register
 
 FloatName = Literal["float16", "float32", "float64"]
@@ -60,7 +60,7 @@ class _Random(Op):
     default_dtype = "float32"
 
     def infer_shape(self, in_shapes, out_shapes):
-        self.set_out(out_shapes, 0, _legacy_shape(self.attrs.shape), "its shape parameter")
+        self.set_out(out_shapes, 0, legacy_shape(self.attrs.shape), "its shape parameter")
         return in_shapes, out_shapes
 
     def infer_type(self, in_types, out_types):

@@ -30,7 +30,7 @@ from typing import Sequence
 
 from ..ops.fused import ActivationMaxPooling
 from ..ops.nn import Activation, Convolution, FullyConnected
-from ..ops.shape import Flatten
+from ..ops.reshape import Flatten
 from ..symbol.graph import Graph
 from .switch import Switch
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from minimod.ops.registry import create_op
-from minimod.ops.rnn import rnn_param_size, rnn_param_slices, rnn_reserve_size
+from minimod.ops.rnn_layout import rnn_param_size, rnn_param_slices, rnn_reserve_size
 
 from .harness import Case, check_case, infer, numeric_grad, run_backward, run_forward
 

@@ -4,9 +4,12 @@ from . import (  # noqa: F401
     basic,
     boxes,
     deformable,
+    modulated_deformable,
     multibox,
+    norm,
     proposal,
     psroi,
     resize,
     roi,
+    straight_through,
 )

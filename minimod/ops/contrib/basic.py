@@ -19,7 +19,7 @@ import math
 from typing import Optional
 
 from ...base import DTypeError, OpParamError, ShapeError
-from ..elemwise import dtype_of
+from ..helpers import dtype_of
 from ..registry import Op, fmt_shape, register
 
 __all__ = ["IsInf", "IsNaN", "IsFinite", "AllClose", "DivSqrtDim", "Quadratic", "IndexCopy",

@@ -66,6 +66,8 @@ class DeformableConvolution(Op):
     SIGNATURE_INPUTS = ("data", "offset", "weight", "bias")
     PARAM_ORDER = ("kernel", "stride", "dilate", "pad", "num_filter", "num_group",
                    "num_deformable_group", "workspace", "no_bias", "layout")
+    #: the index of `weight` among the inputs (`bias` follows it)
+    WEIGHT_SLOT = 2
 
     def __init__(self, attrs=None):
         super().__init__(attrs)
@@ -108,8 +110,9 @@ class DeformableConvolution(Op):
             raise ShapeError("input 'data' has shape %s but %s needs NCHW data"
                              % (fmt_shape(data), self.name))
         channels = None if data is None else data[1]
-        if channels is None and in_shapes[2] is not None and in_shapes[2][1] is not None:
-            channels = in_shapes[2][1] * a.num_group
+        weight = in_shapes[self.WEIGHT_SLOT]
+        if channels is None and weight is not None and weight[1] is not None:
+            channels = weight[1] * a.num_group
         if channels is not None:
             for what, count in (("num_group", a.num_group),
                                 ("num_deformable_group", a.num_deformable_group)):
@@ -117,12 +120,13 @@ class DeformableConvolution(Op):
                     raise ShapeError("input 'data' has %d channels, not a multiple of %s=%d"
                                      % (channels, what, count))
         kh, kw = a.kernel
-        self.set_in(in_shapes, 2, (a.num_filter, None if channels is None
-                                   else channels // a.num_group, kh, kw),
+        self.set_in(in_shapes, self.WEIGHT_SLOT, (a.num_filter, None if channels is None
+                                                  else channels // a.num_group, kh, kw),
                     "num_filter=%d, num_group=%d and kernel %s" % (a.num_filter, a.num_group,
                                                                   a.kernel))
         if not a.no_bias:
-            self.set_in(in_shapes, 3, (a.num_filter,), "num_filter=%d" % a.num_filter)
+            self.set_in(in_shapes, self.WEIGHT_SLOT + 1, (a.num_filter,),
+                        "num_filter=%d" % a.num_filter)
         if data is None:
             return in_shapes, out_shapes
         self.set_in(in_shapes, 0, (None, channels, None, None))
@@ -210,13 +214,33 @@ class DeformableConvolution(Op):
         t = data.dtype.type
         pos, wts, _, _, _ = self._taps(xp, offset, height, width, t)
         cols = self._columns(xp, data, pos, wts)
-        g = self.attrs.num_group
+        self._convolve(xp, cols, weight, None if self.attrs.no_bias else inputs[3], out[0])
+
+    def _convolve(self, xp, cols, weight, bias, out):
+        """out (N, F, Ho, Wo) = the grouped product of weight and the (N, C, K, L) columns,
+        plus bias (or None)."""
+        n, g = cols.shape[0], self.attrs.num_group
         cols = cols.reshape(n, g, -1, cols.shape[-1])  # (N, G, C/G * K, L)
         result = xp.einsum("gfk,ngkl->ngfl", self._grouped_weight(weight), cols)
-        result = result.reshape(out[0].shape)
-        if not self.attrs.no_bias:
-            result = result + inputs[3][None, :, None, None]
-        xp.copyto(out[0], result)
+        result = result.reshape(out.shape)
+        if bias is not None:
+            result = result + bias[None, :, None, None]
+        xp.copyto(out, result)
+
+    def _scatter_rows(self, xp, d_rows, pos, wts, d_data):
+        """d_data (N, C, H, W) = the adjoint of the corner gathers: d_rows (N, dg, K, L, C/dg),
+        the columns' gradient in the gathered rows' layout, goes to each corner's position
+        times that corner's weight."""
+        n, c, height, width = d_data.shape
+        dg = self.attrs.num_deformable_group
+        rows_grad = xp.zeros((n * dg * height * width, c // dg), dtype=d_data.dtype)
+        base = (xp.arange(n)[:, None, None, None] * dg
+                + xp.arange(dg)[None, :, None, None]) * (height * width)
+        for p, w in zip(pos, wts):
+            backend.scatter_add(xp, rows_grad, (base + p).reshape(-1),
+                                (d_rows * w[..., None]).reshape(-1, c // dg))
+        rows_grad = rows_grad.reshape(n, dg, height * width, c // dg)
+        xp.copyto(d_data, rows_grad.transpose(0, 1, 3, 2).reshape(d_data.shape))
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         a = self.attrs
@@ -242,14 +266,7 @@ class DeformableConvolution(Op):
         # (N, C, K, L) -> (N, dg, K, L, C/dg), the layout of the gathered rows
         d_cols = d_cols.reshape(n, dg, c // dg, k, -1).transpose(0, 1, 3, 4, 2)
         if d_data is not None:
-            rows_grad = xp.zeros((n * dg * height * width, c // dg), dtype=d_data.dtype)
-            base = (xp.arange(n)[:, None, None, None] * dg
-                    + xp.arange(dg)[None, :, None, None]) * (height * width)
-            for p, w in zip(pos, wts):
-                backend.scatter_add(xp, rows_grad, (base + p).reshape(-1),
-                                    (d_cols * w[..., None]).reshape(-1, c // dg))
-            rows_grad = rows_grad.reshape(n, dg, height * width, c // dg)
-            xp.copyto(d_data, rows_grad.transpose(0, 1, 3, 2).reshape(d_data.shape))
+            self._scatter_rows(xp, d_cols, pos, wts, d_data)
         if d_offset is not None:
             rows = self._rows(xp, data)
             v00, v01, v10, v11 = (self._corner_values(xp, rows, p) for p in pos)

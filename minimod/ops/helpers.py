@@ -1,0 +1,142 @@
+"""Small helpers that several operator families share: dtype names, partial-shape arithmetic,
+axis normalisation, gradient zeroing, and the factory that turns a row of a family table into
+a registered op class.
+
+Shapes here follow the registry contract: a tuple whose dims may be None (unknown), or None
+when even the rank is unknown.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from ..base import ShapeError
+from .registry import Op, fmt_shape, register
+
+__all__ = [
+    "DTYPE_NAMES", "DTypeName", "dtype_of", "is_integral", "broadcast_shape", "reduce_to_shape",
+    "like_infer_type", "zero_grads", "prod_or_none", "axis_index", "data_axis", "legacy_shape",
+    "define_op",
+]
+
+DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool")
+DTypeName = Literal["float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool"]
+
+
+def dtype_of(name: str):
+    """The NumPy dtype object called `name`.
+
+    The passes describe the types of every backend with NumPy dtype objects (CuPy uses the same
+    ones), so this is the one place an op touches NumPy itself; it makes no arrays.
+    """
+    import numpy  # noqa: PLC0415  (dtype objects only, see above)
+    return numpy.dtype(name)
+
+
+def is_integral(dtype) -> bool:
+    """True for integer and boolean dtypes."""
+    return dtype.kind in "iub"
+
+
+# ----------------------------------------------------------------------------- shapes
+
+def prod_or_none(dims) -> Optional[int]:
+    """Product of dims, None when any is unknown."""
+    p = 1
+    for d in dims:
+        if d is None:
+            return None
+        p *= d
+    return p
+
+
+def broadcast_shape(lhs, rhs, what: str = "operands"):
+    """NumPy broadcasting of two partial shapes (ranks left-padded with 1, as MXNet 1.9.1 does).
+
+    A dim unknown on one side takes the other side's dim unless that one is 1; returns None while
+    either rank is unknown. Raises ShapeError for dims that cannot broadcast.
+    """
+    if lhs is None or rhs is None:
+        return None
+    ndim = max(len(lhs), len(rhs))
+    lhs = (1,) * (ndim - len(lhs)) + tuple(lhs)
+    rhs = (1,) * (ndim - len(rhs)) + tuple(rhs)
+    out = []
+    for a, b in zip(lhs, rhs):
+        if a == 1:
+            out.append(b)
+        elif b == 1 or b is None or a == b:
+            out.append(a)
+        elif a is None:
+            out.append(b)
+        else:
+            raise ShapeError("%s could not be broadcast together with shapes %s %s"
+                             % (what, fmt_shape(lhs), fmt_shape(rhs)))
+    return tuple(out)
+
+
+def legacy_shape(shape: tuple):
+    """MXNet's legacy shape: () is an unknown shape and a 0 (or -1) dim is an unknown dim."""
+    if not shape:
+        return None
+    return tuple(None if d <= 0 else d for d in shape)
+
+
+def axis_index(axis: int, ndim: int, what: str = "axis", extra: int = 0) -> int:
+    """Normalise a possibly negative axis into [0, ndim + extra) (extra=1: an axis to insert)."""
+    bound = ndim + extra
+    if not -bound <= axis < bound:
+        raise ShapeError("%s=%d is out of range for an input of rank %d" % (what, axis, ndim))
+    return axis + bound if axis < 0 else axis
+
+
+def data_axis(axis: int, ndim: int, shape) -> int:
+    """Normalise a possibly negative axis of input 'data' (of `shape`) into [0, ndim)."""
+    if not -ndim <= axis < ndim:
+        raise ShapeError("axis %d is out of range for input 'data' of shape %s"
+                         % (axis, fmt_shape(shape)))
+    return axis % ndim
+
+
+# ----------------------------------------------------------------------------- gradients, types
+
+def reduce_to_shape(xp, grad, shape, out) -> None:
+    """Write into `out` (of `shape`) the sum of `grad` over the axes that broadcasting added."""
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and grad.shape[lead + i] != 1)
+    if axes:
+        xp.copyto(out, grad.sum(axis=axes).reshape(shape))
+    else:
+        xp.copyto(out, grad)
+
+
+def zero_grads(grads) -> None:
+    """Fill every requested gradient (the slots that are not None) with 0."""
+    for g in grads:
+        if g is not None:
+            g.fill(0)
+
+
+def like_infer_type(op: Op, in_types: list, out_types: list):
+    """dtype inference of the `*_like` ops (broadcast_like, reshape_like, slice_like): the
+    output takes the first input's dtype; the second input only lends its shape, so its dtype
+    is free (and not inferred)."""
+    head, outs = Op.infer_type(op, list(in_types[:1]), list(out_types))
+    return list(head) + list(in_types[1:]), outs
+
+
+# ----------------------------------------------------------------------------- table-driven ops
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_") if part)
+
+
+def define_op(namespace: dict, base, name: str, aliases: tuple, doc: str, members: dict):
+    """Create and register one op class (a row of a family table) and export it from the
+    module whose `globals()` is `namespace`, under the CamelCase of `name` plus "Op"."""
+    cls = type(_camel(name) + "Op", (base,), dict(members, name=name, aliases=aliases,
+                                                  __doc__=doc,
+                                                  __module__=namespace["__name__"]))
+    register(cls)
+    namespace[cls.__name__] = cls
+    return cls

@@ -1,0 +1,80 @@
+"""Identity-like operators: the value passes through unchanged (_copy / identity), with its
+gradient stopped (BlockGrad / stop_gradient), or converted to another dtype (Cast)."""
+from __future__ import annotations
+
+import dataclasses
+
+from .helpers import DTypeName, dtype_of, zero_grads
+from .registry import Op, register
+
+__all__ = ["CopyOp", "BlockGradOp", "CastOp", "CastAttrs"]
+
+
+@register
+class CopyOp(Op):
+    """out = data (a copy); the gradient passes through unchanged."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
+    name = "_copy"
+    aliases = ("identity",)
+    inplace = ((0, 0),)
+    backward_inputs = ()
+    backward_outputs = ()
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        if out[0] is not inputs[0]:
+            xp.copyto(out[0], inputs[0])
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            xp.copyto(in_grads[0], out_grads[0])
+
+
+@register
+class BlockGradOp(Op):
+    """out = data; no gradient flows back (the input's gradient is zero)."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
+    name = "BlockGrad"
+    aliases = ("stop_gradient",)
+    inplace = ((0, 0),)
+    backward_inputs = ()
+    backward_outputs = ()
+    no_gradient = True
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        if out[0] is not inputs[0]:
+            xp.copyto(out[0], inputs[0])
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        zero_grads(in_grads)
+
+
+@dataclasses.dataclass(frozen=True)
+class CastAttrs:
+    dtype: DTypeName
+
+
+@register
+class CastOp(Op):
+    """out = data converted to `dtype` (same shape); the gradient is converted back."""
+
+    positional_inputs = True  # MXNet's monitor: input0, input1 ...
+
+    name = "Cast"
+    aliases = ("cast",)
+    Attrs = CastAttrs
+    backward_inputs = ()
+    backward_outputs = ()
+
+    def infer_type(self, in_types, out_types):
+        return list(in_types), [dtype_of(self.attrs.dtype)]
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        xp.copyto(out[0], inputs[0], casting="unsafe")
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            xp.copyto(in_grads[0], out_grads[0], casting="unsafe")

@@ -1,0 +1,357 @@
+"""The cell kernels of the RNN operator: one (layer, direction) pass over all time steps,
+forward and backward, for each mode (lstm, gru, rnn_relu / rnn_tanh). rnn.py drives them layer
+by layer; the math per step is in its docstring.
+
+Per pass, the input projection of all T steps is ONE matrix product, the T recurrent products
+run back to back, and the gate math works on whole (N, G*H) blocks. Backward mirrors it: the
+step loop only propagates dh (and dc) and collects the gate gradients of all steps, then dW_x,
+dW_h, the biases and dx are each one product over all steps (`_weight_grads`).
+
+Every pass takes `scratch(xp, role, shape, dtype)`, the op's work-array cache, and the views
+`res` of its piece of the reserve (rnn_layout.py), which forward writes and backward reads.
+"""
+from __future__ import annotations
+
+from .. import backend
+from .scratch import _const, _sum
+
+__all__ = ["forward_direction", "backward_direction"]
+
+
+def _sigmoid_(xp, a) -> None:
+    """In-place logistic function (through tanh: no overflow warnings, one transcendental)."""
+    half = _const(xp, 0.5, a.dtype)
+    xp.multiply(a, half, out=a)
+    xp.tanh(a, out=a)
+    xp.multiply(a, half, out=a)
+    xp.add(a, half, out=a)
+
+
+def _dsigmoid_into(xp, s, out) -> None:
+    """out = s * (1 - s), the logistic function's derivative from its value s."""
+    xp.subtract(_const(xp, 1, s.dtype), s, out=out)
+    out *= s
+
+
+# One LSTM step's elementwise work as one CuPy kernel each way (backend.elementwise), the same
+# arithmetic in the same order as the NumPy passes in _lstm_forward_unfused and
+# _lstm_backward_unfused; NumPy runs those passes (backend.elementwise gives it no kernel).
+# Gate order i, f, c (candidate), o; `gi` not `i`, which CuPy's kernels reserve for the element
+# index.
+_LSTM_STEP = backend.ElementwiseSpec(
+    "lstm_step", "T c_prev", "T gi, T gf, T gc, T go, T c, T tc, T h",
+    "gi = tanh(gi * (T)0.5) * (T)0.5 + (T)0.5;"
+    "gf = tanh(gf * (T)0.5) * (T)0.5 + (T)0.5;"
+    "gc = tanh(gc);"
+    "go = tanh(go * (T)0.5) * (T)0.5 + (T)0.5;"
+    "c = gf * c_prev + gi * gc;"
+    "tc = tanh(c);"
+    "h = go * tc;")
+_LSTM_STEP_GRAD = backend.ElementwiseSpec(
+    "lstm_step_grad", "T dh, T gi, T gf, T gc, T go, T tc, T c_prev",
+    "T dc, T da_i, T da_f, T da_c, T da_o",
+    "dc = dc + ((T)1 - tc * tc) * go * dh;"
+    "da_o = dh * tc * (((T)1 - go) * go);"
+    "da_i = dc * gc * (((T)1 - gi) * gi);"
+    "da_f = dc * c_prev * (((T)1 - gf) * gf);"
+    "da_c = dc * gi * ((T)1 - gc * gc);"
+    "dc = dc * gf;")
+
+
+def _prev(seq, start, t: int, reverse: bool):
+    """The state before step t of a pass over `seq` (T, ...) that began from `start`."""
+    if reverse:
+        return seq[t + 1] if t + 1 < seq.shape[0] else start
+    return seq[t - 1] if t > 0 else start
+
+
+def _step_order(steps: int, reverse: bool):
+    return range(steps - 1, -1, -1) if reverse else range(steps)
+
+
+# ============================================================================ forward
+
+def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) -> None:
+    """One (layer, direction) pass with input x (T, N, in): hidden states into `hs` (T, N, H),
+    possibly a strided view of the layer's output, and what backward needs into the reserve
+    views `res`. `w` holds the views 'wx', 'wh', 'bx', 'bh' of the parameters."""
+    steps, batch, _ = x.shape
+    gh = w["wh"].shape[0]
+    # the input projection of every step in one product
+    x2 = x.reshape(steps * batch, -1)
+    if "gates" in res:
+        gates = res["gates"]
+        xp.matmul(x2, w["wx"].T, out=gates.reshape(steps * batch, gh))
+    else:
+        gates = xp.matmul(x2, w["wx"].T).reshape(steps, batch, gh)
+    gates += w["bx"]
+    if attrs.mode != "gru":
+        gates += w["bh"]
+    wh_t = w["wh"].T
+    order = _step_order(steps, reverse)
+    rec_buf = scratch(xp, "rec", (batch, gh), x.dtype)
+    if attrs.mode == "lstm":
+        _lstm_forward(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf)
+    elif attrs.mode == "gru":
+        _gru_forward(xp, gates, wh_t, w["bh"], res["hn"], hs, h0, order, rec_buf)
+    else:
+        _vanilla_forward(xp, attrs.mode == "rnn_relu", gates, wh_t, hs, h0, order, rec_buf)
+
+
+def _lstm_forward(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf) -> None:
+    fused = None if "clip" in res else backend.elementwise(xp, _LSTM_STEP)
+    if fused is not None:
+        _lstm_forward_fused(xp, fused, gates, wh_t, res, hs, h0, c0, order, rec_buf)
+    else:
+        _lstm_forward_unfused(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf)
+
+
+def _lstm_forward_unfused(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf) -> None:
+    hidden = hs.shape[-1]
+    cs, tanh_cs, clip_mask = res["c"], res["tanh_c"], res.get("clip")
+    h_prev, c_prev = h0, c0
+    for t in order:
+        g = gates[t]
+        xp.matmul(h_prev, wh_t, out=rec_buf)
+        g += rec_buf
+        _sigmoid_(xp, g[:, :2 * hidden])
+        xp.tanh(g[:, 2 * hidden:3 * hidden], out=g[:, 2 * hidden:3 * hidden])
+        _sigmoid_(xp, g[:, 3 * hidden:])
+        c = cs[t]
+        xp.multiply(g[:, hidden:2 * hidden], c_prev, out=c)
+        ic = rec_buf[:, :hidden]  # free again once added into the gates
+        xp.multiply(g[:, :hidden], g[:, 2 * hidden:3 * hidden], out=ic)
+        c += ic
+        if clip_mask is not None:
+            lo, hi = attrs.lstm_state_clip_min, attrs.lstm_state_clip_max
+            if attrs.lstm_state_clip_nan:
+                c[...] = xp.where(xp.isnan(c), lo, c)
+            clip_mask[t] = (c >= lo) & (c <= hi)
+            xp.clip(c, lo, hi, out=c)
+        tc = tanh_cs[t]
+        xp.tanh(c, out=tc)
+        xp.multiply(g[:, 3 * hidden:], tc, out=hs[t])
+        h_prev, c_prev = hs[t], c
+
+
+def _lstm_forward_fused(xp, fused, gates, wh_t, res, hs, h0, c0, order, rec_buf) -> None:
+    """The LSTM steps with the gate math in one fused kernel per step (no clipping)."""
+    cs, tanh_cs = res["c"], res["tanh_c"]
+    hidden = hs.shape[-1]
+    h_prev, c_prev = h0, c0
+    for t in order:
+        g = gates[t]
+        xp.matmul(h_prev, wh_t, out=rec_buf)
+        g += rec_buf
+        fused(c_prev, g[:, :hidden], g[:, hidden:2 * hidden], g[:, 2 * hidden:3 * hidden],
+              g[:, 3 * hidden:], cs[t], tanh_cs[t], hs[t])
+        h_prev, c_prev = hs[t], cs[t]
+
+
+def _gru_forward(xp, gates, wh_t, bh, hns, hs, h0, order, rec_buf) -> None:
+    hidden = hs.shape[-1]
+    h_prev = h0
+    for t in order:
+        g = gates[t]
+        xp.matmul(h_prev, wh_t, out=rec_buf)
+        rec_buf += bh
+        g[:, :2 * hidden] += rec_buf[:, :2 * hidden]
+        _sigmoid_(xp, g[:, :2 * hidden])
+        hn = hns[t]
+        hn[...] = rec_buf[:, 2 * hidden:]
+        n = g[:, 2 * hidden:]
+        n += g[:, :hidden] * hn
+        xp.tanh(n, out=n)
+        z = g[:, hidden:2 * hidden]
+        # h' = n + z * (h - n)
+        h = hs[t]
+        xp.subtract(h_prev, n, out=h)
+        h *= z
+        h += n
+        h_prev = h
+
+
+def _vanilla_forward(xp, relu: bool, gates, wh_t, hs, h0, order, rec_buf) -> None:
+    h_prev = h0
+    for t in order:
+        xp.matmul(h_prev, wh_t, out=rec_buf)
+        h = hs[t]
+        xp.add(gates[t], rec_buf, out=h)
+        if relu:
+            xp.maximum(h, 0, out=h)
+        else:
+            xp.tanh(h, out=h)
+        h_prev = h
+
+
+# ============================================================================ backward
+
+def _filled(buf, value):
+    """buf holding `value`, or zeros when value is None."""
+    if value is not None:
+        buf[...] = value
+    else:
+        buf.fill(0)
+    return buf
+
+
+def backward_direction(xp, attrs, x, res, hs, w, gw, dy, h0, c0, dh_last, dc_last, dx,
+                       reverse: bool, scratch):
+    """Gradients of one (layer, direction) pass with input x, reserve views `res` and hidden
+    states `hs`: writes gw (weights and biases), adds into dx (when not None), returns the
+    gradients of the initial states (dh0, and dc0 for lstm, else None). dh_last and dc_last
+    are the head gradients of the final states (None: zero)."""
+    steps, batch, hidden = hs.shape
+    gh = w["wh"].shape[0]
+    dtype = hs.dtype
+    order = list(_step_order(steps, reverse))
+    # the returned initial-state gradients live in scratch too: the caller copies them out
+    dh = _filled(scratch(xp, "dh", (batch, hidden), dtype), dh_last)
+    d_gates = scratch(xp, "d_gates", (steps, batch, gh), dtype)
+    tmp = scratch(xp, "tmp", (batch, hidden), dtype)
+    tmp2 = scratch(xp, "tmp2", (batch, hidden), dtype)
+    dc0 = None
+    if attrs.mode == "lstm":
+        dc0 = _filled(scratch(xp, "dc", (batch, hidden), dtype), dc_last)
+        _lstm_backward(xp, res, w["wh"], dy, c0, dh, dc0, d_gates, tmp, tmp2, order, reverse)
+        d_gates_h = d_gates
+    elif attrs.mode == "gru":
+        d_gates_h = xp.empty_like(d_gates)
+        _gru_backward(xp, res, hs, w["wh"], dy, h0, dh, d_gates, d_gates_h, tmp, order,
+                      reverse)
+    else:
+        _vanilla_backward(xp, attrs.mode == "rnn_relu", hs, w["wh"], dy, dh, d_gates, order)
+        d_gates_h = d_gates
+    _weight_grads(xp, x, hs, w, gw, h0, d_gates, d_gates_h, dx, reverse, scratch)
+    return dh, dc0
+
+
+def _lstm_backward(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, order, reverse) -> None:
+    fused = None if "clip" in res else backend.elementwise(xp, _LSTM_STEP_GRAD)
+    if fused is not None:
+        _lstm_backward_fused(xp, fused, res, wh, dy, c0, dh, dc, d_gates, order, reverse)
+    else:
+        _lstm_backward_unfused(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, order,
+                               reverse)
+
+
+def _lstm_backward_unfused(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, order,
+                           reverse) -> None:
+    gates, cs, tanh_cs, clip_mask = res["gates"], res["c"], res["tanh_c"], res.get("clip")
+    hidden = dh.shape[-1]
+    one = _const(xp, 1, dh.dtype)
+    for t in reversed(order):
+        dh += dy[t]
+        g = gates[t]
+        i_g, f_g = g[:, :hidden], g[:, hidden:2 * hidden]
+        c_g, o_g = g[:, 2 * hidden:3 * hidden], g[:, 3 * hidden:]
+        tc = tanh_cs[t]
+        da = d_gates[t]
+        # dc += dh * o * (1 - tanh(c)^2)
+        xp.multiply(tc, tc, out=tmp)
+        xp.subtract(one, tmp, out=tmp)
+        tmp *= o_g
+        tmp *= dh
+        dc += tmp
+        if clip_mask is not None:
+            dc *= clip_mask[t]
+        da_o = da[:, 3 * hidden:]
+        xp.multiply(dh, tc, out=da_o)
+        _dsigmoid_into(xp, o_g, tmp2)
+        da_o *= tmp2
+        da_i = da[:, :hidden]
+        xp.multiply(dc, c_g, out=da_i)
+        _dsigmoid_into(xp, i_g, tmp2)
+        da_i *= tmp2
+        da_f = da[:, hidden:2 * hidden]
+        xp.multiply(dc, _prev(cs, c0, t, reverse), out=da_f)
+        _dsigmoid_into(xp, f_g, tmp2)
+        da_f *= tmp2
+        da_c = da[:, 2 * hidden:3 * hidden]
+        xp.multiply(dc, i_g, out=da_c)
+        xp.multiply(c_g, c_g, out=tmp2)
+        xp.subtract(one, tmp2, out=tmp2)
+        da_c *= tmp2
+        dc *= f_g
+        xp.matmul(da, wh, out=dh)
+
+
+def _lstm_backward_fused(xp, fused, res, wh, dy, c0, dh, dc, d_gates, order, reverse) -> None:
+    """The LSTM backward steps with the gate math in one fused kernel per step (no
+    clipping)."""
+    gates, cs, tanh_cs = res["gates"], res["c"], res["tanh_c"]
+    hidden = dh.shape[-1]
+    for t in reversed(order):
+        dh += dy[t]
+        g = gates[t]
+        da = d_gates[t]
+        fused(dh, g[:, :hidden], g[:, hidden:2 * hidden], g[:, 2 * hidden:3 * hidden],
+              g[:, 3 * hidden:], tanh_cs[t], _prev(cs, c0, t, reverse), dc,
+              da[:, :hidden], da[:, hidden:2 * hidden], da[:, 2 * hidden:3 * hidden],
+              da[:, 3 * hidden:])
+        xp.matmul(da, wh, out=dh)
+
+
+def _gru_backward(xp, res, hs, wh, dy, h0, dh, d_gates, d_gates_h, tmp, order,
+                  reverse) -> None:
+    """d_gates gets the gradients of the input-side pre-activations, d_gates_h those of the
+    recurrent side (which differ in the candidate block, scaled by r there)."""
+    gates, hns = res["gates"], res["hn"]
+    hidden = dh.shape[-1]
+    for t in reversed(order):
+        dh += dy[t]
+        g = gates[t]
+        r_g, z_g, n_g = g[:, :hidden], g[:, hidden:2 * hidden], g[:, 2 * hidden:]
+        dax = d_gates[t]
+        dah = d_gates_h[t]
+        da_n = dax[:, 2 * hidden:]
+        xp.multiply(dh, 1 - z_g, out=da_n)
+        da_n *= 1 - n_g * n_g
+        xp.multiply(da_n, r_g, out=dah[:, 2 * hidden:])
+        da_r = dax[:, :hidden]
+        xp.multiply(da_n, hns[t], out=da_r)
+        da_r *= r_g * (1 - r_g)
+        da_z = dax[:, hidden:2 * hidden]
+        xp.subtract(_prev(hs, h0, t, reverse), n_g, out=da_z)
+        da_z *= dh
+        da_z *= z_g * (1 - z_g)
+        dah[:, :2 * hidden] = dax[:, :2 * hidden]
+        dh *= z_g
+        xp.matmul(dah, wh, out=tmp)
+        dh += tmp
+
+
+def _vanilla_backward(xp, relu: bool, hs, wh, dy, dh, d_gates, order) -> None:
+    for t in reversed(order):
+        dh += dy[t]
+        da = d_gates[t]
+        h = hs[t]
+        if relu:
+            xp.multiply(dh, h > 0, out=da)
+        else:
+            xp.multiply(h, h, out=da)
+            xp.subtract(1, da, out=da)
+            da *= dh
+        xp.matmul(da, wh, out=dh)
+
+
+def _weight_grads(xp, x, hs, w, gw, h0, d_gates, d_gates_h, dx, reverse, scratch) -> None:
+    """dW_x, dW_h, the biases and dx of one pass, each one product over all steps."""
+    steps, batch, hidden = hs.shape
+    gh = d_gates.shape[-1]
+    dtype = hs.dtype
+    flat_x = d_gates.reshape(steps * batch, gh)
+    xp.matmul(flat_x.T, x.reshape(steps * batch, -1), out=gw["wx"])
+    # dW_h = sum_t da_h[t]^T h_prev[t]: the steps whose h_prev is a hidden state of this
+    # pass in one product, plus the step that started from h0
+    first, rest, prev = (steps - 1, slice(0, steps - 1), slice(1, steps)) if reverse \
+        else (0, slice(1, steps), slice(0, steps - 1))
+    xp.matmul(d_gates_h[rest].reshape(-1, gh).T, hs[prev].reshape(-1, hidden),
+              out=gw["wh"])
+    first_wh = scratch(xp, "first_wh", gw["wh"].shape, dtype)
+    gw["wh"] += xp.matmul(d_gates_h[first].T, h0, out=first_wh)
+    _sum(xp, flat_x, 0, gw["bx"])
+    _sum(xp, d_gates_h.reshape(steps * batch, gh), 0, gw["bh"])
+    if dx is not None:
+        dx_step = scratch(xp, "dx_step", (steps * batch, x.shape[-1]), dtype)
+        dx += xp.matmul(flat_x, w["wx"], out=dx_step).reshape(dx.shape)
