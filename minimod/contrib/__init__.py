@@ -1,15 +1,25 @@
-"""`mx.contrib`: MXNet's contributed extras.
+"""`mx.contrib`: MXNet 1.9.1's contributed extras that minimod's symbolic stack can run.
 
 - `mx.contrib.sym` / `mx.contrib.symbol` and `mx.contrib.nd` / `mx.contrib.ndarray`: the
   contrib operators (`_contrib_X`), the same namespaces as `mx.sym.contrib` and
   `mx.nd.contrib`;
-- `mx.contrib.amp`: automatic mixed precision (see its docstring for what minimod does).
+- `mx.contrib.svrg_optimization`: `SVRGModule` (a Module trained with stochastic
+  variance-reduced gradients) and its `_SVRGOptimizer`, matching MXNet's trajectories;
+- `mx.contrib.amp`: automatic mixed precision by conversion: `convert_symbol`,
+  `convert_model` and `convert_bucketing_module` insert MXNet's float16 casts; `init()`
+  (which patches operator functions in MXNet), the Gluon functions and bfloat16 are refused
+  with NotImplementedError saying why and what to use (see its docstring);
+- `mx.contrib.tensorboard`: `LogMetricsCallback`, writing metrics with a TensorBoard writer
+  from PyPI (tensorboardX or mxboard, an optional extra).
+
+Not here: MXNet's `contrib.autograd`, `contrib.io` (DataLoaderIter, for Gluon data loaders),
+`contrib.onnx`, `contrib.quantization` and `contrib.text`.
 """
 from ..ndarray import contrib as nd
 from ..symbol import contrib as sym
-from . import amp
+from . import amp, svrg_optimization, tensorboard
 
 ndarray = nd
 symbol = sym
 
-__all__ = ["nd", "ndarray", "sym", "symbol", "amp"]
+__all__ = ["nd", "ndarray", "sym", "symbol", "amp", "svrg_optimization", "tensorboard"]
