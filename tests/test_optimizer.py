@@ -19,6 +19,7 @@ from minimod import lr_scheduler
 from minimod import optimizer as opt
 from minimod.base import MXNetError
 from minimod.ndarray import serialization
+from minimod.ndarray.update_steps import SGD_BLOCK, SMALL_VIEWS, BlockViews
 
 HERE = os.path.dirname(__file__)
 GOLDEN = np.load(os.path.join(HERE, "data", "optimizer", "optimizer_golden.npz"))
@@ -500,8 +501,8 @@ def test_module_alias():
 @pytest.mark.parametrize("wd", [0.0, 1e-3])
 def test_sgd_blocked_update_of_a_large_buffer_is_mxnets_whole_array_arithmetic(momentum, clip,
                                                                               wd):
-    # more elements than opt._SGD_BLOCK and not a multiple of it: several blocks and a short one
-    n = 2 * opt._SGD_BLOCK + 1234
+    # more elements than SGD_BLOCK and not a multiple of it: several blocks and a short one
+    n = 2 * SGD_BLOCK + 1234
     rng = np.random.RandomState(7)
     w0, g0, m0 = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
     sgd = opt.SGD(learning_rate=0.1, momentum=momentum, wd=wd, clip_gradient=clip,
@@ -539,7 +540,7 @@ def _sgd_mom_reference(w, g, m, lr, mu, rescale):
 
 
 def test_sgd_block_views_are_made_once_per_buffer_and_follow_new_buffers():
-    n = 2 * opt._SGD_BLOCK + 99
+    n = 2 * SGD_BLOCK + 99
     rng = np.random.RandomState(3)
     sgd = opt.SGD(learning_rate=0.1, momentum=0.9, rescale_grad=0.5)
     w0, g0 = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
@@ -568,16 +569,16 @@ def test_sgd_block_views_are_made_once_per_buffer_and_follow_new_buffers():
 
 
 def test_sgd_block_views_keep_only_the_latest_buffers():
-    n = opt._SGD_BLOCK + 1
+    n = SGD_BLOCK + 1
     sgd = opt.SGD(learning_rate=0.1, momentum=0.9)
     g, m = np.ones(n, np.float32), np.zeros(n, np.float32)
     first = np.zeros(n, np.float32)
     views = sgd._blocks(first, g, m, 1)
     assert sgd._blocks(first, g, m, 1) is views
-    for _ in range(opt._BlockViews.LARGE):
+    for _ in range(BlockViews.LARGE):
         sgd._blocks(np.zeros(n, np.float32), g, m, 1)
-    cache = sgd._scratch[opt._BlockViews]
-    assert len(cache._entries) == opt._BlockViews.LARGE  # bounded: `first`'s list was let go
+    cache = sgd._scratch[BlockViews]
+    assert len(cache._entries) == BlockViews.LARGE  # bounded: `first`'s list was let go
     again = sgd._blocks(first, g, m, 1)
     assert again is not views and all(np.shares_memory(v[0], first) for v in again)
     # an array that merely has a cached array's id is not taken for it
@@ -604,10 +605,10 @@ def test_sgd_small_arrays_keep_their_one_block_list_and_stay_exact():
     want_w, want_m = _sgd_mom_reference(want_w, g0, want_m, 0.1, 0.9, 0.5)
     np.testing.assert_array_equal(weight.asnumpy(), want_w)
     np.testing.assert_array_equal(state.asnumpy(), want_m)
-    others = [np.zeros(7, np.float32) for _ in range(opt._BlockViews.SMALL)]
+    others = [np.zeros(7, np.float32) for _ in range(BlockViews.SMALL)]
     for other in others:
         sgd._blocks(other, np.ones(7, np.float32), None, 1)
-    assert len(sgd._scratch[opt._SMALL_VIEWS]._entries) == opt._BlockViews.SMALL
+    assert len(sgd._scratch[SMALL_VIEWS]._entries) == BlockViews.SMALL
     assert sgd._blocks(weight._data, grad._data, state._data, 1) is not views  # let go
 
 

@@ -1,4 +1,4 @@
-"""The optimizer kernels of minimod/optimizer_kernels.py and optimizer_contrib_kernels.py
+"""The optimizer kernels of minimod/ndarray/update_kernels*.py beyond those the optimizers run
 (`mx.nd.ftml_update`, `mx.nd.multi_sgd_mom_update`, `mx.nd.contrib.adamw_update` ...) against
 MXNet 1.9.1 running the same calls (tests/data/optimizer/kernels_golden.npz, written by
 gen_kernels_golden.py, whose docstring describes the call specs): three steps per case, every
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import minimod as mx
-from minimod import optimizer_contrib_kernels, optimizer_kernels
 from minimod.base import MXNetError, ShapeError
+from minimod.ndarray import update_kernels, update_kernels_contrib, update_kernels_multi
 
 GOLDEN = np.load(os.path.join(os.path.dirname(__file__), "data", "optimizer",
                               "kernels_golden.npz"))
@@ -33,7 +33,7 @@ def _records(cid: str) -> tuple:
 
 def _function(spec):
     if spec["ns"] == "contrib":
-        return optimizer_contrib_kernels.CONTRIB_KERNELS[spec["fn"]]
+        return update_kernels_contrib.CONTRIB_KERNELS[spec["fn"]]
     return getattr(mx.nd, spec["fn"])
 
 
@@ -81,14 +81,14 @@ def test_kernel_matches_mxnet_bit_for_bit(cid, ctx):
 
 def test_every_kernel_has_a_golden_case():
     covered = {json.loads(str(GOLDEN[c + "/spec"]))["fn"] for c in CASES}
-    assert set(optimizer_kernels.KERNELS) | set(optimizer_contrib_kernels.CONTRIB_KERNELS) \
-        <= covered
+    assert set(update_kernels.KERNELS) | set(update_kernels_multi.KERNELS) \
+        | set(update_kernels_contrib.CONTRIB_KERNELS) <= covered
 
 
 def test_nd_and_internal_names_resolve():
-    for name, fn in optimizer_kernels.KERNELS.items():
+    for name, fn in {**update_kernels.KERNELS, **update_kernels_multi.KERNELS}.items():
         assert getattr(mx.nd, name) is fn
-    for name, fn in optimizer_contrib_kernels.INTERNAL_KERNELS.items():
+    for name, fn in update_kernels_contrib.INTERNAL_KERNELS.items():
         assert getattr(mx.nd._internal, name) is fn
 
 
@@ -112,7 +112,7 @@ def test_internal_and_contrib_orders_agree():
         fn(w, mx.nd.array([[1.0, 2.0]]), *states, *args, out=w, **kwargs)
         return w.asnumpy()
     internal = run(mx.nd._internal._adamw_update, mx.nd.array([1.0]), 0.1, eta=0.5, wd=0.1)
-    contrib = run(optimizer_contrib_kernels.adamw_update, 1.0, 0.1, 0.5, wd=0.1)
+    contrib = run(update_kernels_contrib.adamw_update, 1.0, 0.1, 0.5, wd=0.1)
     np.testing.assert_array_equal(internal, contrib)
 
 

@@ -2,12 +2,23 @@
 
 Every registered operator without a hand-written routine of the same name is available too,
 run imperatively (`mx.nd.Activation`, `mx.nd.FullyConnected`, `mx.nd.broadcast_equal`; see
-`imperative.py`), and MXNet's private names under `mx.nd._internal`. The optimizers' update
-kernels (`mx.nd.sgd_mom_update` ...) come from `minimod.optimizer`, the other kernels MXNet
-registers (`mx.nd.ftml_update`, `mx.nd.multi_sgd_update` ...) from
-`minimod.optimizer_kernels`.
+`imperative.py`), and MXNet's private names under `mx.nd._internal`. The optimizer kernels
+(`mx.nd.sgd_mom_update`, `mx.nd.ftml_update`, `mx.nd.multi_sgd_update` ...) are in
+`update_kernels.py` and `update_kernels_multi.py` (their arithmetic, which the built-in
+optimizers run too, in `update_steps*.py`), the contrib ones in `update_kernels_contrib.py`.
 """
-from . import contrib, image, imperative, linalg, random, routines, serialization
+from . import (
+    contrib,
+    image,
+    imperative,
+    linalg,
+    random,
+    routines,
+    serialization,
+    update_kernels,
+    update_kernels_contrib,
+    update_kernels_multi,
+)
 from .ndarray import (
     NDArray,
     arange,
@@ -42,19 +53,9 @@ __all__ = [
 ] + [name for name in _routine_names if name != "METHODS"]
 
 
-_UPDATE_KERNELS = frozenset((
-    "sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "rmsprop_update",
-    "rmspropalex_update", "signsgd_update", "signum_update", "ftrl_update"))
-
-
-def _kernel(name: str):
-    """The optimizer kernel `mx.nd.<name>`, or None: the optimizers' own kernels live with
-    the optimizers, the others (ftml_update, multi_sgd_update ...) in optimizer_kernels."""
-    if name in _UPDATE_KERNELS:
-        from .. import optimizer
-        return optimizer.UPDATE_KERNELS[name]
-    from .. import optimizer_kernels
-    return optimizer_kernels.KERNELS.get(name)
+#: the optimizer kernels `mx.nd.<name>` serves
+_KERNELS = {**update_kernels.UPDATE_KERNELS, **update_kernels.KERNELS,
+            **update_kernels_multi.KERNELS}
 
 
 def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
@@ -65,7 +66,7 @@ def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
 
 def __getattr__(name: str):
     from ..ops.registry import list_ops
-    fn = _kernel(name)
+    fn = _KERNELS.get(name)
     if fn is not None:
         globals()[name] = fn
         return fn
@@ -83,9 +84,8 @@ class _InternalNamespace:
         from ..ops.registry import list_ops
         if name in list_ops():
             return imperative.op_function(name)
-        from .. import optimizer_contrib_kernels  # what mx.nd.contrib's AdamW and LAMB call
-        if name in optimizer_contrib_kernels.INTERNAL_KERNELS:
-            return optimizer_contrib_kernels.INTERNAL_KERNELS[name]
+        if name in update_kernels_contrib.INTERNAL_KERNELS:  # what mx.nd.contrib's AdamW
+            return update_kernels_contrib.INTERNAL_KERNELS[name]  # and LAMB call
         raise AttributeError("mx.nd._internal has no operator '%s'" % name)
 
 

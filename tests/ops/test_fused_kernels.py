@@ -19,7 +19,7 @@ import pytest
 
 import minimod as mx
 from minimod import backend
-from minimod import optimizer as opt_mod  # noqa: F401  (registers SGD's kernels)
+from minimod.ndarray import update_steps  # noqa: F401  (registers SGD's kernels)
 from minimod.ops import nn, rnn  # noqa: F401  (register the ops' kernels)
 
 from ..conftest import ctx_params

@@ -3,12 +3,13 @@
 (`mx.nd.contrib.multi_lamb_update`, `multi_mp_lamb_update`), with the private operator names
 MXNet's contrib functions call (`mx.nd._internal._adamw_update` ...).
 
-The arithmetic and the array conventions are those of `minimod.optimizer_kernels` (bit for bit
-with MXNet; states in place; `out`). AdamW's rescale_grad is an array (or a number) read on the
+The arithmetic and the array conventions are those of `update_kernels.py` (bit for bit with
+MXNet; states in place; `out`). AdamW's rescale_grad is an array (or a number) read on the
 host: when it is NaN, infinite or 0 the whole call is skipped, weights and states untouched,
 as in MXNet (which then leaves a separate `out` unwritten; minimod copies the weight there).
 As MXNet's, the single-weight float32 kernel leaves the scaled, clipped gradient in the
-caller's grad array, and the multi-tensor kernels form the moments as b (m - g) + g.
+caller's grad array, and the multi-tensor kernels form the moments as b (m - g) + g; the
+multi-tensor LAMB forms its direction in double precision (MXNet calls the double sqrt there).
 """
 from __future__ import annotations
 
@@ -16,21 +17,11 @@ import math
 
 import numpy as np
 
-from . import backend
-from .base import MXNetError
-from .ndarray.ndarray import NDArray
-from .optimizer_kernels import (
-    F32,
-    _c,
-    _check,
-    _clipped,
-    _groups,
-    _master,
-    _per_weight,
-    _sum_sq,
-    _write,
-    _write_many,
-)
+from .. import backend
+from ..base import MXNetError
+from .ndarray import NDArray
+from .update_kernels import F32, _c, _check, _clipped, _master, _write
+from .update_kernels_multi import _groups, _per_weight, _sum_sq, _write_many
 
 __all__ = ["CONTRIB_KERNELS", "INTERNAL_KERNELS"]
 
