@@ -11,12 +11,18 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections import namedtuple
 from typing import Any, Callable
 
+from . import checkpoint
 from .base import MXNetError
 
-__all__ = ["module_checkpoint", "do_checkpoint", "log_train_metric", "Speedometer", "ProgressBar",
-           "LogValidationMetricsCallback"]
+__all__ = ["BatchEndParam", "module_checkpoint", "do_checkpoint", "log_train_metric",
+           "Speedometer", "ProgressBar", "LogValidationMetricsCallback"]
+
+#: What a batch-end (and eval-end) callback receives; MXNet's `mx.model.BatchEndParam`, which
+#: model.py re-exports.
+BatchEndParam = namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", "locals"])
 
 
 def _period(period: int) -> int:
@@ -49,8 +55,7 @@ def do_checkpoint(prefix: str, period: int = 1) -> Callable:
 
     def _callback(iter_no, sym, arg, aux):
         if (iter_no + 1) % period == 0 and _writes_checkpoints():
-            from .model import save_checkpoint  # model imports module code; load it late
-            save_checkpoint(prefix, iter_no + 1, sym, arg, aux)
+            checkpoint.save_checkpoint(prefix, iter_no + 1, sym, arg, aux)
     return _callback
 
 

@@ -1,164 +1,38 @@
-"""Checkpoints and the parameter-update helpers Module is built from (MXNet's `mx.model`),
-and MXNet's legacy `FeedForward` API on top of Module.
+"""MXNet's `mx.model`: the legacy `FeedForward` API on top of Module, and MXNet's names for
+checkpoints and Module's update helpers, which live elsewhere and are re-exported here because
+user code imports them from this path:
 
-`save_checkpoint`/`load_checkpoint`/`load_params` read and write MXNet's files
-(`prefix-symbol.json`, `prefix-%04d.params` with `arg:`/`aux:` keys). The underscore helpers
-keep MXNet's names and contracts because user subclasses of Module call them directly:
-`_create_kvstore`, `_initialize_kvstore`, `_update_params_on_kvstore`, `_update_params`.
+- `save_checkpoint`, `load_checkpoint`, `load_params` (checkpoint.py: MXNet's files,
+  `prefix-symbol.json` and `prefix-%04d.params` with `arg:`/`aux:` keys);
+- `BatchEndParam` (callback.py: what batch-end callbacks receive);
+- `_create_kvstore`, `_initialize_kvstore`, `_update_params_on_kvstore`, `_update_params`
+  (module/updates.py: user subclasses of Module call them directly).
 """
 from __future__ import annotations
 
 import logging
-import os
 import time
-from collections import namedtuple
+import warnings
 
 import numpy as np
 
-from . import backend
+from . import callback, io, metric
 from . import ndarray as nd
-from . import symbol as sym
-from .base import FileFormatError
+from .callback import BatchEndParam
+from .checkpoint import load_checkpoint, load_params, save_checkpoint
 from .context import cpu
-from .kvstore import KVStore
-from .kvstore import create as create_kvstore
+from .initializer import InitDesc, Uniform
+from .module import Module
+from .module.updates import (
+    _create_kvstore,
+    _initialize_kvstore,
+    _update_params,
+    _update_params_on_kvstore,
+)
 
 __all__ = ["BatchEndParam", "FeedForward", "save_checkpoint", "load_checkpoint", "load_params",
            "_create_kvstore", "_initialize_kvstore", "_update_params_on_kvstore",
            "_update_params"]
-
-BatchEndParam = namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", "locals"])
-
-
-def _create_kvstore(kvstore, num_device: int, arg_params: dict):
-    """(kvstore or None, update_on_kvstore) for Module's kvstore argument.
-
-    A kvstore name on a single device gives no kvstore at all (nothing to aggregate), as in
-    MXNet; 'local' with a parameter over 16M elements updates on the devices instead.
-    """
-    update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
-    if kvstore is None:
-        kv = None
-    elif isinstance(kvstore, KVStore) or hasattr(kvstore, "pushpull"):
-        kv = kvstore
-    elif isinstance(kvstore, str):
-        if num_device == 1 and "dist" not in kvstore:
-            kv = None
-        else:
-            kv = create_kvstore(kvstore)
-            if kvstore == "local" and arg_params:
-                max_size = max(int(np.prod(p.shape)) for p in arg_params.values())
-                if max_size > 1024 * 1024 * 16:
-                    update_on_kvstore = False
-    else:
-        raise TypeError("kvstore must be a KVStore, a str or None, not %r" % (kvstore,))
-    if kv is None:
-        update_on_kvstore = False
-    else:
-        update_on_kvstore &= kv.is_capable(KVStore.OPTIMIZER)
-    return kv, update_on_kvstore
-
-
-def _initialize_kvstore(kvstore, param_arrays, arg_params, param_names, update_on_kvstore):
-    """Put every parameter in the store; with update_on_kvstore (or several workers, which
-    must all start from rank 0's values) also pull it back to the devices. One call for all
-    keys, so a dist store broadcasts the whole model at once."""
-    names = [param_names[idx] for idx in range(len(param_arrays))]
-    if not names:
-        return
-    kvstore.init(names, [arg_params[name] for name in names])
-    if update_on_kvstore or getattr(kvstore, "num_workers", 1) > 1:
-        kvstore.pull(names, out=[list(devs) for devs in param_arrays])
-
-
-def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names):
-    """Push every gradient list to the store (which updates) and pull the new weights back,
-    all keys in one call (a dist store sends them as one flat buffer per dtype)."""
-    keys, grads, outs = [], [], []
-    for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays)):
-        if grad_list[0] is None:
-            continue
-        keys.append(param_names[index])
-        grads.append(grad_list)
-        outs.append(arg_list)
-    if keys:
-        kvstore.pushpull(keys, grads, out=outs)
-
-
-def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
-                   param_names=None):
-    """Update each device's weights with the updater (after summing gradients in the kvstore).
-
-    Updater keys are `index * num_device + device`, and each device is updated in one batched
-    call `updater(indices, grads, weights)`.
-    """
-    updates = [[] for _ in range(num_device)]
-    live = [i for i, grads in enumerate(grad_arrays) if grads[0] is not None]
-    if kvstore and live:
-        # sum, don't average: rescale_grad already divides by the batch size
-        kvstore.pushpull([param_names[i] for i in live], [grad_arrays[i] for i in live])
-    for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays)):
-        if grad_list[0] is None:
-            continue
-        for k, (weight, grad) in enumerate(zip(arg_list, grad_list)):
-            updates[k].append((index * num_device + k, grad, weight))
-    for dev_updates in updates:
-        if dev_updates:
-            indices, grads, weights = zip(*dev_updates)
-            with backend.device_scope(weights[0].context):  # kernels on the weights' device
-                updater(list(indices), list(grads), list(weights))
-
-
-def save_checkpoint(prefix: str, epoch: int, symbol, arg_params: dict, aux_params: dict,
-                    remove_amp_cast: bool = True) -> None:
-    """Write `prefix-symbol.json` (if symbol is given) and `prefix-%04d.params`.
-
-    Each file is written to a temporary file in the same folder, flushed, fsynced and renamed
-    over its target, so a crash at any moment leaves every file either the previous version or
-    the new one, never a mix (tests/test_crash_safety.py kills a saving process to show it).
-    """
-    if symbol is not None:
-        symbol.save("%s-symbol.json" % prefix, remove_amp_cast=remove_amp_cast)
-    param_name = "%s-%04d.params" % (prefix, epoch)
-    _save_param_dict(param_name, arg_params, aux_params)
-    logging.info('Saved checkpoint to "%s"', param_name)
-
-
-def _save_param_dict(fname: str, arg_params: dict, aux_params: dict) -> None:
-    """Write parameters as MXNet does: CPU copies under `arg:NAME` and `aux:NAME` keys."""
-    save_dict = {"arg:%s" % k: v.as_in_context(cpu()) for k, v in arg_params.items()}
-    save_dict.update({"aux:%s" % k: v.as_in_context(cpu()) for k, v in aux_params.items()})
-    nd.save(fname, save_dict)
-
-
-def load_params(prefix: str, epoch: int):
-    """(arg_params, aux_params) from `prefix-%04d.params`."""
-    fname = "%s-%04d.params" % (prefix, epoch)
-    if not os.path.exists(fname):
-        raise FileFormatError("checkpoint parameters %r not found (was the checkpoint of epoch "
-                              "%d saved under prefix %r?)" % (fname, epoch, prefix))
-    save_dict = nd.load(fname)
-    arg_params, aux_params = {}, {}
-    if not save_dict:
-        logging.warning("Params file '%s' is empty", fname)
-        return arg_params, aux_params
-    if isinstance(save_dict, list):
-        raise FileFormatError("%r holds an unnamed list of arrays, not named parameters "
-                              "('arg:NAME'/'aux:NAME' keys)" % fname)
-    for key, value in save_dict.items():
-        kind, _, name = key.partition(":")
-        if kind == "arg":
-            arg_params[name] = value
-        elif kind == "aux":
-            aux_params[name] = value
-    return arg_params, aux_params
-
-
-def load_checkpoint(prefix: str, epoch: int):
-    """(symbol, arg_params, aux_params) from a checkpoint written by MXNet or minimod."""
-    symbol = sym.load("%s-symbol.json" % prefix)
-    arg_params, aux_params = load_params(prefix, epoch)
-    return symbol, arg_params, aux_params
 
 
 # ----------------------------------------------------------------------------- FeedForward
@@ -169,29 +43,26 @@ class FeedForward:
     `.fit(X, y)`, `.predict(X)`, `.score(X)`, `.save(prefix)`, `FeedForward.load(prefix,
     epoch)` and `FeedForward.create(...)`.
 
-    It runs on a Module (imported when first needed: Module itself is built on this file's
-    helpers). As in MXNet: NumPy inputs become an NDArrayIter of `numpy_batch_size` samples,
-    shuffled and rolled over for training (an (X, y) eval pair too); parameters not in
-    `arg_params` are initialised in the symbol's argument order; keyword arguments left over
-    are the optimizer's, which gets rescale_grad = 1 / batch size; `epoch_size` cuts epochs
-    to that many batches, the data carrying on across epochs. predict returns NumPy arrays
-    without the padding.
+    It runs on a Module. As in MXNet: NumPy inputs become an NDArrayIter of `numpy_batch_size`
+    samples, shuffled and rolled over for training (an (X, y) eval pair too); parameters not
+    in `arg_params` are initialised in the symbol's argument order; keyword arguments left
+    over are the optimizer's, which gets rescale_grad = 1 / batch size; `epoch_size` cuts
+    epochs to that many batches, the data carrying on across epochs. predict returns NumPy
+    arrays without the padding.
     """
 
     def __init__(self, symbol, ctx=None, num_epoch=None, epoch_size=None, optimizer="sgd",
                  initializer=None, numpy_batch_size=128, arg_params=None, aux_params=None,
                  allow_extra_params=False, begin_epoch=0, **kwargs):
-        import warnings
         warnings.warn("mxnet.model.FeedForward has been deprecated. Please use "
                       "mxnet.mod.Module instead.", DeprecationWarning, stacklevel=2)
-        from . import initializer as init
         self.symbol = symbol
         self.ctx = [cpu()] if ctx is None else (list(ctx) if isinstance(ctx, (list, tuple))
                                                 else [ctx])
         self.num_epoch = num_epoch
         self.epoch_size = epoch_size
         self.optimizer = optimizer
-        self.initializer = init.Uniform(0.01) if initializer is None else initializer
+        self.initializer = Uniform(0.01) if initializer is None else initializer
         self.numpy_batch_size = numpy_batch_size
         self.arg_params = arg_params
         self.aux_params = aux_params
@@ -203,7 +74,6 @@ class FeedForward:
 
     # ------------------------------------------------------------------ inputs
     def _init_iter(self, X, y, is_train: bool):
-        from . import io
         if not isinstance(X, (np.ndarray, nd.NDArray)):
             if y is not None:
                 raise ValueError("y must be None when X is a data iterator")
@@ -240,7 +110,6 @@ class FeedForward:
     def _initial_params(self, data) -> tuple:
         """(arg_params, aux_params) for every parameter: the given ones, the rest made by the
         initializer in the symbol's argument order (MXNet's draw order)."""
-        from .initializer import InitDesc
         inputs = {d[0]: d[1] for d in list(data.provide_data) + list(data.provide_label or [])}
         arg_shapes, _, aux_shapes = self.symbol.infer_shape(**inputs)
         attrs = self.symbol.attr_dict()
@@ -270,8 +139,6 @@ class FeedForward:
         (the training iterator is reset first and at the end of each pass over it, an epoch
         of epoch_size batches may span passes, epoch_end_callback runs before evaluation), so
         shuffled NumPy inputs see the same np.random draws as in MXNet."""
-        from . import callback, metric
-        from .module import Module
         if self.num_epoch is None:
             raise ValueError("FeedForward.fit needs num_epoch (give it to the constructor)")
         logger = logger or logging
@@ -337,7 +204,6 @@ class FeedForward:
 
     # ------------------------------------------------------------------ inference
     def _predict_module(self, data):
-        from .module import Module
         if self.arg_params is None:
             raise ValueError("FeedForward: no parameters yet; fit or load the model first")
         labels = list(data.provide_label or [])
@@ -383,7 +249,6 @@ class FeedForward:
     def score(self, X, eval_metric="acc", num_batch=None, batch_end_callback=None,
               reset=True):
         """The value of `eval_metric` over the data."""
-        from . import metric
         data = self._init_iter(X, None, is_train=False)
         if reset:
             data.reset()

@@ -3,12 +3,11 @@ checkpoints at MXNet's epochs."""
 import json
 import os
 import sys
-import types
 
 import pytest
 
 import minimod as mx
-from minimod import callback
+from minimod import callback, checkpoint
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "metric")
 sys.path.insert(0, HERE)
@@ -30,10 +29,7 @@ def test_log_lines_match_mxnet(logged, name):
 
 def test_do_checkpoint_saves_epoch_plus_one(monkeypatch):
     saved = []
-    fake = types.ModuleType("minimod.model")
-    fake.save_checkpoint = lambda *args: saved.append(args)
-    monkeypatch.setitem(sys.modules, "minimod.model", fake)
-    monkeypatch.setattr(mx, "model", fake, raising=False)
+    monkeypatch.setattr(checkpoint, "save_checkpoint", lambda *args: saved.append(args))
     cb = callback.do_checkpoint("run/prefix", period=2)
     for epoch in range(5):
         cb(epoch, "sym", {"w": 1}, {"a": 2})

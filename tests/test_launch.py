@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 from minimod import launch as L
+from minimod.launch import command as launch_cmd
 from tests.kvstore.launchutil import launch
 
 needs_mpi = pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None,
@@ -81,8 +82,8 @@ def test_bad_arguments_exit_2_with_a_message(capsys, argv, message):
 
 def test_hostfile_is_rewritten_for_the_mpi(tmp_path):
     hosts = [("a", 2), ("b", 1)]
-    assert open(L._write_hostfile(hosts, "mpich", str(tmp_path))).read() == "a:2\nb:1\n"
-    assert open(L._write_hostfile(hosts, "openmpi", str(tmp_path))).read() == \
+    assert open(launch_cmd._write_hostfile(hosts, "mpich", str(tmp_path))).read() == "a:2\nb:1\n"
+    assert open(launch_cmd._write_hostfile(hosts, "openmpi", str(tmp_path))).read() == \
         "a slots=2\nb slots=1\n"
 
 
@@ -209,7 +210,7 @@ def test_ranks_get_a_share_of_the_blas_threads_unless_the_caller_set_them(
         from mpi4py import MPI
         print("rank %d threads %s" % (MPI.COMM_WORLD.Get_rank(), os.environ["OMP_NUM_THREADS"]))
     """)
-    blank = {name: preset for name in L._THREAD_VARS}
+    blank = {name: preset for name in launch_cmd._THREAD_VARS}
     rc, out, _ = launch(["-n", "2", "--timeout", "60", "--", "python", script], timeout=60,
                         env=blank)
     assert rc == 0, out

@@ -15,7 +15,7 @@ from ..context import cpu
 from ..ndarray.ndarray import NDArray
 from .compression import create_compression
 
-__all__ = ["KVStore", "create"]
+__all__ = ["KVStore"]
 
 
 def _key_list(key, value):
@@ -247,26 +247,3 @@ class KVStore:
 
     def _barrier(self) -> None:
         """All workers wait here (a no-op with one process)."""
-
-
-def create(name: str = "local") -> KVStore:
-    """A KVStore of type `name`: 'local', 'device' or 'nccl' (dist_* need the `dist` extra).
-
-    'nccl' sums gradients of several GPUs with NCCL when CuPy's NCCL bindings load and
-    behaves as 'device' otherwise (CPU contexts, mixed contexts, no NCCL)."""
-    if not isinstance(name, str):
-        raise TypeError("name must be a string")
-    kind = name.lower()
-    if kind in ("local", "local_update_cpu", "local_allreduce_cpu"):
-        return KVStore("local", name)
-    if kind in ("device", "local_allreduce_device"):
-        return KVStore("device", name)
-    if kind == "nccl":
-        return KVStore("nccl", name)
-    if kind.startswith("dist"):
-        from .dist import create_dist
-        return create_dist(kind)
-    raise MXNetError("unknown kvstore type %r (use 'local', 'device' or 'dist_sync')" % name)
-
-
-

@@ -17,9 +17,10 @@ import numpy as np
 from .. import metric
 from .. import ndarray as nd
 from ..base import MXNetError, NonFiniteError, _as_list
+from ..callback import BatchEndParam
+from ..checkpoint import save_params, split_params
 from ..initializer import Uniform
 from ..io import DataBatch, DataDesc, DataIter
-from ..model import BatchEndParam, _save_param_dict
 from ..numerics import at_batch
 
 __all__ = ["BaseModule", "_check_input_names", "_check_names_match", "_parse_data_desc",
@@ -321,21 +322,11 @@ class BaseModule:
     def save_params(self, fname: str) -> None:
         """Save the parameters in MXNet's .params format (`arg:`/`aux:` keys)."""
         arg_params, aux_params = self.get_params()
-        _save_param_dict(fname, arg_params, aux_params)
+        save_params(fname, arg_params, aux_params)
 
     def load_params(self, fname: str) -> None:
         """Load parameters saved by save_params (MXNet's or minimod's)."""
-        save_dict = nd.load(fname)
-        arg_params, aux_params = {}, {}
-        for key, value in save_dict.items():
-            kind, _, name = key.partition(":")
-            if kind == "arg":
-                arg_params[name] = value
-            elif kind == "aux":
-                aux_params[name] = value
-            else:
-                raise ValueError("Invalid param file %s: key %r has no arg:/aux: prefix"
-                                 % (fname, key))
+        arg_params, aux_params = split_params(nd.load(fname), fname, strict=True)
         self.set_params(arg_params, aux_params)
 
     def get_states(self, merge_multi_context=True):

@@ -23,8 +23,8 @@ from .. import context as ctx
 from .. import ndarray as nd
 from .. import symbol as sym
 from ..base import MXNetError
+from ..checkpoint import load_params, params_file
 from ..initializer import Uniform
-from ..model import load_params
 from ..symbol.naming import NameManager
 from .base_module import BaseModule, _call_accepting, _check_input_names, _require
 from .module import Module
@@ -313,13 +313,13 @@ class BucketingModule(BaseModule):
         """prefix-%04d.params, one prefix-<key>-symbol.json per bucket, and prefix.buckets."""
         if not self._buckets:
             raise MXNetError("Empty BucketingModule cannot be saved")
-        self.save_params("%s-%04d.params" % (prefix, epoch))
+        self.save_params(params_file(prefix, epoch))
         for bucket_key in self._buckets:
             symbol, _, _ = self._call_sym_gen(bucket_key)
             symbol.save("%s-%s-symbol.json" % (prefix, bucket_key),
                         remove_amp_cast=remove_amp_cast)
         nd.save("%s.buckets" % prefix, nd.array(list(self._buckets.keys()), dtype=np.int32))
-        logging.info('Saved checkpoint to "%s-%04d.params"', prefix, epoch)
+        logging.info('Saved checkpoint to "%s"', params_file(prefix, epoch))
 
     @staticmethod
     def load(prefix, epoch, sym_gen=None, default_bucket_key=None, **kwargs):

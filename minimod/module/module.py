@@ -24,18 +24,18 @@ from .. import context as ctx
 from .. import ndarray as nd
 from .. import optimizer as opt
 from ..base import MissingParamError, MXNetError, ShapeError, atomic_write
+from ..checkpoint import load_checkpoint, params_file, states_file, symbol_file
 from ..executor.group import DataParallelExecutorGroup
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
 from ..kvstore import KVStore
-from ..model import (
+from .base_module import BaseModule, _call_accepting, _check_input_names, _parse_data_desc, _require
+from .updates import (
     _create_kvstore,
     _initialize_kvstore,
     _update_params,
     _update_params_on_kvstore,
-    load_checkpoint,
 )
-from .base_module import BaseModule, _call_accepting, _check_input_names, _parse_data_desc, _require
 
 __all__ = ["Module"]
 
@@ -103,7 +103,7 @@ class Module(BaseModule):
         mod._aux_params = auxs
         mod.params_initialized = True
         if load_optimizer_states:
-            mod._preload_opt_states = "%s-%04d.states" % (prefix, epoch)
+            mod._preload_opt_states = states_file(prefix, epoch)
             if not os.path.exists(mod._preload_opt_states):
                 raise MXNetError("optimizer states %s not found (was the checkpoint saved with "
                                  "save_optimizer_states=True?)" % mod._preload_opt_states)
@@ -111,12 +111,12 @@ class Module(BaseModule):
 
     def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
         """Write prefix-symbol.json, prefix-%04d.params and optionally prefix-%04d.states."""
-        self._symbol.save("%s-symbol.json" % prefix, remove_amp_cast=remove_amp_cast)
-        param_name = "%s-%04d.params" % (prefix, epoch)
+        self._symbol.save(symbol_file(prefix), remove_amp_cast=remove_amp_cast)
+        param_name = params_file(prefix, epoch)
         self.save_params(param_name)
         logging.info('Saved checkpoint to "%s"', param_name)
         if save_optimizer_states:
-            state_name = "%s-%04d.states" % (prefix, epoch)
+            state_name = states_file(prefix, epoch)
             self.save_optimizer_states(state_name)
             logging.info('Saved optimizer state to "%s"', state_name)
 

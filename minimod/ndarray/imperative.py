@@ -16,7 +16,7 @@ what the same node computes in a bound graph:
    moving statistics, SoftmaxOutput gives the softmax).
 
 A single visible output comes back as an NDArray, several as a list (SliceChannel). The
-hand-written routines of `routines.py` (`mx.nd.sum`, `mx.nd.dot` ...) keep their names; this
+hand-written routines of `routines/` (`mx.nd.sum`, `mx.nd.dot` ...) keep their names; this
 module serves every other operator. Ops are cached per (name, parameters), so a call in a loop
 parses its parameters once.
 """
@@ -38,7 +38,7 @@ from ..ops.registry import (
     get_op_class,
     merge_shape,
 )
-from .ndarray import NDArray, device_scope, wrap
+from .core import NDArray, device_scope, wrap
 
 __all__ = ["invoke", "op_function", "FLUENT"]
 

@@ -19,7 +19,8 @@ import numpy as np
 from .. import backend
 from ..context import Context, current_context
 from ..ops.random import PARAMETERS
-from .ndarray import NDArray, as_backend_operand, device_scope, normalize_dtype, wrap
+from .core import NDArray, as_backend_operand, device_scope, wrap
+from .rules import normalize_dtype
 
 __all__ = ["normal", "randint", "shuffle", "uniform", "randn", "exponential", "gamma", "poisson",
            "negative_binomial", "generalized_negative_binomial", "uniform_like", "normal_like",

@@ -53,6 +53,26 @@ def encode_sentences(sentences: Sequence[Sequence[str]], vocab: Optional[dict] =
     return encoded, vocab
 
 
+def _fill_buckets(sentences, buckets: list, invalid_label: int, dtype: str) -> tuple:
+    """(the buckets that got sentences, one (rows, length) array per such bucket, how many
+    sentences were too long for every bucket). Each sentence goes to the smallest bucket that
+    holds it, padded with `invalid_label`."""
+    per_bucket: list = [[] for _ in buckets]
+    used = [False] * len(buckets)
+    ndiscard = 0
+    for sentence in sentences:
+        b = bisect.bisect_left(buckets, len(sentence))
+        if b == len(buckets):
+            ndiscard += 1
+            continue
+        used[b] = True
+        row = np.full((buckets[b],), invalid_label, dtype=dtype)
+        row[:len(sentence)] = sentence
+        per_bucket[b].append(row)
+    kept = [length for length, u in zip(buckets, used) if u]
+    return kept, [np.asarray(rows, dtype=dtype) for rows in per_bucket if rows], ndiscard
+
+
 class BucketSentenceIter(DataIter):
     """Batches of equal-length (padded) sentences, one bucket per batch.
 
@@ -71,21 +91,8 @@ class BucketSentenceIter(DataIter):
         if not buckets:
             counts = np.bincount([len(s) for s in sentences])
             buckets = [length for length, n in enumerate(counts) if n >= batch_size]
-        buckets = sorted(buckets)
-        per_bucket: list = [[] for _ in buckets]
-        used = [False] * len(buckets)
-        ndiscard = 0
-        for sentence in sentences:
-            b = bisect.bisect_left(buckets, len(sentence))
-            if b == len(buckets):
-                ndiscard += 1
-                continue
-            used[b] = True
-            row = np.full((buckets[b],), invalid_label, dtype=dtype)
-            row[:len(sentence)] = sentence
-            per_bucket[b].append(row)
-        buckets = [length for length, u in zip(buckets, used) if u]
-        self.data = [np.asarray(rows, dtype=dtype) for rows in per_bucket if rows]
+        buckets, self.data, ndiscard = _fill_buckets(sentences, sorted(buckets), invalid_label,
+                                                     dtype)
         print("WARNING: discarded %d sentences longer than the largest bucket." % ndiscard)
         if layout not in ("NT", "TN"):
             raise ValueError("Invalid layout %s: Must by NT (batch major) or TN (time major)"

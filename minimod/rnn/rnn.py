@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 from typing import Callable, Optional, Sequence, Union
 
-from ..model import load_checkpoint, save_checkpoint
+from ..checkpoint import load_checkpoint, save_checkpoint
 from .rnn_cell import BaseRNNCell
 
 __all__ = ["rnn_unroll", "save_rnn_checkpoint", "load_rnn_checkpoint", "do_rnn_checkpoint"]

@@ -1,0 +1,39 @@
+"""`mx.io`: data descriptions, batches and the pure-Python data iterators of MXNet 1.9.1.
+
+`DataDesc` names one input (name, shape, dtype, layout); `DataBatch` carries one batch;
+`DataIter` is the protocol every iterator follows (`next()` returns a DataBatch or raises
+StopIteration, `reset()` starts a new epoch). The iterators:
+
+* `NDArrayIter` walks in-memory arrays batch by batch, with MXNet's three ways to end an epoch
+  whose size is not a multiple of the batch ('pad', 'discard', 'roll_over'), reproduced batch
+  for batch, cursor for cursor (tests compare against batches MXNet 1.9.1 produced).
+* `ResizeIter` gives a fixed number of batches per epoch, restarting its inner iterator.
+* `PrefetchingIter` reads the next batch of several iterators in background threads.
+
+The package: base.py (DataDesc, DataBatch, DataIter, the errors), ndarray_iter.py (NDArrayIter,
+shard_positions), file_iters.py (CSVIter, MNISTIter), wrappers.py (ResizeIter, PrefetchingIter).
+
+MXNet's C++ iterators (`MXDataIter`, `ImageRecordIter`, `CSVIter` ...) are not provided.
+
+Where minimod bends MXNet:
+
+* An NDArrayIter over zero samples, or with no data, raises DataIterError (MXNet yields empty
+  epochs or fails on an assert); an input with fewer samples than the first one is an error
+  naming it (MXNet returns short batches that fail later).
+* `ResizeIter.next()` and `PrefetchingIter.next()` keep the inner batch's `bucket_key`
+  (MXNet drops it, which breaks BucketingModule behind them).
+* `PrefetchingIter` renames plain (name, shape) tuples too and keeps each DataDesc's layout
+  (MXNet resets it to 'NCHW'); an exception inside a prefetch thread is re-raised by `next()`
+  instead of hanging; its threads stop when the iterator is garbage collected.
+"""
+from __future__ import annotations
+
+from .base import DataBatch, DataDesc, DataIter, DataIterError, DataTypeError
+from .file_iters import CSVIter, MNISTIter
+from .ndarray_iter import NDArrayIter, shard_positions
+from .wrappers import PrefetchingIter, ResizeIter
+
+__all__ = [
+    "CSVIter", "DataBatch", "DataDesc", "DataIter", "DataIterError", "DataTypeError",
+    "MNISTIter", "NDArrayIter", "PrefetchingIter", "ResizeIter", "shard_positions",
+]

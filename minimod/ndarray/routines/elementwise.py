@@ -1,0 +1,141 @@
+"""Elementwise routines: the unary math functions with MXNet's dtype rules, the binary ones
+(arithmetic, comparisons, logic, with broadcasting), add_n, clip, cast, and the row-wise
+activations softmax, log_softmax and smooth_l1.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core import NDArray, binary_op, device_scope
+from ..rules import normalize_dtype
+from .common import _result
+
+
+def _unary(fn: Callable, kind: str = "math") -> Callable:
+    """An elementwise routine keeping the input dtype, with the unary operators' dtype rules
+    (ops/elemwise.py `_Unary`): "math" functions evaluate float16 in float32 and integers in
+    float64, then cast back (truncating); "native" ones compute in the data's dtype;
+    "rounding" ones leave integers unchanged."""
+    def routine(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
+        xp, x = data._xp, data._data
+        with np.errstate(all="ignore"), device_scope(data.context):
+            if kind == "rounding" and x.dtype.kind in "iub":
+                result = x.copy()
+            elif kind == "math" and x.dtype not in (np.float32, np.float64):
+                wide = np.float64 if x.dtype.kind in "iub" else np.float32
+                result = fn(xp, x.astype(wide)).astype(x.dtype)
+            else:
+                result = fn(xp, x)
+                if result.dtype != x.dtype:
+                    result = result.astype(x.dtype)
+        return _result(result, data, out)
+    return routine
+
+
+def _sigmoid(xp, x):
+    return 1 / (1 + xp.exp(-x))
+
+
+log = _unary(lambda xp, x: xp.log(x))
+exp = _unary(lambda xp, x: xp.exp(x))
+sqrt = _unary(lambda xp, x: xp.sqrt(x))
+square = _unary(lambda xp, x: xp.square(x))
+abs = _unary(lambda xp, x: xp.abs(x), "native")
+sign = _unary(lambda xp, x: xp.sign(x), "native")
+sigmoid = _unary(_sigmoid)
+tanh = _unary(lambda xp, x: xp.tanh(x))
+relu = _unary(lambda xp, x: xp.maximum(x, 0), "native")
+negative = _unary(lambda xp, x: xp.negative(x), "native")
+reciprocal = _unary(lambda xp, x: xp.reciprocal(x))
+log1p = _unary(lambda xp, x: xp.log1p(x))
+expm1 = _unary(lambda xp, x: xp.expm1(x))
+floor = _unary(lambda xp, x: xp.floor(x), "rounding")
+ceil = _unary(lambda xp, x: xp.ceil(x), "rounding")
+round = _unary(lambda xp, x: xp.where(x >= 0, xp.floor(x + 0.5), xp.ceil(x - 0.5)),
+               "rounding")
+rsqrt = _unary(lambda xp, x: 1 / xp.sqrt(x))
+cos = _unary(lambda xp, x: xp.cos(x))
+sin = _unary(lambda xp, x: xp.sin(x))
+
+
+def _binary(name: str) -> Callable:
+    def routine(lhs, rhs, out: NDArray | None = None, **_ignored):
+        return binary_op(name, lhs, rhs, out=out)
+    routine.__name__ = name
+    return routine
+
+
+add = broadcast_add = elemwise_add = _binary("add")
+subtract = broadcast_sub = elemwise_sub = _binary("subtract")
+multiply = broadcast_mul = elemwise_mul = _binary("multiply")
+divide = broadcast_div = elemwise_div = _binary("divide")
+power = _binary("power")
+modulo = _binary("mod")
+equal = _binary("equal")
+not_equal = _binary("not_equal")
+greater = _binary("greater")
+greater_equal = _binary("greater_equal")
+lesser = _binary("lesser")
+lesser_equal = _binary("lesser_equal")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+true_divide = divide
+maximum = broadcast_maximum = _binary("maximum")
+minimum = broadcast_minimum = _binary("minimum")
+
+
+def add_n(*args: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
+    """The elementwise sum of arrays of one shape."""
+    total = args[0].copy()
+    for arg in args[1:]:
+        total += arg
+    return _result(total._data, total, out)
+
+
+def clip(data: NDArray, a_min: float, a_max: float, out: NDArray | None = None) -> NDArray:
+    """Values limited to [a_min, a_max]."""
+    dtype = data._data.dtype
+    # NumPy scalars (not 0-d arrays): CuPy takes them as kernel arguments
+    lo, hi = np.array(a_min).astype(dtype)[()], np.array(a_max).astype(dtype)[()]
+    with device_scope(data.context):
+        return _result(data._xp.clip(data._data, lo, hi), data, out)
+
+
+def cast(data: NDArray, dtype: Any, out: NDArray | None = None) -> NDArray:
+    with device_scope(data.context):
+        return _result(data._data.astype(normalize_dtype(dtype)), data, out)
+
+
+
+def softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
+            out: NDArray | None = None, **_ignored) -> NDArray:
+    """exp(x / T) normalised to sum 1 along `axis`."""
+    with device_scope(data.context):
+        xp, x = data._xp, data._data
+        scaled = x / temperature if temperature else x
+        shifted = scaled - xp.max(scaled, axis=axis, keepdims=True)
+        e = xp.exp(shifted)
+        result = e / xp.sum(e, axis=axis, keepdims=True)
+        return _result(result.astype(x.dtype, copy=False), data, out)
+
+
+def log_softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
+                out: NDArray | None = None, **_ignored) -> NDArray:
+    """log(softmax(x / T)) along `axis`, computed stably."""
+    with device_scope(data.context):
+        xp, x = data._xp, data._data
+        scaled = x / temperature if temperature else x
+        shifted = scaled - xp.max(scaled, axis=axis, keepdims=True)
+        result = shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+        return _result(result.astype(x.dtype, copy=False), data, out)
+
+
+def smooth_l1(data: NDArray, scalar: float = 1.0, out: NDArray | None = None) -> NDArray:
+    with device_scope(data.context):
+        xp, x = data._xp, data._data
+        s2 = scalar * scalar
+        result = xp.where(xp.abs(x) < 1.0 / s2, 0.5 * s2 * x * x, xp.abs(x) - 0.5 / s2)
+        return _result(result.astype(x.dtype, copy=False), data, out)
