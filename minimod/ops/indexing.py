@@ -168,14 +168,20 @@ class PickOp(_IndexTypes):
             raise OpParamError("operator pick: axis=None is not supported; give an axis")
 
     def infer_shape(self, in_shapes, out_shapes):
-        data = in_shapes[0]
-        self.same_shape(in_shapes, out_shapes, in_idx=(1,), out_idx=(0,))
+        data, index = in_shapes[0], in_shapes[1]
+        keepdims = self.attrs.keepdims
+        if not keepdims:
+            self.same_shape(in_shapes, out_shapes, in_idx=(1,), out_idx=(0,))
         if data is not None:
             axis = data_axis(self.attrs.axis, len(data), data)
-            picked = reduced_shape(data, (axis,), self.attrs.keepdims)
-            self.set_out(out_shapes, 0, picked, "picking along axis %d of %s"
-                         % (axis, fmt_shape(data)))
-            self.same_shape(in_shapes, out_shapes, in_idx=(1,), out_idx=(0,))
+            why = "picking along axis %d of %s" % (axis, fmt_shape(data))
+            self.set_out(out_shapes, 0, reduced_shape(data, (axis,), keepdims), why)
+            flat = reduced_shape(data, (axis,), False)
+            # with keepdims MXNet takes the index with or without the kept axis
+            if not (keepdims and index is not None and len(index) == len(data)):
+                self.set_in(in_shapes, 1, flat, why)
+            else:
+                self.set_in(in_shapes, 1, out_shapes[0], why)
         elif out_shapes[0] is not None:
             out = tuple(out_shapes[0])
             ndim = len(out) if self.attrs.keepdims else len(out) + 1
