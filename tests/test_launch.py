@@ -217,3 +217,13 @@ def test_ranks_get_a_share_of_the_blas_threads_unless_the_caller_set_them(
     expected = expected or str(L.rank_threads(2))
     for r in range(2):
         assert "rank %d threads %s" % (r, expected) in out
+
+
+@pytest.mark.parametrize("root", [True, False])
+def test_open_mpi_as_root_is_allowed_to_run(monkeypatch, root):
+    """Open MPI's mpiexec refuses to run as root (containers, the GPU machines) unless given
+    --allow-run-as-root; MPICH needs nothing."""
+    monkeypatch.setattr(launch_cmd, "running_as_root", lambda: root)
+    ompi = L.build_command("mpirun", "openmpi", 2, ["t.py"])
+    assert ("--allow-run-as-root" in ompi) is root
+    assert "--allow-run-as-root" not in L.build_command("mpiexec", "mpich", 2, ["t.py"])

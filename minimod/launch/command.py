@@ -153,12 +153,19 @@ def rank_threads(n: int, hosts: list | None = None, cores: int | None = None) ->
     return max(1, cores // max(1, per_host))
 
 
+def running_as_root() -> bool:
+    """Whether this process runs as root (False where the OS has no user ids)."""
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
 def build_command(mpiexec: str, flavour: str, n: int, command: list[str],
                   hostfile: str | None = None, ports: tuple | None = None,
                   iface: str | None = None, env_names: tuple = ()) -> list[str]:
     """The mpiexec command line for `command` on `n` ranks."""
     cmd = [mpiexec, "-n", str(n)]
     if flavour == "openmpi":
+        if running_as_root():  # Open MPI refuses root (containers, GPU machines) unless told
+            cmd += ["--allow-run-as-root"]
         if hostfile:
             cmd += ["--hostfile", hostfile]
         for name in env_names:
