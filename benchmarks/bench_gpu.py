@@ -1,6 +1,8 @@
-"""GPU benchmark: minimod with context=mx.gpu(0) (CuPy) against PyTorch CUDA, one training step
-(forward + backward + SGD-momentum update) of the MLP (batch 128), LeNet (batch 64) and LSTM
-language-model (batch 32) workloads.
+"""GPU benchmark: minimod with context=mx.gpu(0) (CuPy) against PyTorch CUDA, eager and with the
+step captured as a CUDA graph, one training step (forward + backward + SGD-momentum update) of
+the MLP (batch 128), LeNet (batch 64) and LSTM language-model (batch 32) workloads, with each
+library's summed GPU kernel time per step beside its step time (the gap is launch and host
+cost).
 
     python benchmarks/bench_gpu.py                                # every net, both libraries
     python benchmarks/bench_gpu.py --results benchmarks/RESULTS.md   # also append the table
@@ -38,7 +40,9 @@ import workloads as wl
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 NETS = ("mlp", "lenet", "lstm")
-LIBS = ("minimod", "torch")
+LIBS = ("minimod", "torch", "torch-graph")
+#: steps the profiler watches to sum the GPU's kernel time per step
+KERNEL_STEPS = 20
 MIN_WINDOWS = 5
 NO_GPU_EXIT = 2
 
@@ -66,10 +70,36 @@ def run_minimod(args) -> dict:
     name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
     return dict(result, version=mx.__minimod_version__, cupy=cupy.__version__,
                 device=name.decode() if isinstance(name, bytes) else str(name),
-                convolution=mx.backend.cudnn_status())
+                convolution=mx.backend.cudnn_status(),
+                **kernel_time(step, mx.nd.waitall))
 
 
-def run_torch(args) -> dict:
+def kernel_time(step, synchronize) -> dict:
+    """{"kernel_ms_per_step": the GPU's summed kernel time per step}, as PyTorch's profiler
+    (CUPTI, which sees every kernel of the process, CuPy's too) counts it over KERNEL_STEPS
+    steps; {"kernel_ms_per_step_error": why} where that profiler is not available. The gap to
+    the step time is what launching and the host cost."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+    except ImportError as err:
+        return {"kernel_ms_per_step_error": "no torch.profiler (%s)" % err}
+    synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(KERNEL_STEPS):
+            step()
+        synchronize()
+    total_us = sum(e.self_device_time_total for e in prof.key_averages())
+    return {"kernel_ms_per_step": total_us / 1000.0 / KERNEL_STEPS}
+
+
+def run_torch_graph(args) -> dict:
+    """PyTorch with the whole training step captured once as a CUDA graph and replayed
+    (torch.cuda.graph), the batch copied into the captured input tensors before each replay:
+    the strongest eager-framework anchor, with no per-kernel launch cost."""
+    return run_torch(args, graphs=True)
+
+
+def run_torch(args, graphs: bool = False) -> dict:
     try:
         import torch
     except ImportError as err:
@@ -85,22 +115,54 @@ def run_torch(args) -> dict:
     loss_fn = torch.nn.CrossEntropyLoss()
     state = {"i": 0}
 
-    def step():
+    def eager_step():
         x, y = batches[state["i"] % len(batches)]
         state["i"] += 1
         opt.zero_grad(set_to_none=True)
         loss_fn(model(x), y).backward()
         opt.step()
 
+    step = _graph_step(torch, model, opt, loss_fn, batches) if graphs else eager_step
     timer = benchutil.timer_from_args(args, torch.cuda.synchronize, args.batch)
     result = benchutil.measure(step, timer)
-    return dict(result, version=torch.__version__, device=torch.cuda.get_device_name(0))
+    return dict(result, version=torch.__version__, device=torch.cuda.get_device_name(0),
+                **kernel_time(step, torch.cuda.synchronize))
+
+
+def _graph_step(torch, model, opt, loss_fn, batches):
+    """The training step captured as one CUDA graph (after warm-up steps on a side stream,
+    which also create the momentum buffers), and a step function that copies the next batch
+    into the captured inputs and replays it."""
+    static_x, static_y = (t.clone() for t in batches[0])
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(static_x), static_y).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        loss_fn(model(static_x), static_y).backward()
+        opt.step()
+    state = {"i": 0}
+
+    def step():
+        x, y = batches[state["i"] % len(batches)]
+        state["i"] += 1
+        static_x.copy_(x)
+        static_y.copy_(y)
+        graph.replay()
+    return step
 
 
 def run_one(args) -> None:
     args.batch = args.batch or benchutil.default_batch(args.net)
     args.mode = "module"
-    result = (run_minimod if args.one == "minimod" else run_torch)(args)
+    run = {"minimod": run_minimod, "torch": run_torch, "torch-graph": run_torch_graph}
+    result = run[args.one](args)
     if result["windows"] < MIN_WINDOWS:
         result["too_few_windows"] = True
     benchutil.emit(args.one + "-gpu", args, result, numpy=np.__version__)
@@ -112,7 +174,14 @@ def _cell(record) -> str:
     if "error" in record:
         return "not run: %s" % record["error"]
     flag = " (noisy)" if record.get("noisy") or record.get("too_few_windows") else ""
-    return "%.1f (%.2f ms)%s" % (record["samples_per_s"], record["ms_per_step"], flag)
+    kernels = record.get("kernel_ms_per_step")
+    kernel = "; kernels %.2f ms" % kernels if kernels is not None else ""
+    return "%.1f (%.2f ms%s)%s" % (record["samples_per_s"], record["ms_per_step"], kernel, flag)
+
+
+def _ratio(mine, theirs) -> str:
+    ok = [r for r in (mine, theirs) if r is not None and "error" not in r]
+    return "%.2f" % (mine["samples_per_s"] / theirs["samples_per_s"]) if len(ok) == 2 else "-"
 
 
 def table(records: list) -> str:
@@ -124,16 +193,19 @@ def table(records: list) -> str:
                        for r in records if "version" in r}
                       | {"cupy %s" % r["cupy"] for r in records if "cupy" in r})
     lines = ["GPU: %s; %s; median step time over >= %d timed windows, each closed by a device "
-             "synchronisation" % (device, ", ".join(versions) or "no run", MIN_WINDOWS), "",
+             "synchronisation; kernels: the GPU's summed kernel time per step (PyTorch's "
+             "profiler over %d steps)" % (device, ", ".join(versions) or "no run", MIN_WINDOWS,
+                                          KERNEL_STEPS), "",
              "| net | batch | minimod gpu: samples/s (ms/step) | torch cuda: samples/s "
-             "(ms/step) | minimod/torch |",
-             "|---|---|---|---|---|"]
+             "(ms/step) | minimod/torch | torch cuda graph: samples/s (ms/step) | "
+             "minimod/torch graph |",
+             "|---|---|---|---|---|---|---|"]
     for net in nets:
-        mm, pt = by.get(("minimod-gpu", net)), by.get(("torch-gpu", net))
-        ok = [r for r in (mm, pt) if r is not None and "error" not in r]
-        ratio = ("%.2f" % (mm["samples_per_s"] / pt["samples_per_s"])) if len(ok) == 2 else "-"
-        batch = next((r["batch"] for r in (mm, pt) if r and r.get("batch")), "-")
-        lines.append("| %s | %s | %s | %s | %s |" % (net, batch, _cell(mm), _cell(pt), ratio))
+        mm, pt, pg = (by.get((lib, net)) for lib in ("minimod-gpu", "torch-gpu",
+                                                      "torch-graph-gpu"))
+        batch = next((r["batch"] for r in (mm, pt, pg) if r and r.get("batch")), "-")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            net, batch, _cell(mm), _cell(pt), _ratio(mm, pt), _cell(pg), _ratio(mm, pg)))
     paths = sorted({r["convolution"] for r in records if r.get("convolution")})
     if paths:  # whether minimod's convolution and pooling ran through cuDNN or im2col
         lines += ["", "minimod's convolution and pooling: %s" % "; ".join(paths)]
@@ -176,7 +248,8 @@ def main() -> None:
         parser.error("--quiet-windows must be at least %d" % MIN_WINDOWS)
     if args.one and not args.net:
         parser.error("--one needs --net")
-    if args.one != "torch":  # a torch run checks CUDA itself, maybe in an interpreter without CuPy
+    if not (args.one or "").startswith("torch"):  # a torch run checks CUDA itself, maybe
+        # in an interpreter without CuPy
         count, status = _gpu_status()
         if count == 0:
             sys.stderr.write("bench_gpu: no usable GPU, nothing measured (%s)\n" % status)
@@ -188,7 +261,7 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     for net in args.nets.split(","):
         for lib in args.libs.split(","):
-            python = args.torch_python if lib == "torch" else sys.executable
+            python = args.torch_python if lib.startswith("torch") else sys.executable
             cmd = [python, os.path.join(here, "bench_gpu.py"), "--one", lib, "--net", net,
                    "--window", str(args.window), "--warmup", str(args.warmup),
                    "--max-s", str(args.max_s), "--quiet-windows", str(args.quiet_windows),
