@@ -24,8 +24,9 @@ from ..context import Context
 from ..ndarray.ndarray import NDArray
 from ..passes import Plan, compile_graph, normalize_grad_req
 from ..passes.memory import entry_nbytes
+from .flat_params import flat_buffers
 
-__all__ = ["Executor", "MemoryPool", "FlatParams", "simple_bind", "bind", "assign"]
+__all__ = ["Executor", "MemoryPool", "simple_bind", "bind", "assign"]
 
 
 class MemoryPool:
@@ -82,46 +83,6 @@ class MemoryPool:
     def view(self, block: int, shape, dtype):
         nbytes = entry_nbytes(shape, dtype)
         return self.blocks[block][:nbytes].view(dtype).reshape(shape)
-
-
-class FlatParams:
-    """Parameters of one dtype, and their gradients, laid end to end in two flat arrays.
-
-    Each parameter's NDArray is a view into `weight` and its gradient a view into `grad`, so
-    an optimizer can update every parameter in a few vectorised passes and a kvstore can reduce
-    all gradients of a device in one operation. Names ending in `_weight` or `_gamma` come
-    first: MXNet's optimizers give them weight decay and the others (biases, betas) none by
-    default, so the flat arrays split into two runs of equal hyperparameters.
-    """
-
-    def __init__(self, names: Sequence[str], shapes: Sequence[tuple], dtype, ctx: Context,
-                 with_grads: Sequence[bool]):
-        order = sorted(range(len(names)),
-                       key=lambda i: (not names[i].endswith(("_weight", "_gamma")), i))
-        self.names = [names[i] for i in order]
-        self.shapes = [tuple(shapes[i]) for i in order]
-        self.sizes = [int(np.prod(s, dtype=np.int64)) for s in self.shapes]
-        self.offsets = [0]
-        for size in self.sizes:
-            self.offsets.append(self.offsets[-1] + size)
-        self.dtype = np.dtype(dtype)
-        self.ctx = ctx
-        self.scope = backend.device_scope(ctx)  # `with flat.scope:` runs work on ctx's device
-        total = self.offsets[-1]
-        xp = backend.xp_for(ctx)
-        with backend.device_scope(ctx):
-            self.weight = xp.zeros(total, dtype=self.dtype)
-            self.grad = xp.zeros(total, dtype=self.dtype)
-        need = dict(zip(names, with_grads))
-        self.weights, self.grads = {}, {}
-        for name, shape, lo, hi in zip(self.names, self.shapes, self.offsets, self.offsets[1:]):
-            self.weights[name] = NDArray(self.weight[lo:hi].reshape(shape), ctx)
-            self.grads[name] = (NDArray(self.grad[lo:hi].reshape(shape), ctx) if need[name]
-                                else None)
-
-    def covers(self, name: str, weight, grad) -> bool:
-        """Whether `weight` and `grad` are this buffer's own views for `name`."""
-        return self.weights.get(name) is weight and self.grads.get(name) is grad
 
 
 def assign(dst, req: str, src) -> None:
@@ -635,13 +596,7 @@ def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_a
              if name in shared_names and reqs[name] != "null"
              and not (name in shared_args and _fits(shared_args[name], plan.shapes[eid],
                                                     plan.dtypes[eid]))]
-    flats: dict = {}
-    for dtype in dict.fromkeys(np.dtype(d) for _, _, d in fresh):
-        members = [f for f in fresh if np.dtype(f[2]) == dtype]
-        flat = FlatParams([m[0] for m in members], [m[1] for m in members], dtype, ctx,
-                          [True] * len(members))
-        for m in members:
-            flats[m[0]] = flat
+    flats = flat_buffers(fresh, ctx)
     args, grads = [], []
     for name, eid in zip(plan.arg_names, plan.arg_eids):
         shape, dtype = plan.shapes[eid], plan.dtypes[eid]

@@ -14,9 +14,11 @@ rank 0's value, as MXNet's servers do. Module scales `rescale_grad` by
 
 A push (or pushpull) of a list of keys, which is what Module does once per step, packs every
 gradient into one preallocated flat buffer per dtype and runs one allreduce per buffer; the
-optimizer then updates every key in one batched call. 'dist_device_sync' reduces a worker's
-devices on the first device and stages the flat buffer through host memory for MPI, unless the
-MPI is CUDA-aware (`MPI.Query_cuda_support()`, or `MINIMOD_MPI_CUDA_AWARE=1` to force it).
+optimizer then updates every key in one batched call. Module's fast update (`minimod.flat`)
+hands over buffers already flat: `sum_into` and `allreduce` sum a worker's devices, then run
+one allreduce of the buffer. 'dist_device_sync' reduces a worker's devices on the first device
+and stages the flat buffer through host memory for MPI, unless the MPI is CUDA-aware
+(`MPI.Query_cuda_support()`, or `MINIMOD_MPI_CUDA_AWARE=1` to force it).
 
 Every collective a store runs is counted in `stats` (calls, bytes, seconds) and recorded in
 `PROGRESS`, which `python -m minimod.launch` reports when it has to end a stalled job.
@@ -25,12 +27,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
 from .. import backend
 from ..base import MXNetError
-from ..context import cpu
 from ..ndarray.ndarray import NDArray
 from .local import KVStore, _key_list
 
@@ -131,8 +133,7 @@ class DistKVStore(KVStore):
         self._size = self._comm.Get_size()
         self._cuda_aware_mpi = _cuda_aware(mpi)
         self._plans: dict = {}
-        self._dist_flat_sums: dict = {}
-        self._flat_hosts: dict = {}
+        self._staging: dict = {}  # sum_into's host arrays for MPI, by buffer
         self.stats = {"allreduce_calls": 0, "allreduce_bytes": 0, "allreduce_s": 0.0,
                       "bcast_calls": 0, "barrier_calls": 0}
         _WORLD.update(rank=self._rank, size=self._size)
@@ -188,7 +189,7 @@ class DistKVStore(KVStore):
         groups: dict = {}
         layout = []
         for k in keys:
-            stored = self._stored(k)
+            stored = self.stored(k)
             ctx = stored.context
             dtype = np.dtype(stored.dtype).name
             gkey = (dtype, ctx.device_typeid, ctx.device_id)
@@ -236,59 +237,26 @@ class DistKVStore(KVStore):
         if host is not None:
             flat[...] = backend.to_context(host, ctx)
 
-    def reduce_flat(self, flats: list) -> None:
-        """Sum the flat gradient buffers of a worker's devices (`FlatParams` laid out alike),
-        then over all workers in one allreduce, and write the total back into each."""
-        first = flats[0]
-        home = cpu() if self._type == "local" else first.ctx
-        key = (str(home), first.grad.shape, first.grad.dtype.str)
-        cached = self._dist_flat_sums.get(key)
-        if cached is None:
-            xp = backend.xp_for(home)
-            with backend.device_scope(home):
-                total = xp.empty(first.grad.shape, dtype=first.grad.dtype)
+    def sum_into(self, keys: Sequence, arrays: Sequence, total: NDArray) -> None:
+        """The sum of a worker's devices (`KVStore.sum_into`), then over all workers in one
+        allreduce of `total`."""
+        super().sum_into(keys, arrays, total)
+        if self._size > 1:
+            self._sum_buffer(total._data, total.context, self._host_for(keys, total))
+
+    def _host_for(self, keys: Sequence, total: NDArray):
+        """The host array MPI sums `total` through, or None when MPI reads it in place; made
+        on first sight of a buffer, when every worker checks that it holds the same keys."""
+        home, data = total.context, total._data
+        sig = (tuple(keys), str(home), data.shape, data.dtype.str)
+        host = self._staging.get(sig, False)
+        if host is False:
+            self._agree("flat buffer layout", [list(keys), data.dtype.name, int(data.size)])
             staged = self._type == "device" and not (
                 self._cuda_aware_mpi and home.device_typeid == 2)
-            host = np.empty(first.grad.shape, dtype=first.grad.dtype) if staged else None
-            self._agree("reduce_flat layout", [str(first.grad.dtype), int(first.grad.size)])
-            cached = self._dist_flat_sums[key] = (total, host)
-        total, host = cached
-        total[...] = backend.to_context(first.grad, home)
-        for flat in flats[1:]:
-            total += backend.to_context(flat.grad, home)
-        if self._size > 1:
-            self._sum_buffer(total, home, host)
-        for flat in flats:
-            flat.grad[...] = backend.to_context(total, flat.ctx)
-
-    def pushpull_flat(self, names: list, flats: list) -> None:
-        """`pushpull` of every parameter of `FlatParams` buffers laid out alike (one per
-        device): sum the devices into the store's flat gradient, one allreduce of it over all
-        workers, one optimizer pass over the store's flat weights, one copy back per device."""
-        first = flats[0]
-        home = cpu() if self._type == "local" else first.ctx
-        store = self._flat_store(names, first, home)
-        total = store.grad
-        total[...] = backend.to_context(first.grad, home)
-        for flat in flats[1:]:
-            total += backend.to_context(flat.grad, home)
-        if self._size > 1:
-            host = self._flat_hosts.get(id(store), False)
-            if host is False:
-                staged = self._type == "device" and not (
-                    self._cuda_aware_mpi and home.device_typeid == 2)
-                host = np.empty(total.shape, dtype=total.dtype) if staged else None
-                self._agree("pushpull_flat layout", [list(names), str(total.dtype),
-                                                     int(total.size)])
-                self._flat_hosts[id(store)] = host
-            self._sum_buffer(total, home, host)
-        if self._updater is not None:
-            self._updater.update_flat(names, store, [store.grads[n] for n in names],
-                                      [store.weights[n] for n in names])
-        else:
-            store.weight[...] = total
-        for flat in flats:
-            flat.weight[...] = backend.to_context(store.weight, flat.ctx)
+            host = np.empty(data.shape, dtype=data.dtype) if staged else None
+            self._staging[sig] = host
+        return host
 
     # ------------------------------------------------------------------ data
     def init(self, key, value) -> None:

@@ -6,8 +6,14 @@ MXNet's per-key API: `init`, `push` (a list of values per key is summed; without
 stored value is replaced by the sum, with one it is `updater(key, sum, stored)`), `pull`
 (broadcast into one or many arrays), `pushpull`, `broadcast`, `set_optimizer` (updates happen
 on the store), `set_gradient_compression` ('device' only, like MXNet), optimizer state I/O.
+
+Beyond MXNet's API, what the fast update (`minimod.flat`) asks of a store: `allreduce` and
+`sum_into` sum whole arrays over the devices (and, for a dist store, over the workers), and
+`stored`, `keep_in` and `flat_copies` let it keep many keys' stored values in one flat copy.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from .. import backend
 from ..base import MXNetError, atomic_write
@@ -45,6 +51,10 @@ class KVStore:
         self._store: dict = {}
         self._updater = None
         self._compression = None
+        self._sums: dict = {}  # allreduce's totals, by (home, shape, dtype)
+        #: the flat copies of stored values that `minimod.flat` keeps with this store, by
+        #: (keys, dtype, home); the stored value of each of their keys is a view of one
+        self.flat_copies: dict = {}
 
     # ------------------------------------------------------------------ properties
     @property
@@ -67,21 +77,38 @@ class KVStore:
     def num_workers(self) -> int:
         return 1
 
+    @property
+    def updater(self):
+        """The Updater that pushes run (`set_optimizer`), or None: the store then keeps the
+        sum of what is pushed."""
+        return self._updater
+
+    @property
+    def compression(self):
+        """The gradient compression (`set_gradient_compression`), or None."""
+        return self._compression
+
     def is_capable(self, capability: str) -> bool:
         if capability.lower() == KVStore.OPTIMIZER:
             return True
         raise ValueError("Unknown capability: %s" % capability)
 
     # ------------------------------------------------------------------ data
-    def _home(self, value: NDArray):
-        return cpu() if self._type == "local" else value.context
+    def home_of(self, ctx):
+        """Where this store keeps and sums the values of arrays that live on `ctx`: the CPU
+        for 'local', `ctx` itself otherwise."""
+        return cpu() if self._type == "local" else ctx
 
-    def _nccl_reducer(self, contexts):
-        """The NCCL reducer for these contexts when this is an 'nccl' store and NCCL fits them,
-        else None (the copy-based path)."""
+    def _home(self, value: NDArray):
+        return self.home_of(value.context)
+
+    def _nccl_reducer(self, arrays: Sequence):
+        """The NCCL reducer for the devices of `arrays` when this is an 'nccl' store and NCCL
+        fits them, else None (the copy-based path)."""
         if self._type != "nccl":
             return None
         from . import nccl
+        contexts = [a.context for a in arrays]
         if nccl.reduce_method(contexts) != "nccl":
             return None
         return nccl.get_reducer(contexts)
@@ -95,14 +122,29 @@ class KVStore:
             home = self._home(src)
             self._store[k] = NDArray(backend.to_context(src._data, home, copy=True), home)
 
-    def _stored(self, key) -> NDArray:
+    def __contains__(self, key) -> bool:
+        """Whether `key` has been initialised in the store."""
+        return key in self._store
+
+    def stored(self, key) -> NDArray:
+        """The value the store holds for `key` (the array itself, not a copy)."""
         try:
             return self._store[key]
         except KeyError:
             raise MXNetError("key %r has not been initialized in the kvstore" % (key,)) from None
 
+    def keep_in(self, key, array: NDArray) -> None:
+        """Hold `key`'s value in `array` from now on (a view into a caller's buffer, of the
+        stored shape), its current value copied there first."""
+        stored = self.stored(key)
+        if array.shape != stored.shape:
+            raise MXNetError("keep_in: key %r is stored with shape %s, not %s"
+                             % (key, stored.shape, array.shape))
+        backend.copy_into(array._data, stored._data)
+        self._store[key] = array
+
     def _reduce(self, key, values: list) -> NDArray:
-        stored = self._stored(key)
+        stored = self.stored(key)
         home = stored.context
         xp = backend.xp_for(home)
         with backend.device_scope(home):  # every addition runs on the home device
@@ -114,75 +156,45 @@ class KVStore:
                 total += part
         return NDArray(total, home)
 
-    def reduce_flat(self, flats: list) -> None:
-        """Sum the gradient buffers of `FlatParams` laid out alike (one per device) and write
-        the sum back into each: a whole model's gradients in one reduction per device, with
-        the additions in the order per-key pushes make them. The per-key stored values are
-        not touched (Module reduces this way only when the optimizer runs outside the store).
-        """
-        first = flats[0]
-        reducer = self._nccl_reducer([flat.ctx for flat in flats])
+    def sum_into(self, keys: Sequence, arrays: Sequence, total: NDArray) -> None:
+        """Write the sum of `arrays` into `total`: a whole buffer of keys in one reduction.
+
+        `arrays` are NDArrays of one shape and dtype, one per device, each holding the values
+        of `keys` end to end (a dist store checks that every worker names the same keys);
+        `total` lives on `home_of` their device. The additions run in the order per-key pushes
+        make them. An 'nccl' store whose reducer fits the devices sums with NCCL, and every
+        device's array then holds the sum too."""
+        first = arrays[0]
+        reducer = self._nccl_reducer(arrays)
         if reducer is not None:
-            reducer.allreduce([flat.grad for flat in flats])
+            reducer.allreduce([a._data for a in arrays])
+            backend.copy_into(total._data, first._data)
             return
-        home = cpu() if self._type == "local" else first.ctx
-        xp = backend.xp_for(home)
-        key = (str(home), first.grad.shape, first.grad.dtype.str)
-        sums = self.__dict__.setdefault("_flat_sums", {})
-        total = sums.get(key)
+        home = total.context
+        data = total._data
         with backend.device_scope(home):
-            if total is None:
-                total = sums[key] = xp.empty(first.grad.shape, dtype=first.grad.dtype)
-            backend.copy_into(total, first.grad)
-            for flat in flats[1:]:
-                total += backend.to_context(flat.grad, home)
-        for flat in flats:
-            backend.copy_into(flat.grad, total)
+            backend.copy_into(data, first._data)
+            for array in arrays[1:]:
+                data += backend.to_context(array._data, home)
 
-    def pushpull_flat(self, names: list, flats: list) -> None:
-        """`pushpull(name, grads, out=weights)` for every parameter of `FlatParams` buffers laid
-        out alike (one per device), as whole buffers: one reduction, one optimizer pass over
-        the store's own flat copy of the weights, one copy back per device.
-
-        The stored value of each name becomes a view of that flat copy (values already stored
-        are moved into it), so `pull` and the optimizer states keep working per key.
-        """
-        first = flats[0]
-        home = cpu() if self._type == "local" else first.ctx
-        store = self._flat_store(names, first, home)
-        total = store.grad
-        reducer = self._nccl_reducer([flat.ctx for flat in flats])
-        if reducer is not None:  # every device's gradient becomes the sum, on the GPUs
-            reducer.allreduce([flat.grad for flat in flats])
-        with backend.device_scope(home):
-            backend.copy_into(total, first.grad)
-            if reducer is None:
-                for flat in flats[1:]:
-                    total += backend.to_context(flat.grad, home)
-            if self._updater is not None:
-                self._updater.update_flat(names, store, [store.grads[n] for n in names],
-                                          [store.weights[n] for n in names])
-            else:
-                store.weight[...] = total
-        for flat in flats:
-            backend.copy_into(flat.weight, store.weight)
-
-    def _flat_store(self, names: list, like, home):
-        from ..executor.executor import FlatParams  # a layout type only; no executor runs here
-        stores = self.__dict__.setdefault("_flat_stores", {})
-        key = (tuple(names), like.dtype.str, str(home))
-        store = stores.get(key)
-        if store is None:
-            store = stores[key] = FlatParams(names, like.shapes, like.dtype, home,
-                                             [True] * len(names))
-            if store.names != list(names):
-                raise MXNetError("pushpull_flat: names must come in FlatParams order")
-        for name in names:
-            view = store.weights[name]
-            if self._stored(name) is not view:
-                backend.copy_into(view._data, self._store[name]._data)
-                self._store[name] = view
-        return store
+    def allreduce(self, keys: Sequence, arrays: Sequence) -> None:
+        """Sum `arrays` as `sum_into` does and write the sum back into every one of them."""
+        reducer = self._nccl_reducer(arrays)
+        if reducer is not None:
+            reducer.allreduce([a._data for a in arrays])
+            return
+        first = arrays[0]
+        home = self.home_of(first.context)
+        key = (str(home), first.shape, first.dtype)
+        total = self._sums.get(key)
+        if total is None:
+            xp = backend.xp_for(home)
+            with backend.device_scope(home):
+                total = NDArray(xp.empty(first.shape, dtype=first.dtype), home)
+            self._sums[key] = total
+        self.sum_into(keys, arrays, total)
+        for array in arrays:
+            backend.copy_into(array._data, total._data)
 
     def push(self, key, value, priority: int = 0) -> None:
         keys, values = _key_list(key, value)
@@ -200,7 +212,7 @@ class KVStore:
             raise MXNetError("pull needs `out` arrays to write into")
         keys, outs = _key_list(key, out)
         for k, targets in zip(keys, outs):
-            stored = self._stored(k)
+            stored = self.stored(k)
             for target in targets:
                 if target.shape != stored.shape:
                     raise MXNetError("pull of key %r: out has shape %s, stored value %s"

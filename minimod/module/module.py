@@ -21,6 +21,7 @@ import os
 import warnings
 
 from .. import context as ctx
+from .. import flat
 from .. import ndarray as nd
 from .. import optimizer as opt
 from ..base import MissingParamError, MXNetError, ShapeError, atomic_write
@@ -28,7 +29,6 @@ from ..checkpoint import load_checkpoint, params_file, states_file, symbol_file
 from ..executor.group import DataParallelExecutorGroup
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
-from ..kvstore import KVStore
 from .base_module import BaseModule, _call_accepting, _check_input_names, _parse_data_desc, _require
 from .updates import (
     _create_kvstore,
@@ -87,7 +87,7 @@ class Module(BaseModule):
         self._kvstore = None
         self._update_on_kvstore = None
         self._updater = None
-        self._flat_plan_cache = None  # (the group's param_arrays, _build_flat_plan's plan)
+        self._update_plan = flat.NO_PLAN  # the fast update's plan of the bound executors
         self._preload_opt_states = None
         self._grad_req = None
         self._exec_group = None
@@ -123,6 +123,7 @@ class Module(BaseModule):
     def _reset_bind(self):
         self.binded = False
         self._exec_group = None
+        self._update_plan = flat.NO_PLAN
         self._data_shapes = None
         self._label_shapes = None
 
@@ -425,11 +426,16 @@ class Module(BaseModule):
         self._exec_group.backward(out_grads=out_grads)
 
     def update(self):
-        """Apply the optimizer to the gradients of the last forward_backward."""
+        """Apply the optimizer to the gradients of the last forward_backward.
+
+        MXNet's two ways, on the kvstore or on the devices, unless the executors' flat
+        parameter buffers allow the same update in a few vectorised passes (`minimod.flat`,
+        tested equal to them bit for bit)."""
         _require(self.binded and self.params_initialized and self.optimizer_initialized,
                  "update: call init_optimizer before update")
         self._params_dirty = True
-        if self._update_flat():
+        if flat.update_params(self._flat_plan(), self._kvstore, self._updater,
+                              self._update_on_kvstore):
             return
         group = self._exec_group
         if self._update_on_kvstore:
@@ -440,51 +446,12 @@ class Module(BaseModule):
                            num_device=len(self._context), kvstore=self._kvstore,
                            param_names=group.param_names)
 
-    def _update_flat(self) -> bool:
-        """The update of `_update_params` through the executors' flat parameter buffers: one
-        kvstore reduction per buffer and device, then one vectorised optimizer pass per buffer
-        (`Updater.update_flat_buffer`). False, doing nothing, when the layout does not allow
-        it."""
-        plan = self._flat_update_plan()
-        if not plan or not plan[0]:
-            return False
-        kv = self._kvstore
-        updater = kv._updater if self._update_on_kvstore else self._updater
-        if not isinstance(updater, opt.Updater) or not updater.flat_capable(plan[0][0][3]):
-            return False
-        if self._update_on_kvstore:
-            names = self._exec_group.param_names
-            for per_buffer in zip(*plan):
-                kv.pushpull_flat([names[key // len(plan)] for key in per_buffer[0][1]],
-                                 [entry[0] for entry in per_buffer])
-            return True
-        if kv is not None:
-            for per_buffer in zip(*plan):
-                kv.reduce_flat([entry[0] for entry in per_buffer])
-        for device_entries in plan:
-            for flat, keys, _, _ in device_entries:
-                with flat.scope:  # the update runs on the buffer's device
-                    updater.update_flat_buffer(keys, flat)
-        return True
-
-    def _flat_update_plan(self):
-        """Per device, [(FlatParams, keys, grads, weights)], when every trained parameter on
-        every device is a view of a flat buffer laid out alike on all devices; else None."""
-        group = self._exec_group
-        kv = self._kvstore
-        if group.grad_arrays is None or (kv is None and self._update_on_kvstore):
-            return None
-        if kv is not None and (not isinstance(kv, KVStore)
-                               or kv.kind not in ("local", "device", "dist_sync",
-                                                  "dist_device_sync")
-                               or kv._compression is not None):
-            return None
-        cached = self._flat_plan_cache
-        # the group makes a new param_arrays list whenever it binds or reshapes its executors
-        if cached is not None and cached[0] is group.param_arrays:
-            return cached[1]
-        plan = _build_flat_plan(group)
-        self._flat_plan_cache = (group.param_arrays, plan)
+    def _flat_plan(self) -> flat.UpdatePlan:
+        """The fast update's plan of the bound executors, made again after a bind or reshape
+        (which give the group a new param_arrays list)."""
+        plan = self._update_plan
+        if plan.param_arrays is not self._exec_group.param_arrays:
+            plan = self._update_plan = flat.plan_update(self._exec_group)
         return plan
 
     def get_outputs(self, merge_multi_context=True):
@@ -512,10 +479,11 @@ class Module(BaseModule):
     def _state_updater_and_keys(self):
         """(updater, its key -> parameter name, its key -> device id of the updated copy)."""
         if self._update_on_kvstore:
+            kv = self._kvstore
             keys = {name: name for name in self._param_names}
-            devices = {name: self._kvstore._store[name].context.device_id
-                       for name in self._param_names if name in self._kvstore._store}
-            return self._kvstore._updater, keys, devices
+            devices = {name: kv.stored(name).context.device_id
+                       for name in self._param_names if name in kv}
+            return kv.updater, keys, devices
         keys = self._idx2name(False)
         n = len(self._context)
         devices = {key: self._context[key % n].device_id for key in keys}
@@ -557,30 +525,3 @@ class Module(BaseModule):
         _require(self.binded, "prepare: call bind first")
         super().prepare(data_batch, sparse_row_id_fn)
 
-
-def _build_flat_plan(group):
-    """See Module._flat_update_plan."""
-    num_device = len(group.execs)
-    index = {name: i for i, name in enumerate(group.param_names)}
-    trained = {i for i, grads in enumerate(group.grad_arrays) if grads[0] is not None}
-    plan, layouts = [], None
-    for k, exe in enumerate(group.execs):
-        entries, covered = [], set()
-        for flat in exe.flat_params:
-            names = flat.names
-            if not all(n in index and flat.covers(n, group.param_arrays[index[n]][k],
-                                                  group.grad_arrays[index[n]][k])
-                       for n in names):
-                continue
-            keys = [index[n] * num_device + k for n in names]
-            entries.append((flat, keys, [flat.grads[n] for n in names],
-                            [flat.weights[n] for n in names]))
-            covered.update(index[n] for n in names)
-        if covered != trained:
-            return None
-        layout = [entry[0].names for entry in entries]
-        if layouts is not None and layout != layouts:
-            return None
-        layouts = layout
-        plan.append(entries)
-    return plan

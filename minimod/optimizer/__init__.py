@@ -5,7 +5,8 @@
                   the built-in optimizers (what they share with MXNet, and where they bend)
     sgd.py        SGD, ccSGD, NAG, LARS, Signum, SGLD, DCASGD, Test; SGD's flat-buffer path
     adaptive.py   Adam, Adamax, Nadam, LAMB, FTML, AdaGrad, GroupAdaGrad, AdaDelta, RMSProp, Ftrl
-    updater.py    Updater, get_updater, and the update of a whole flat parameter buffer
+    updater.py    Updater, get_updater; the flat states and `flat_capable` of the fused
+                  update over whole parameter buffers (that step is `minimod.flat`)
     states.py     optimizer states as bytes: minimod's pickle-free format, MXNet's pickles read
                   through SafeStatesUnpickler, dump_states_mxnet
 

@@ -146,12 +146,18 @@ class Optimizer:
         self.lr_mult = self._symbol_mults("__lr_mult__")
         self.lr_mult.update(args_lr_mult)
 
+    @staticmethod
+    def decays_by_default(name: str) -> bool:
+        """Whether parameter `name` gets weight decay when no multiplier says otherwise: names
+        ending in `_weight` or `_gamma` do, the others (biases, betas) get wd_mult 0."""
+        return name.endswith(("_weight", "_gamma"))
+
     def set_wd_mult(self, args_wd_mult: dict) -> None:
-        """Weight-decay multipliers: 0 for every idx2name name not ending in `_weight` or
-        `_gamma` (biases and betas are not decayed), then the symbol's `__wd_mult__` attributes,
-        then this dict."""
+        """Weight-decay multipliers: 0 for every idx2name name the optimizer does not decay by
+        default (`decays_by_default`), then the symbol's `__wd_mult__` attributes, then this
+        dict."""
         self.wd_mult = {name: 0.0 for name in self.idx2name.values()
-                        if not (name.endswith("_weight") or name.endswith("_gamma"))}
+                        if not self.decays_by_default(name)}
         self.wd_mult.update(self._symbol_mults("__wd_mult__"))
         self.wd_mult.update(args_wd_mult)
 
@@ -324,7 +330,7 @@ class _Builtin(Optimizer):
     def _flat_step(self, index, w, g, state):
         """`step(lr, wd)` updating one run of a flat buffer (weight, gradient and state are
         views of the flat arrays, `index` the run's first key), called every step by
-        `Updater.update_flat_buffer`. An optimizer may prepare what does not change between
+        `minimod.flat.step.fused_update`. An optimizer may prepare what does not change between
         steps here; by default each call is `_step`."""
         return functools.partial(self._step, index, w, g, state)
 

@@ -147,23 +147,17 @@ def check_compression() -> None:
         np.testing.assert_array_equal(out.asnumpy(), expected)
 
 
-class FakeFlat:
-    """What reduce_flat/pushpull_flat read of an executor's FlatParams."""
-
-    def __init__(self, grad, ctx):
-        self.grad, self.ctx = grad, ctx
-
-
-def check_reduce_flat() -> None:
+def check_allreduce() -> None:
+    """A worker's devices and all workers summed in one allreduce, the sum in every array."""
     kv = mx.kv.create("dist_sync")
     rank, n = kv.rank, kv.num_workers
-    flats = [FakeFlat(np.full(7, rank + 1.0 + d, dtype=np.float32), mx.cpu(d)) for d in (0, 1)]
+    grads = [mx.nd.full((7,), rank + 1.0 + d, ctx=mx.cpu(d)) for d in (0, 1)]
     before = kv.stats["allreduce_calls"]
-    kv.reduce_flat(flats)
+    kv.allreduce(["a", "b"], grads)
     assert kv.stats["allreduce_calls"] == before + 1
     want = sum(2 * (r + 1.0) + 1 for r in range(n))
-    for flat in flats:
-        np.testing.assert_array_equal(flat.grad, np.full(7, want, dtype=np.float32))
+    for grad in grads:
+        np.testing.assert_array_equal(grad.asnumpy(), np.full(7, want, dtype=np.float32))
 
 
 def main(out: str) -> None:
@@ -171,7 +165,7 @@ def main(out: str) -> None:
     for kind in ("dist_sync", "dist_device_sync"):
         check_store(kind, out)
     check_compression()
-    check_reduce_flat()
+    check_allreduce()
     try:
         mx.kv.create("dist_async")
     except mx.MXNetError as err:

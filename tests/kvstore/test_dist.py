@@ -25,7 +25,7 @@ PARAMS = ("fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias")
     (2, "dist_sync", 1, "sgd", "1"),           # Module's flat update: one allreduce a step
     (2, "dist_device_sync", 2, "mysgd", "1"),  # per-key pushes packed per dtype, staging
     (3, "dist_sync", 2, "mysgd", "1"),
-    (2, "dist_sync", 2, "sgd", "0"),           # optimizer on the devices: reduce_flat
+    (2, "dist_sync", 2, "sgd", "0"),           # optimizer on the devices: allreduce
 ])
 def test_workers_on_shards_match_one_process_on_whole_batches(tmp_path, workers, kvstore,
                                                                ndev, opt, on_kvstore):

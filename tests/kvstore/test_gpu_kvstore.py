@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import minimod as mx
-from minimod.executor.executor import FlatParams
+from minimod import flat as fast
+from minimod.executor.flat_params import FlatParams
 from minimod.kvstore import nccl
 
 from ..conftest import GPU_TOLERANCES, needs_gpu, needs_two_gpus
@@ -44,19 +45,36 @@ def test_push_sums_and_pull_broadcasts(kind, contexts):
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("contexts", DEVICE_SETS)
-def test_reduce_flat_sums_every_device(kind, contexts):
-    shapes = [(2, 3), (4,)]
-    flats = [FlatParams(["a", "b"], shapes, np.float32, c, [True, True]) for c in contexts]
-    rng = np.random.RandomState(1)
-    host = []
-    for flat in flats:
-        g = rng.uniform(-1, 1, flat.grad.shape).astype(np.float32)
-        host.append(g)
-        mx.nd.NDArray(flat.grad, flat.ctx)[:] = g
-    mx.kv.create(kind).reduce_flat(flats)
-    for flat in flats:
-        np.testing.assert_allclose(mx.backend.asnumpy(flat.grad), host[0] + host[1],
+def test_allreduce_sums_every_device(kind, contexts):
+    host, values = _values(contexts, shape=(10,), seed=1)
+    kv = mx.kv.create(kind)
+    kv.allreduce(["a", "b"], values)
+    for value in values:
+        np.testing.assert_allclose(value.asnumpy(), host[0] + host[1],
                                    rtol=GPU_TOLERANCES["kvstore_sum"])
+    host, values = _values(contexts, shape=(10,), seed=2)
+    total = mx.nd.zeros((10,), ctx=kv.home_of(contexts[0]))
+    kv.sum_into(["a", "b"], values, total)
+    np.testing.assert_allclose(total.asnumpy(), host[0] + host[1],
+                               rtol=GPU_TOLERANCES["kvstore_sum"])
+
+
+def test_stored_values_through_public_accessors():
+    kv = mx.kv.create("local")
+    assert kv.updater is None and kv.compression is None and "w" not in kv
+    kv.init("w", mx.nd.array([1.0, 2.0]))
+    assert "w" in kv and kv.stored("w").asnumpy().tolist() == [1.0, 2.0]
+    buffer = mx.nd.zeros((3,))
+    kv.keep_in("w", buffer[1:])
+    assert kv.stored("w") is not None and buffer.asnumpy().tolist() == [0.0, 1.0, 2.0]
+    kv.push("w", mx.nd.array([5.0, 6.0]))
+    assert buffer.asnumpy().tolist() == [0.0, 5.0, 6.0]
+    with pytest.raises(mx.MXNetError, match="shape"):
+        kv.keep_in("w", mx.nd.zeros((3,)))
+    with pytest.raises(mx.MXNetError, match="not been initialized"):
+        kv.stored("v")
+    kv.set_optimizer(mx.optimizer.SGD())
+    assert isinstance(kv.updater, mx.optimizer.Updater)
 
 
 @pytest.mark.parametrize("kind", ["device", "nccl"])
@@ -97,7 +115,7 @@ def test_nccl_store_without_nccl_takes_the_peer_path(monkeypatch):
     monkeypatch.setattr(nccl, "nccl_available", lambda: False)
     contexts = (mx.cpu(0), mx.cpu(1))
     kv = mx.kv.create("nccl")
-    assert kv._nccl_reducer(list(contexts)) is None
+    assert kv._nccl_reducer([mx.nd.zeros((1,), ctx=c) for c in contexts]) is None
     host, values = _values(contexts, seed=3)
     kv.init("k", mx.nd.zeros((3, 4)))
     kv.push("k", values)
@@ -199,10 +217,10 @@ def test_nccl_reducer_drives_cupys_nccl_api_in_one_group(monkeypatch):
         reducer.allreduce(bufs[:1])
 
 
-@pytest.mark.parametrize("method", ["reduce_flat", "pushpull_flat"])
+@pytest.mark.parametrize("method", ["allreduce", "pushpull"])
 def test_nccl_store_hands_every_device_buffer_to_the_reducer(monkeypatch, method):
     """An 'nccl' store whose reducer applies sums the gradients through it alone (no copy-based
-    sum on top), and pushpull_flat still updates and broadcasts the weights."""
+    sum on top), and the flat update on the store still updates and broadcasts the weights."""
     seen = []
 
     class Reducer:
@@ -223,15 +241,17 @@ def test_nccl_store_hands_every_device_buffer_to_the_reducer(monkeypatch, method
         f.grad[...] = g
         f.weight[...] = 1.0
     kv = mx.kv.create("nccl")
-    if method == "reduce_flat":
-        kv.reduce_flat(flats)
+    buffer = fast.SharedBuffer(("a", "b"), tuple(flats),
+                               tuple(mx.nd.NDArray(f.grad, f.ctx) for f in flats))
+    if method == "allreduce":
+        kv.allreduce(buffer.names, list(buffer.grads))
         for f in flats:
             np.testing.assert_allclose(f.grad, grads[0] + grads[1], rtol=1e-6)
     else:
         kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.5, rescale_grad=1.0))
         for name, view in flats[0].weights.items():
             kv.init(name, view)
-        kv.pushpull_flat(["a", "b"], flats)
+        fast.update._pushpull(kv, kv.updater, buffer)
         for f in flats:
             np.testing.assert_allclose(f.weight, 1.0 - 0.5 * (grads[0] + grads[1]), rtol=1e-6)
     assert seen == [2]

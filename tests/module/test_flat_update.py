@@ -1,16 +1,20 @@
-"""Flat parameter buffers: the vectorised update equals the per-parameter update bit for bit.
+"""Flat parameter buffers: the fused update (`minimod.flat`) equals MXNet's per-parameter
+update bit for bit.
 
 Every executor a Module binds keeps its parameters and gradients in one flat buffer per dtype
 (`FlatParams`), and Module.update runs the optimizer once per run of equal hyperparameters over
-the whole buffer (and a kvstore reduces each device's buffer once). These tests train the same
-model twice, once with that path switched off, and compare every parameter exactly.
+the whole buffer (and a kvstore sums each buffer once). These tests train the same model twice,
+once with that path switched off (Module then takes `_update_params_on_kvstore` or
+`_update_params`), and compare every parameter and optimizer state exactly.
 """
+import dataclasses
+
 import numpy as np
 import pytest
 
 import minimod as mx
-from minimod import optimizer as opt
-from minimod.executor.executor import FlatParams
+from minimod import flat as fast
+from minimod.executor.flat_params import FlatParams
 
 OPTIMIZERS = [
     ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3}),
@@ -50,6 +54,44 @@ def _batches(n=4, batch=12):
                             label=[mx.nd.array(rng.randint(0, 5, (batch,)))]) for _ in range(n)]
 
 
+def _switch(monkeypatch, flat):
+    """Without `flat`, switch the fast path off (until monkeypatch.undo()); with it, record
+    whether each update took it. Returns the record."""
+    calls = []
+    if not flat:
+        monkeypatch.setattr(fast, "update_params", lambda *args: False)
+        return calls
+    real = fast.update_params
+
+    def spy(*args):
+        calls.append(real(*args))
+        return calls[-1]
+    monkeypatch.setattr(fast, "update_params", spy)
+    return calls
+
+
+def _states(mod) -> dict:
+    """The module's optimizer states by parameter name, as NumPy arrays (None for none)."""
+    updater, idx2name, _ = mod._state_updater_and_keys()
+
+    def host(state):
+        if isinstance(state, (tuple, list)):
+            return tuple(host(s) for s in state)
+        return None if state is None else state.asnumpy()
+    return {name: host(state) for name, state in updater.states_by_name(idx2name).items()}
+
+
+def _assert_states_equal(a, b, where=""):
+    if isinstance(a, tuple):
+        assert isinstance(b, tuple) and len(a) == len(b), where
+        for x, y in zip(a, b):
+            _assert_states_equal(x, y, where)
+        return
+    assert (a is None) == (b is None), where
+    if a is not None:
+        assert np.array_equal(a, b), where
+
+
 def _train(monkeypatch, flat, name, params, contexts, kvstore, lr_mult=None):
     mx.random.seed(11)
     mod = mx.mod.Module(_symbol(), context=contexts)
@@ -57,51 +99,63 @@ def _train(monkeypatch, flat, name, params, contexts, kvstore, lr_mult=None):
     mod.init_params(initializer=mx.init.Xavier(magnitude=2.0))
     mod.init_optimizer(kvstore=kvstore, optimizer=name, optimizer_params=dict(params))
     if lr_mult:
-        optim = mod._kvstore._updater.optimizer if mod._update_on_kvstore else mod._optimizer
+        optim = mod._kvstore.updater.optimizer if mod._update_on_kvstore else mod._optimizer
         optim.set_lr_mult(lr_mult)
-    calls = []
-    if not flat:
-        monkeypatch.setattr(mod, "_update_flat", lambda: False)
-    else:
-        real = opt.Updater.update_flat_buffer
-
-        def spy(self, indices, flat):
-            calls.append(self.flat_capable([mx.nd.array(flat.weight, dtype=flat.dtype)]))
-            return real(self, indices, flat)
-        monkeypatch.setattr(opt.Updater, "update_flat_buffer", spy)
+    calls = _switch(monkeypatch, flat)
     for batch in _batches() * 2:
         mod.forward_backward(batch)
         mod.update()
     monkeypatch.undo()
     arg, aux = mod.get_params()
-    return {k: v.asnumpy() for k, v in arg.items()}, calls
+    return {k: v.asnumpy() for k, v in arg.items()}, calls, _states(mod)
 
 
 @pytest.mark.parametrize("name,params", OPTIMIZERS, ids=[o[0] + str(i)
                                                         for i, o in enumerate(OPTIMIZERS)])
 def test_flat_update_equals_per_parameter_update(monkeypatch, name, params):
-    flat, calls = _train(monkeypatch, True, name, params, [mx.cpu()], None,
-                         lr_mult={"fc2_weight": 0.5})
-    plain, _ = _train(monkeypatch, False, name, params, [mx.cpu()], None,
-                      lr_mult={"fc2_weight": 0.5})
-    assert bool(calls) == (name not in PER_KEY), "flat path taken: %s" % calls
-    assert all(calls)
+    flat, calls, flat_states = _train(monkeypatch, True, name, params, [mx.cpu()], None,
+                                      lr_mult={"fc2_weight": 0.5})
+    plain, _, plain_states = _train(monkeypatch, False, name, params, [mx.cpu()], None,
+                                    lr_mult={"fc2_weight": 0.5})
+    assert calls and all(calls) == (name not in PER_KEY) and all(calls) == any(calls), calls
     for key in plain:
         assert np.array_equal(flat[key], plain[key]), key
+    assert flat_states.keys() == plain_states.keys()
+    for key in plain_states:
+        _assert_states_equal(flat_states[key], plain_states[key], key)
 
 
-@pytest.mark.parametrize("kvstore,on_kvstore", [("local", "1"), ("device", "1"),
-                                                ("local", "0"), ("device", "0")])
-def test_flat_update_through_kvstores_equals_per_key(monkeypatch, kvstore, on_kvstore):
-    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", on_kvstore)
-    args = ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3},
-            [mx.cpu(0), mx.cpu(1), mx.cpu(2)], kvstore)
-    flat, calls = _train(monkeypatch, True, *args)
-    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", on_kvstore)
-    plain, _ = _train(monkeypatch, False, *args)
+KVSTORE_CASES = [(None, "1"), ("local", "1"), ("device", "1"), ("local", "0"), ("device", "0")]
+
+
+@pytest.mark.parametrize("kvstore,on_kvstore", KVSTORE_CASES,
+                         ids=["%s-on_kvstore%s" % case for case in KVSTORE_CASES])
+@pytest.mark.parametrize("num_device", [1, 2])
+@pytest.mark.parametrize("name,params", [
+    ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3}),
+    ("nag", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3}),
+    ("adam", {"learning_rate": 0.01, "wd": 1e-3, "clip_gradient": 0.5}),
+], ids=["sgd", "nag", "adam"])
+def test_flat_update_equals_mxnet_ways(monkeypatch, name, params, num_device, kvstore,
+                                       on_kvstore):
+    """The fast path equals `_update_params_on_kvstore` / `_update_params` bit for bit,
+    parameters and optimizer states, on one and two devices, without a kvstore and with
+    'local' and 'device' (as a KVStore object on one device, where a name would give none)."""
+    contexts = [mx.cpu(k) for k in range(num_device)]
+
+    def run(flat):
+        monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", on_kvstore)
+        store = kvstore if kvstore is None or num_device > 1 else mx.kv.create(kvstore)
+        return _train(monkeypatch, flat, name, params, contexts, store)
+
+    flat, calls, flat_states = run(True)
+    plain, _, plain_states = run(False)
     assert calls and all(calls)
     for key in plain:
         assert np.array_equal(flat[key], plain[key]), key
+    assert flat_states.keys() == plain_states.keys() == plain.keys()
+    for key in plain_states:
+        _assert_states_equal(flat_states[key], plain_states[key], key)
 
 
 def test_parameters_and_gradients_are_views_of_one_buffer():
@@ -162,7 +216,7 @@ def test_states_loaded_from_a_file_are_moved_into_the_flat_state(tmp_path, monke
         return mod
     resumed = run(2, reload=True)
     states = resumed._updater.states
-    record = next(iter(resumed._updater._flat_records.values()))
+    record = next(iter(resumed._updater.flat_states.values()))
     for key, state in states.items():
         assert state is record.views[key]
     # the resumed run continued from the loaded moments: it equals the uninterrupted run and
@@ -181,8 +235,7 @@ def _module(monkeypatch, flat, seed, optimizer, params):
     mod.bind(data_shapes=[("data", (12, 7))], label_shapes=[("softmax_label", (12,))])
     mod.init_params(initializer=mx.init.Xavier(magnitude=2.0))
     mod.init_optimizer(optimizer=optimizer, optimizer_params=dict(params))
-    if not flat:
-        monkeypatch.setattr(mod, "_update_flat", lambda: False)
+    _switch(monkeypatch, flat)
     return mod
 
 
@@ -249,7 +302,7 @@ def test_rebinding_keeps_the_momenta_and_drops_the_old_buffer():
     mod, old = train(True)
     gc.collect()
     assert old() is None  # nothing holds the first executor's buffer any more
-    assert len(mod._updater._flat_records) == 1
+    assert len(mod._updater.flat_states) == 1
     a = mod.get_params()[0]
     b = train(False)[0].get_params()[0]
     for name in a:
@@ -291,7 +344,7 @@ def test_without_weight_decay_weights_and_biases_update_as_one_run():
                            optimizer_params={"learning_rate": 0.1, "momentum": 0.9, "wd": wd})
         mod.forward_backward(_batches()[0])
         mod.update()
-        (record,) = mod._updater._flat_records.values()
+        (record,) = mod._updater.flat_states.values()
         assert len(record.runs) == runs
 
 
@@ -326,3 +379,52 @@ def test_flat_update_follows_hyperparameters_changed_between_steps(monkeypatch, 
     for step, (a, b) in enumerate(zip(flat, plain)):
         assert np.array_equal(a, b), "step %d" % step
     assert not np.array_equal(flat[-1], flat[-2])
+
+
+def test_the_update_plan_is_a_frozen_record_made_once_per_bind_and_reshape():
+    mod = mx.mod.Module(_symbol(), context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind(data_shapes=[("data", (12, 7))], label_shapes=[("softmax_label", (12,))])
+    mod.init_params()
+    mod.init_optimizer(kvstore="local", optimizer="sgd",
+                       optimizer_params={"learning_rate": 0.1, "wd": 1e-3})
+    batch = _batches()[0]
+    mod.forward_backward(batch)
+    mod.update()
+    plan = mod._update_plan
+    assert isinstance(plan, fast.UpdatePlan)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.buffers = ()
+    (buffer,) = plan.buffers
+    assert buffer.names == ("fc1_weight", "fc2_weight", "fc1_bias", "fc2_bias")
+    assert [part.flat for part in plan.device_buffers] == list(buffer.copies)
+    # the Updater's keys: parameter index * number of devices + device
+    assert plan.device_buffers[1].keys == (2 * 0 + 1, 2 * 2 + 1, 2 * 1 + 1, 2 * 3 + 1)
+    mod.forward_backward(batch)
+    mod.update()
+    assert mod._update_plan is plan
+    mod.reshape(data_shapes=[("data", (6, 7))], label_shapes=[("softmax_label", (6,))])
+    mod.forward_backward(_batches(batch=6)[0])
+    mod.update()
+    assert mod._update_plan is not plan and mod._update_plan.buffers
+
+
+def test_an_inference_bind_has_no_flat_update():
+    mod = mx.mod.Module(_symbol(), context=mx.cpu())
+    mod.bind(data_shapes=[("data", (12, 7))], for_training=False)
+    assert fast.plan_update(mod._exec_group).buffers == ()
+
+
+def test_float16_master_copies_take_the_per_parameter_path():
+    sgd = mx.optimizer.Updater(mx.optimizer.SGD(multi_precision=True))
+    assert sgd.flat_capable(False) and not sgd.flat_capable(True)
+    assert mx.optimizer.Updater(mx.optimizer.SGD()).flat_capable(True)
+    assert not mx.optimizer.Updater(mx.optimizer.Nadam()).flat_capable(False)
+
+
+def test_the_flat_layout_asks_the_optimizer_which_names_are_decayed(monkeypatch):
+    monkeypatch.setattr(mx.optimizer.Optimizer, "decays_by_default",
+                        staticmethod(lambda name: name.endswith("_bias")))
+    mod = mx.mod.Module(_symbol(), context=mx.cpu())
+    mod.bind(data_shapes=[("data", (12, 7))], label_shapes=[("softmax_label", (12,))])
+    (flat,) = mod._exec_group.execs[0].flat_params
+    assert flat.names == ["fc1_bias", "fc2_bias", "fc1_weight", "fc2_weight"]
