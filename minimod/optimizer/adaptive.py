@@ -344,6 +344,8 @@ class LAMB(_Builtin):
     `r2 = ||u||`, `w -= lr (r1 / r2) u` (ratio 1 where either norm is 0). State (m, v). The
     norms make it a per-parameter update (no flat buffer)."""
 
+    _direct_multi_precision = True  # see _Builtin: a replaced `update` is never called
+
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-6, lower_bound: float | None = None,
                  upper_bound: float | None = None, bias_correction: bool = True,

@@ -22,8 +22,9 @@ What MXNet 1.9.1 does, number for number:
   allocates nothing. Every built-in optimizer accepts lists of indices, weights, gradients and
   states in one call, and the Updater hands it a whole batch at once.
 
-Bend from MXNet, deliberate: a user subclass that overrides `update` of a built-in optimizer
-always gets its `update` called, one parameter at a time.
+A user's subclass is called as MXNet 1.9.1 calls it (see `_Builtin`): SGD, NAG, LARS and LAMB
+never call a replaced `update`; the others call it one index at a time; a replaced
+`update_multi_precision` gets MXNet's aggregated lists (tests/test_optimizer_subclass_calls.py).
 """
 from __future__ import annotations
 
@@ -293,10 +294,29 @@ _xp = backend.array_module_of  # the array module (NumPy or CuPy) of an array
 
 class _Builtin(Optimizer):
     """Shared driver of the built-in optimizers: lists of parameters in one call, counting,
-    lr/wd lookup, and the float32 master copy; subclasses define `_step` on backend arrays."""
+    lr/wd lookup, and the float32 master copy; subclasses define `_step` on backend arrays.
+
+    How a user's subclass is called follows MXNet 1.9.1. SGD, NAG, LARS and LAMB have an
+    `update_multi_precision` of their own that goes straight to their kernels
+    (`_direct_multi_precision`): a subclass that replaces only `update` is never called
+    through the Updater (MXNet's dense-sparse-dense example relies on that, knowingly or
+    not). The others reach `update` through the base `update_multi_precision`, one index at a
+    time. Whether a class replaces `update` or `update_multi_precision` is decided once, when
+    the class is made (`__init_subclass__`)."""
 
     # Where a float16 weight's float32 master copy sits in a multi-precision state.
     _master_slot = 0
+    #: MXNet's own update_multi_precision of this optimizer never calls `update`
+    _direct_multi_precision = False
+    #: whether the class replaces `update` / `update_multi_precision` of the built-ins
+    replaces_update = False
+    replaces_update_multi_precision = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.replaces_update = cls.update is not _Builtin.update
+        cls.replaces_update_multi_precision = (
+            cls.update_multi_precision is not _Builtin.update_multi_precision)
 
     def update(self, index: Any, weight: NDArray, grad: NDArray, state: State) -> None:
         indices, weights, grads, states = _as_lists(index, weight, grad, state)
@@ -307,7 +327,7 @@ class _Builtin(Optimizer):
 
     def update_multi_precision(self, index: Any, weight: NDArray, grad: NDArray,
                                state: State) -> None:
-        if type(self).update is not _Builtin.update:
+        if self.replaces_update and not self._direct_multi_precision:
             Optimizer.update_multi_precision(self, index, weight, grad, state)
             return
         indices, weights, grads, states = _as_lists(index, weight, grad, state)

@@ -39,6 +39,8 @@ class SGD(_Builtin):
     `w += m` (without momentum `w -= lr * (g + wd * w)`). Multi-precision states are
     `(momentum or None, float32 master)`."""
 
+    _direct_multi_precision = True  # see _Builtin: a replaced `update` is never called
+
     _master_slot = 1
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs: Any) -> None:
@@ -102,6 +104,8 @@ class NAG(_Builtin):
     """Nesterov momentum: `g = clip(rescale * grad) + wd * w`; `w += mu * m_new - lr * g` with
     `m_new = mu * m - lr * g`. MXNet's kernel writes the weight before the momentum, so the
     stored momentum decays with the new weight (reproduced). Without momentum it is plain SGD."""
+
+    _direct_multi_precision = True  # see _Builtin: a replaced `update` is never called
 
     _master_slot = 1
 

@@ -78,9 +78,8 @@ class Updater:
             elif not self.states_synced[idx]:
                 states[idx] = _rehome(states[idx], w.context)
                 self.states_synced[idx] = True
-        kind = type(opt)
-        if (isinstance(opt, _Builtin) and kind.update is _Builtin.update
-                and kind.update_multi_precision is _Builtin.update_multi_precision
+        if (isinstance(opt, _Builtin) and not opt.replaces_update
+                and not opt.replaces_update_multi_precision
                 and not (opt.aggregate_num > 0 and len({w.dtype for w in weights}) > 1)):
             opt.update_multi_precision(indices, weights, grads, [states[i] for i in indices])
         elif self.aggregate_updates:
@@ -122,10 +121,7 @@ class Updater:
         other portions, LAMB's and LARS's trust ratios take per-parameter norms: they are not
         in `_FLAT_SAFE`."""
         opt = self.optimizer
-        kind = type(opt)
-        return (kind in self._FLAT_SAFE and kind.update is _Builtin.update
-                and kind.update_multi_precision is _Builtin.update_multi_precision
-                and not (opt.multi_precision and float16))
+        return (type(opt) in self._FLAT_SAFE and not (opt.multi_precision and float16))
 
     # ------------------------------------------------------------------ states as bytes
     def get_states(self, dump_optimizer: bool = False) -> bytes:
