@@ -4,7 +4,9 @@ This is the only module that imports CuPy. Everything else asks it for the array
 Context (`xp_for`) and for the few helpers whose NumPy and CuPy spellings differ: moving data
 between devices (`to_context`, `copy_into`), waiting for queued device work (`synchronize`),
 scatter-adds, random generators, the NCCL bindings (`nccl_module`), cuDNN's convolution and
-pooling (`cudnn_for`) and fused elementwise kernels (`elementwise`).
+pooling (`cudnn_library`, called by `minimod.kernels.cudnn`), fused elementwise kernels
+(`elementwise`), and the few array calls whose fast spelling differs (`const`, `sum_into`,
+`clip_into`, `take_rows` ...), so that operators hold one code path for both.
 
 Without CuPy (or without a usable CUDA driver) minimod imports and runs on the CPU as before;
 only using a `gpu(i)` context raises an MXNetError that says why.
@@ -23,7 +25,8 @@ __all__ = [
     "xp_for", "to_context", "copy_into", "asnumpy", "gpu_count", "gpu_available", "synchronize",
     "is_gpu_array", "scatter_add", "rng", "seed", "empty_cache", "array_module_of",
     "device_scope", "device_of", "current_device", "nccl_module", "cupy_status",
-    "cudnn_for", "CudnnOps", "elementwise", "ElementwiseSpec",
+    "cudnn_library", "cudnn_status", "elementwise", "ElementwiseSpec", "const", "sum_into",
+    "max_into", "pools_memory", "read_only", "clip_into", "take_rows",
 ]
 
 _CUPY_ERROR = ""
@@ -285,18 +288,87 @@ def rng(xp):
     return gen
 
 
+# ---------------------------------------------------------------------------- array calls
+# Where NumPy and CuPy spell the fast form of a call differently, ops call one of these instead
+# of testing which module `xp` is.
+
+_CONSTS: dict = {}
+
+
+def const(xp, value, dtype):
+    """`value` as a ufunc argument of `dtype`: on NumPy a shared read-only 0-d array (a plain
+    Python number would be boxed into a fresh 0-d array on every call); CuPy takes plain
+    numbers as kernel arguments, so it gets `value` itself."""
+    if xp is not np:
+        return value
+    key = (value, np.dtype(dtype))
+    arr = _CONSTS.get(key)
+    if arr is None:
+        arr = _CONSTS[key] = np.array(value, dtype=dtype)
+        arr.flags.writeable = False
+    return arr
+
+
+def sum_into(xp, a, axis, out, keepdims: bool = False):
+    """xp.sum(a, axis=axis, out=out, keepdims=keepdims); on NumPy without its Python-level
+    wrapper (a few microseconds per call, which add up over the thousand nodes of an unrolled
+    RNN)."""
+    if xp is np:
+        return np.add.reduce(a, axis=axis, out=out, keepdims=keepdims)
+    return xp.sum(a, axis=axis, out=out, keepdims=keepdims)
+
+
+def max_into(xp, a, axis, out, keepdims: bool = False):
+    """The maximum along `axis`, like `sum_into`."""
+    if xp is np:
+        return np.maximum.reduce(a, axis=axis, out=out, keepdims=keepdims)
+    return xp.max(a, axis=axis, out=out, keepdims=keepdims)
+
+
+def pools_memory(xp) -> bool:
+    """Whether `xp` recycles freed memory itself (CuPy's memory pool), so work arrays are
+    best allocated per call; NumPy's fresh multi-MB arrays page-fault, so ops reuse them."""
+    return xp is not np
+
+
+def read_only(xp, arr):
+    """arr, marked read-only where the backend can (NumPy), for arrays shared between calls."""
+    if xp is np:
+        arr.flags.writeable = False
+    return arr
+
+
+def clip_into(xp, src, lo, hi, out) -> None:
+    """out[...] = clip(src, lo, hi) cast to out's dtype (float indices into int64 rows): one
+    pass on NumPy; CuPy's clip takes no casting, so it clips and then casts."""
+    if xp is np:
+        np.clip(src, lo, hi, out=out, casting="unsafe")
+    else:
+        xp.copyto(out, xp.clip(src, lo, hi), casting="unsafe")
+
+
+def take_rows(xp, table, rows, out) -> None:
+    """out[...] = table[rows] for rows already within the table, written in place. NumPy's
+    take buffers its output under its default mode='raise'; 'clip' (a no-op for such rows)
+    writes directly. CuPy's take has no mode."""
+    if xp is np:
+        np.take(table, rows, axis=0, out=out, mode="clip")
+    else:
+        xp.take(table, rows, axis=0, out=out)
+
+
 # ---------------------------------------------------------------------------- cuDNN
 
-_CUDNN_PROBE: list = []  # [CudnnOps or None, why-not text], filled on first use
+_CUDNN_PROBE: list = []  # [(wrapper, lib) or None, why-not text], filled on first use
 
 
 def _probe_cudnn():
-    """CuPy's cuDNN wrapper as a CudnnOps, or None and the reason. CuPy up to v13 ships the
-    wrapper (`cupyx.cudnn`, formerly `cupy.cudnn`) and it imports only where a cuDNN library
-    loads; CuPy v14 removed it."""
+    """CuPy's cuDNN wrapper and constants as a pair, or None, and the reason. CuPy up to v13
+    ships the wrapper (`cupyx.cudnn`, formerly `cupy.cudnn`) and it imports only where a cuDNN
+    library loads; CuPy v14 removed it."""
     if _CUDNN_PROBE:
         return _CUDNN_PROBE
-    ops, why = None, ""
+    found, why = None, ""
     if _cupy is None or not _GPU_COUNT:
         why = _CUPY_ERROR or "no GPU"
     elif os.environ.get("MINIMOD_CUDNN", "1") == "0":
@@ -308,108 +380,25 @@ def _probe_cudnn():
             except ImportError:
                 from cupy import cudnn as wrapper
             from cupy.cuda import cudnn as lib
-            ops = CudnnOps(wrapper, lib)
+            found = (wrapper, lib)
         except Exception as err:  # no wrapper (CuPy >= 14) or no loadable libcudnn
             why = "CuPy's cuDNN wrapper is unavailable (%s: %s)" % (type(err).__name__, err)
-    _CUDNN_PROBE[:] = [ops, why]
+    _CUDNN_PROBE[:] = [found, why]
     return _CUDNN_PROBE
 
 
-def cudnn_for(ctx):
-    """The cuDNN convolution and pooling calls (a `CudnnOps`) for `ctx`, or None: for CPU
-    contexts, without CuPy's cuDNN wrapper, or when the environment sets MINIMOD_CUDNN=0.
-    Ops without it take their im2col path on the GPU as on the CPU."""
-    if ctx is None or ctx.device_typeid != 2:
-        return None
+def cudnn_library():
+    """CuPy's cuDNN wrapper module and cuDNN's constants, as the pair (wrapper, lib), or None
+    without them (no CuPy, no GPU, CuPy >= 14, no loadable libcudnn, or MINIMOD_CUDNN=0).
+    `minimod.kernels.cudnn` makes the convolution and pooling calls through them."""
     return _probe_cudnn()[0]
 
 
 def cudnn_status() -> str:
     """One line: whether convolution and pooling run through cuDNN on GPUs here, and if not,
     why."""
-    ops, why = _probe_cudnn()
-    return "cuDNN via CuPy's wrapper" if ops is not None else "no cuDNN: %s" % why
-
-
-def _lift_1d(arr):
-    """(N, C, W) as the (N, C, 1, W) view cuDNN's 4-D descriptors take; 4-D/5-D unchanged."""
-    return arr.reshape(arr.shape[:2] + (1,) + arr.shape[2:]) if arr.ndim == 3 else arr
-
-
-def _lift_dims(nd: int, values, fill: int) -> tuple:
-    """A per-spatial-dim tuple, with `fill` for the unit height that `_lift_1d` adds."""
-    return ((fill,) + tuple(values)) if nd == 1 else tuple(values)
-
-
-def _lift_conv(nd: int, pad, stride, dilate) -> tuple:
-    return _lift_dims(nd, pad, 0), _lift_dims(nd, stride, 1), _lift_dims(nd, dilate, 1)
-
-
-def _lift_pool(nd: int, kernel, stride, pad) -> tuple:
-    return _lift_dims(nd, kernel, 1), _lift_dims(nd, stride, 1), _lift_dims(nd, pad, 0)
-
-
-class CudnnOps:
-    """Convolution and pooling through CuPy's cuDNN wrapper, in minimod's conventions.
-
-    `wrapper` is the module with convolution_forward / convolution_backward_data /
-    convolution_backward_filter / pooling_forward / pooling_backward (`cupyx.cudnn`); `lib`
-    holds cuDNN's constants (`cupy.cuda.cudnn`). Every call writes into the array it is given:
-    1-D data is lifted to 2-D with a unit height, and a destination that is not C-contiguous
-    (which cuDNN's descriptors cannot describe) is computed into a temporary and copied.
-    Backward calls ask for deterministic algorithms, so seeded runs repeat exactly, and
-    tensor-core math is not requested (float32 stays float32).
-    """
-
-    def __init__(self, wrapper, lib):
-        self.wrapper = wrapper
-        self.pool_modes = {
-            "max": getattr(lib, "CUDNN_POOLING_MAX_DETERMINISTIC", lib.CUDNN_POOLING_MAX),
-            "avg": lib.CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
-            "avg_exclude_pad": lib.CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
-        }
-
-    @staticmethod
-    def _contiguous_target(dst):
-        if dst.flags.c_contiguous:
-            return dst
-        return array_module_of(dst).empty(dst.shape, dtype=dst.dtype)
-
-    def _into(self, dst, fill) -> None:
-        """fill(target) writes into a C-contiguous stand-in for dst, copied back if needed."""
-        target = self._contiguous_target(dst)
-        fill(target)
-        if target is not dst:
-            dst[...] = target
-
-    def conv_forward(self, x, w, b, y, pad, stride, dilate, groups) -> None:
-        pad, stride, dilate = _lift_conv(x.ndim - 2, pad, stride, dilate)
-        self._into(y, lambda out: self.wrapper.convolution_forward(
-            _lift_1d(x), _lift_1d(w), b, _lift_1d(out), pad, stride, dilate, groups,
-            auto_tune=False, tensor_core="never"))
-
-    def conv_backward_data(self, w, gy, gx, pad, stride, dilate, groups) -> None:
-        pad, stride, dilate = _lift_conv(gy.ndim - 2, pad, stride, dilate)
-        self._into(gx, lambda out: self.wrapper.convolution_backward_data(
-            _lift_1d(w), _lift_1d(gy), None, _lift_1d(out), pad, stride, dilate, groups,
-            deterministic=True, auto_tune=False, tensor_core="never"))
-
-    def conv_backward_filter(self, x, gy, gw, pad, stride, dilate, groups) -> None:
-        pad, stride, dilate = _lift_conv(x.ndim - 2, pad, stride, dilate)
-        self._into(gw, lambda out: self.wrapper.convolution_backward_filter(
-            _lift_1d(x), _lift_1d(gy), _lift_1d(out), pad, stride, dilate, groups,
-            deterministic=True, auto_tune=False, tensor_core="never"))
-
-    def pool_forward(self, x, y, kernel, stride, pad, mode: str) -> None:
-        kernel, stride, pad = _lift_pool(x.ndim - 2, kernel, stride, pad)
-        self._into(y, lambda out: self.wrapper.pooling_forward(
-            _lift_1d(x), _lift_1d(out), kernel, stride, pad, self.pool_modes[mode]))
-
-    def pool_backward(self, x, y, gy, gx, kernel, stride, pad, mode: str) -> None:
-        kernel, stride, pad = _lift_pool(x.ndim - 2, kernel, stride, pad)
-        res = self.wrapper.pooling_backward(_lift_1d(x), _lift_1d(y), _lift_1d(gy), kernel,
-                                            stride, pad, self.pool_modes[mode])
-        gx[...] = res.reshape(gx.shape)
+    lib, why = _probe_cudnn()
+    return "cuDNN via CuPy's wrapper" if lib is not None else "no cuDNN: %s" % why
 
 
 # ---------------------------------------------------------------------------- fused kernels

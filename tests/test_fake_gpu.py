@@ -18,7 +18,7 @@ from . import fake_cupy
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GPU_TEST_FILES = ["tests/test_gpu_backend.py", "tests/ops/test_gpu_ops.py",
-                  "tests/ops/test_cudnn_variants.py", "tests/ops/test_fused_kernels.py",
+                  "tests/kernels/test_cudnn_variants.py", "tests/ops/test_fused_kernels.py",
                   "tests/ops/test_more_ops.py", "tests/ops/test_random_ops.py",
                   "tests/executor/test_gpu.py", "tests/kvstore/test_gpu_kvstore.py",
                   "tests/module/test_gpu_module.py"]

@@ -17,7 +17,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .. import backend
+from .. import backend, kernels
 from .. import numerics as _numerics
 from ..base import BindError, MXNetError, mxnet_error_from
 from ..context import Context
@@ -163,13 +163,25 @@ class Executor:
 
     @staticmethod
     def _step_fn(xp, op, ins: list, outs: list):
-        """`fn(xp, is_train)` running one node on its planned arrays: the op's bound fast
-        path when it has one for these arrays (`Op.bind_forward`), else its `forward`."""
+        """`fn(xp, is_train)` running one node on its planned arrays: the fast path that
+        `minimod.kernels` binds for the op's class and these arrays when it has one, else the
+        op's `forward` (for a gradient node, its forward op's `backward`). Chosen here, once
+        per plan; the op is never asked which way to go."""
         if getattr(op, "is_backward", False):
-            return op.bind(ins, outs, xp)
+            fwd = op.fwd_op
+            arrays = op.split_arrays(ins, outs)
+            fast = kernels.bind_backward(xp, fwd, *arrays)
+            if fast is not None:
+                return fast
+            backward = fwd.backward
+            out_grads, inputs, outputs, in_grads, aux = arrays
+
+            def run_backward(xp, is_train):
+                backward(xp, out_grads, inputs, outputs, in_grads, aux)
+            return run_backward
         n_args = len(op.arguments())
         args, aux = ins[:n_args], ins[n_args:]
-        fast = op.bind_forward(xp, args, aux, outs)
+        fast = kernels.bind_forward(xp, op, args, aux, outs)
         if fast is not None:
             return fast
         forward = op.forward

@@ -30,6 +30,7 @@ import numpy as np
 from .. import backend
 from ..base import BindError, MXNetError, ShapeError, mxnet_error_from
 from ..context import Context, current_context
+from ..kernels import device_variant
 from ..ops.registry import (
     VariadicOp,
     call_arguments,
@@ -113,7 +114,7 @@ def invoke(name: str, args: tuple, kwargs: dict):
             outs = _run(name, lambda: op.forward_dynamic(backend.xp_for(ctx), data[:n_args]))
         else:
             outs = _allocate(name, op, arrays, ctx)
-            kernel = op.for_device(ctx, data[0].dtype if data else None)
+            kernel = device_variant(op, ctx, data[0].dtype if data else None)
             _run(name, lambda: kernel.forward(backend.xp_for(ctx), data[:n_args],
                                               data[n_args:], outs, False))
     results = [wrap(o, ctx) for o in outs[:op.num_visible_outputs()]]

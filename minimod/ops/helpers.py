@@ -1,6 +1,6 @@
 """Small helpers that several operator families share: dtype names, partial-shape arithmetic,
-axis normalisation, gradient zeroing, and the factory that turns a row of a family table into
-a registered op class.
+axis normalisation, parameter checks of the layers, gradient writing, and the factory that
+turns a row of a family table into a registered op class.
 
 Shapes here follow the registry contract: a tuple whose dims may be None (unknown), or None
 when even the rank is unknown.
@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from ..base import ShapeError
+from ..base import OpParamError, ShapeError
 from .registry import Op, fmt_shape, register
 
 __all__ = [
     "DTYPE_NAMES", "DTypeName", "dtype_of", "is_integral", "broadcast_shape", "reduce_to_shape",
     "like_infer_type", "zero_grads", "prod_or_none", "axis_index", "data_axis", "legacy_shape",
-    "define_op",
+    "define_op", "param_error", "spatial_tuple", "check_rank", "bias_view", "reduce_axes",
+    "write_grad", "erf", "same_dtype_types",
 ]
 
 DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool")
@@ -97,7 +98,74 @@ def data_axis(axis: int, ndim: int, shape) -> int:
     return axis % ndim
 
 
+def check_rank(shape, rank: int, what: str) -> None:
+    """A ShapeError unless the data `shape` (None: rank unknown) has `rank` dims."""
+    if shape is not None and len(shape) != rank:
+        raise ShapeError("input 'data' has shape %s but %s needs %d dims"
+                         % (fmt_shape(shape), what, rank))
+
+
+def bias_view(bias, ndim: int, axis: int = 1):
+    """A per-channel vector as a view that broadcasts along `axis` of an ndim-D array."""
+    shape = [1] * ndim
+    shape[axis] = -1
+    return bias.reshape(shape)
+
+
+def reduce_axes(ndim: int, keep: int) -> tuple:
+    """Every axis of an ndim-D array but `keep`."""
+    return tuple(i for i in range(ndim) if i != keep)
+
+
+# ----------------------------------------------------------------------------- parameters
+
+def param_error(op: str, text: str) -> OpParamError:
+    return OpParamError("operator %s: %s" % (op, text))
+
+
+def spatial_tuple(op: str, name: str, value: tuple, ndim: int, default: int) -> tuple:
+    """A per-spatial-dim parameter: () means `default` everywhere, otherwise one value per dim."""
+    if not value:
+        return (default,) * ndim
+    if len(value) != ndim:
+        raise param_error(op, "%s=%s has %d value(s) but kernel has %d"
+                          % (name, value, len(value), ndim))
+    return tuple(value)
+
+
 # ----------------------------------------------------------------------------- gradients, types
+
+def write_grad(dst, value) -> None:
+    """dst[...] = value, a no-op when dst is None (a gradient nobody needs)."""
+    if dst is not None:
+        dst[...] = value
+
+
+def erf(xp, x):
+    """erf with relative error below 1.2e-7 (Chebyshev fit of erfc), for NumPy and CuPy alike."""
+    z = xp.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (
+        0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
+            1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    erfc = t * xp.exp(poly)
+    return xp.where(x >= 0, 1.0 - erfc, erfc - 1.0)
+
+
+def same_dtype_types(op: Op, in_types: list, out_types: list, slots: tuple):
+    """Unify the dtypes of the given input slots and every output; leave the others alone."""
+    known = next((in_types[i] for i in slots if in_types[i] is not None), None)
+    if known is None:
+        known = next((t for t in out_types if t is not None), None)
+    if known is None:
+        return in_types, out_types
+    sub_in = [in_types[i] for i in slots]
+    sub_in, out_types = Op.infer_type(op, sub_in, list(out_types))
+    in_types = list(in_types)
+    for i, t in zip(slots, sub_in):
+        in_types[i] = t
+    return in_types, out_types
+
 
 def reduce_to_shape(xp, grad, shape, out) -> None:
     """Write into `out` (of `shape`) the sum of `grad` over the axes that broadcasting added."""

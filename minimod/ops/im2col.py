@@ -24,7 +24,8 @@ import math
 from typing import Optional
 
 from ..base import ShapeError
-from .nn import _conv_out_dim, _offsets, _padded, _param_error, _spatial_tuple, _window
+from .conv_helpers import conv_out_dim, offsets, padded, window
+from .helpers import param_error, spatial_tuple
 from .registry import Op, fmt_shape, register
 
 __all__ = ["Col2im", "Im2col"]
@@ -81,25 +82,25 @@ class _Blocks(Op):
         a = self.attrs
         nd = len(a.kernel)
         if nd not in (1, 2, 3):
-            raise _param_error(self.name, "kernel=%s must have 1, 2 or 3 dims (the spatial "
+            raise param_error(self.name, "kernel=%s must have 1, 2 or 3 dims (the spatial "
                                "dims of the image)" % (a.kernel,))
         if any(k <= 0 for k in a.kernel):
-            raise _param_error(self.name, "kernel=%s must be positive" % (a.kernel,))
+            raise param_error(self.name, "kernel=%s must be positive" % (a.kernel,))
         self.kernel = tuple(a.kernel)
-        self.stride = _spatial_tuple(self.name, "stride", a.stride, nd, 1)
-        self.dilate = _spatial_tuple(self.name, "dilate", a.dilate, nd, 1)
-        self.pad = _spatial_tuple(self.name, "pad", a.pad, nd, 0)
+        self.stride = spatial_tuple(self.name, "stride", a.stride, nd, 1)
+        self.dilate = spatial_tuple(self.name, "dilate", a.dilate, nd, 1)
+        self.pad = spatial_tuple(self.name, "pad", a.pad, nd, 0)
         if any(s <= 0 for s in self.stride):
-            raise _param_error(self.name, "stride=%s must be positive" % (a.stride,))
+            raise param_error(self.name, "stride=%s must be positive" % (a.stride,))
         if any(d <= 0 for d in self.dilate):
-            raise _param_error(self.name, "dilate=%s must be positive" % (a.dilate,))
+            raise param_error(self.name, "dilate=%s must be positive" % (a.dilate,))
         if any(p < 0 for p in self.pad):
-            raise _param_error(self.name, "pad=%s must not be negative" % (a.pad,))
+            raise param_error(self.name, "pad=%s must not be negative" % (a.pad,))
         self.taps = math.prod(self.kernel)
 
     def _grid(self, spatial: tuple, what: str) -> tuple:
         """Blocks along each spatial dim of an image of size `spatial` (None: unknown)."""
-        grid = tuple(_conv_out_dim(x, k, s, d, p) for x, k, s, d, p in zip(
+        grid = tuple(conv_out_dim(x, k, s, d, p) for x, k, s, d, p in zip(
             spatial, self.kernel, self.stride, self.dilate, self.pad))
         if any(g is not None and g <= 0 for g in grid):
             raise ShapeError("operator %s: %s %s is smaller than kernel %s with dilate %s "
@@ -115,8 +116,8 @@ class _Blocks(Op):
     def _gather(self, xp, image, cols) -> None:
         """cols (N, C * taps, L) = the blocks of image (N, C, *spatial)."""
         grid = self._grid(image.shape[2:], "image of spatial size")
-        padded = _padded(xp, image, self.pad, self.pad)
-        view = _blocks_view(xp, padded, self.kernel, self.stride, self.dilate, grid)
+        image = padded(xp, image, self.pad, self.pad)
+        view = _blocks_view(xp, image, self.kernel, self.stride, self.dilate, grid)
         _write_as(cols, image.shape[:2] + self.kernel + grid, view)
 
     def _scatter(self, xp, cols, image) -> None:
@@ -133,8 +134,8 @@ class _Blocks(Op):
             acc.fill(0)
         # one vectorised add per kernel tap: taps may hit the same pixels, a single strided
         # assignment would lose those sums
-        for tap, offs in enumerate(_offsets(self.kernel)):
-            win = tuple(_window(o, s, d, g) for o, s, d, g in zip(
+        for tap, offs in enumerate(offsets(self.kernel)):
+            win = tuple(window(o, s, d, g) for o, s, d, g in zip(
                 offs, self.stride, self.dilate, grid))
             acc[(slice(None), slice(None)) + win] += blocks[:, :, tap]
         if acc is not image:
@@ -209,10 +210,10 @@ class Col2im(_Blocks):
         super().__init__(attrs)
         size = self.attrs.output_size
         if len(size) != len(self.kernel):
-            raise _param_error(self.name, "output_size=%s must have as many dims as kernel=%s"
+            raise param_error(self.name, "output_size=%s must have as many dims as kernel=%s"
                                % (size, self.kernel))
         if any(x <= 0 for x in size):
-            raise _param_error(self.name, "output_size=%s must be positive" % (size,))
+            raise param_error(self.name, "output_size=%s must be positive" % (size,))
         self.output_size = tuple(size)
 
     def _blocks(self) -> int:

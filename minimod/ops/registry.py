@@ -19,13 +19,10 @@ the op is a member of the class:
   `backward_inputs`/`backward_outputs` are passed as None.
 - `needs_out_grad`: False for loss heads, whose backward ignores the head gradient.
 - `inplace`: (input index, output index) pairs whose storage the output may take over.
-- `bind_forward(xp, inputs, aux, out)` / `bind_backward(...)`: optional fast paths, closures
-  over fixed arrays that do what forward / backward do with the per-call checks done once.
-- `for_device(ctx, dtype)`: the op to run on `ctx` for data of `dtype`, by default the op itself;
-  an op with a device library (Convolution and Pooling with cuDNN on GPUs) returns a variant with
-  the same slots whose backward may read different arrays. The compiler asks before planning.
-
-Ops never import numpy or cupy; they receive the array module `xp`.
+Ops never import numpy or cupy; they receive the array module `xp`. What makes an op fast
+(bound steps, batch-last and fused forms, device variants such as cuDNN's) is registered
+against the op class in `minimod.kernels`, which the executor and the passes ask; the op holds
+its math once.
 """
 from __future__ import annotations
 
@@ -321,11 +318,6 @@ class Op:
         return [known] * len(in_types), [known] * len(out_types)
 
     # --- execution
-    def for_device(self, ctx, dtype) -> "Op":
-        """The op that runs on `ctx` (a Context) for data of `dtype`: this one, unless a
-        subclass has a device-specific variant (same name, slots and attrs)."""
-        return self
-
     def forward(self, xp, inputs, aux, out, is_train):
         raise NotImplementedError(self.name)
 
@@ -335,21 +327,6 @@ class Op:
     def forward_dynamic(self, xp, inputs) -> list:
         """The outputs of an op with `dynamic_shape`, allocated by the op itself."""
         raise NotImplementedError("%s has static output shapes" % self.name)
-
-    def bind_forward(self, xp, inputs, aux, out):
-        """Optional: `run(xp, is_train)` doing `forward` on these very arrays, with every
-        decision that depends only on their shapes, dtypes and layouts taken here, once;
-        None (the default) when there is no such fast path for them. The executor binds
-        each step once per memory plan, so what a step costs in Python is paid at bind time.
-        A bound step must write exactly the numbers `forward` writes, and it calls the array
-        module's functions through `xp` at run time, as `forward` does (so a profiler that
-        swaps `numpy.matmul` for a timed wrapper still sees its calls)."""
-        return None
-
-    def bind_backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        """Optional: `run(xp, is_train)` doing `backward` on these arrays, like
-        `bind_forward`; None when there is no fast path for them."""
-        return None
 
     # --- helpers for subclasses
     def _in_name(self, i: int) -> str:

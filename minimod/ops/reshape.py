@@ -17,7 +17,6 @@ from typing import Optional
 
 from ..base import OpParamError, ShapeError
 from .helpers import axis_index, like_infer_type, prod_or_none
-from .layout import BatchLastMixin
 from .registry import Op, Shape, fmt_shape, register, shape_is_known
 from .reshape_codes import infer_reshape
 
@@ -77,12 +76,11 @@ class _Relabel(Op):
 
 
 @register
-class Flatten(BatchLastMixin, _Relabel):
+class Flatten(_Relabel):
     """Collapse every axis after the first: (d0, d1, ..., dk) -> (d0, d1*...*dk).
 
     A 1-D input (n,) gives (n, 1). Backward reshapes the head gradient to the input shape.
-    Stored batch-last (`BatchLastMixin`; the layout pass sets data and output alike), data
-    (d1, ..., dk, d0) becomes (d1*...*dk, d0) by the same reshape.
+    (Its batch-last form is `minimod.kernels.layout.BatchLastFlatten`.)
     """
 
     positional_inputs = True  # MXNet's monitor: input0, input1 ...
@@ -90,7 +88,7 @@ class Flatten(BatchLastMixin, _Relabel):
     name = "Flatten"
     aliases = ("flatten",)
 
-    def infer_batch_first(self, in_shapes, out_shapes):
+    def infer_shape(self, in_shapes, out_shapes):
         data = in_shapes[0]
         if data is not None:
             if len(data) == 0:

@@ -13,7 +13,8 @@ Every pass takes `scratch(xp, role, shape, dtype)`, the op's work-array cache, a
 from __future__ import annotations
 
 from .. import backend
-from .scratch import _const, _sum
+from ..backend import const as _const
+from ..backend import sum_into as _sum
 
 __all__ = ["forward_direction", "backward_direction"]
 

@@ -5,7 +5,7 @@ gets its own backward node and the memory plan sees the fused graph (the activat
 full-size output, and its gradient, are never planned). Only the plan's graph changes; the
 symbol, its JSON and the names of its outputs stay as written.
 
-One pattern so far (`minimod.ops.fused.ActivationMaxPooling`): an Activation (relu or tanh)
+One pattern so far (`minimod.kernels.fused.ActivationMaxPooling`): an Activation (relu or tanh)
 read by nothing but a max Pooling over disjoint windows without padding, and not itself an
 output. It applies on CPUs only: on a GPU the pooling is cuDNN's, and the tie analysis of the
 fused op is written for NumPy's tanh.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..ops.fused import ActivationMaxPooling
+from ..kernels.fused import ActivationMaxPooling
 from ..symbol.graph import Graph
 from .switch import Switch
 

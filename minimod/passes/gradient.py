@@ -77,9 +77,10 @@ class BackwardOp:
     def _in_name(self, i: int) -> str:
         return self.arguments()[i]
 
-    def bind(self, inputs: list, outputs: list, xp):
-        """A call `fn(xp, is_train)` running this backward on fixed arrays: the forward op's
-        bound fast path (`Op.bind_backward`) where it has one for them, else its `backward`."""
+    def split_arrays(self, inputs: list, outputs: list) -> tuple:
+        """This node's input and output arrays as the arguments of the forward op's backward:
+        (out_grads, forward inputs, forward outputs, in_grads, aux), with None in the slots
+        backward does not read or nobody asked for."""
         fwd = self.fwd_op
         n_args = len(fwd.arguments())
         pos = 0
@@ -99,14 +100,7 @@ class BackwardOp:
         in_grads = [None] * n_args
         for k, i in enumerate(self.wanted):
             in_grads[i] = outputs[k]
-        fast = fwd.bind_backward(xp, out_grads, fwd_inputs, fwd_outputs, in_grads, aux)
-        if fast is not None:
-            return fast
-        backward = fwd.backward
-
-        def run(xp, is_train=True):
-            backward(xp, out_grads, fwd_inputs, fwd_outputs, in_grads, aux)
-        return run
+        return out_grads, fwd_inputs, fwd_outputs, in_grads, aux
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,8 +6,8 @@ Convolution computes in a batch-last work layout and turns its result back into 
 turns straight back; pooling windows, too, are gathered faster batch-last, where each is a run
 of N contiguous values; and FullyConnected's GEMMs run faster on the transposed operands,
 out^T = weight . data^T, at small batches. This pass finds every edge from such an op's output
-0 to such an op's input 0 and gives both ends copies of their ops that store that edge
-batch-last (`minimod.ops.layout.BatchLastMixin`). An Activation between two such ops (VGG's
+0 to such an op's input 0 and puts on both ends the batch-last forms of their ops, which store
+that edge batch-last (`minimod.kernels.layout`). An Activation between two such ops (VGG's
 conv-relu-conv, an MLP's fc-relu-fc) passes the layout through: being elementwise it runs on
 batch-last data as it is, so its data and output are stored batch-last together or not at all.
 So does Flatten, whose (C * H * W, N) is the batch-last form of its (N, C * H * W): a pooling
@@ -28,23 +28,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..ops.fused import ActivationMaxPooling
-from ..ops.nn import Activation, Convolution, FullyConnected
-from ..ops.reshape import Flatten
+from ..kernels.layout import batch_last_class, batch_last_form
 from ..symbol.graph import Graph
 from .switch import Switch
 
 __all__ = ["batch_last", "layouts"]
 
 _SWITCH = Switch()
-
-#: ops that compute in a batch-last layout, and so can store their data input and output
-#: that way (exact types: a device variant such as the cuDNN convolution works in its
-#: library's layout)
-_BATCH_LAST_OPS = (Convolution, ActivationMaxPooling, FullyConnected)
-#: ops that run on batch-last data as it is, with data and output stored alike: elementwise
-#: ones, and Flatten, whose (d1*d2*..., N) is the batch-last form of its (N, d1*d2*...)
-_TRANSPARENT = (Activation, Flatten)
 
 
 def layouts(enabled: bool):
@@ -54,11 +44,16 @@ def layouts(enabled: bool):
 
 
 def _capable(op) -> bool:
-    return op is not None and type(op) in _BATCH_LAST_OPS + _TRANSPARENT and op.can_batch_last()
+    """Whether `op` has a batch-last form its attributes allow (exact types: a device variant
+    such as the cuDNN convolution works in its library's layout). Ops that compute batch-last
+    (Convolution, ActivationMaxPooling, FullyConnected) have one, and so do the ops that run on
+    batch-last data as it is (Activation, Flatten: `transparent`)."""
+    form = None if op is None else batch_last_class(op)
+    return form is not None and form.applies(op)
 
 
 def _transparent(graph: Graph, nid: int) -> bool:
-    return type(graph.nodes[nid].op) in _TRANSPARENT
+    return batch_last_class(graph.nodes[nid].op).transparent
 
 
 def batch_last(graph: Graph, shapes: Sequence, ctx=None) -> Graph:
@@ -92,7 +87,7 @@ def batch_last(graph: Graph, shapes: Sequence, ctx=None) -> Graph:
     if not edges:
         return graph
     out_last, data_last = set(edges), set(edges.values())
-    ops = [node.op.with_layout(nid in data_last, nid in out_last)
+    ops = [batch_last_form(node.op, nid in data_last, nid in out_last)
            if nid in data_last or nid in out_last else node.op
            for nid, node in enumerate(graph.nodes)]
     return graph.rebuilt(ops)

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import minimod as mx
-from minimod import backend
+from minimod import backend, kernels  # noqa: F401  (kernels: registers Activation's kernels)
 from minimod.ndarray import update_steps  # noqa: F401  (registers SGD's kernels)
-from minimod.ops import nn, rnn  # noqa: F401  (register the ops' kernels)
+from minimod.ops import rnn  # noqa: F401  (registers the LSTM step's kernels)
 
 from ..conftest import ctx_params
 

@@ -1,4 +1,5 @@
-"""Tests of minimod/ops/nn.py: the case table, MXNet golden values, parameter and shape errors."""
+"""Tests of the layer ops (dense, convolution, pooling, activation, normalisation ... in
+minimod/ops/): the case table, MXNet golden values, parameter and shape errors."""
 from __future__ import annotations
 
 import itertools
@@ -12,7 +13,7 @@ import pytest
 import minimod as mx
 from minimod import backend
 from minimod.base import OpParamError, ShapeError
-from minimod.ops import nn
+from minimod.ops import conv_helpers
 from minimod.ops.registry import create_op
 from tests.ops.harness import Case, check_case, infer, run_backward, run_forward
 
@@ -463,7 +464,7 @@ CONV_CASES = [c for c in CASES if c.op == "Convolution"]
 @pytest.mark.parametrize("min_width", [1, 10 ** 9], ids=["channels_batch", "batch_last"])
 def test_convolution_case_in_each_work_layout(case, min_width, monkeypatch, ctx):
     """Convolution picks its work layout by output width; both must give the same results."""
-    monkeypatch.setattr(nn, "_CN_MIN_WIDTH", min_width)
+    monkeypatch.setattr(conv_helpers, "CN_MIN_WIDTH", min_width)
     check_case(case, ctx)
 
 

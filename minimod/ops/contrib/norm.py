@@ -1,5 +1,5 @@
 """Batch normalisation variants of MXNet's contrib namespace, built on `BatchNorm`
-(minimod/ops/nn.py), whose statistics, moving averages and gradients they share:
+(minimod/ops/normalization.py), whose statistics, moving averages and gradients they share:
 
 - `_contrib_SyncBatchNorm`: BatchNorm whose batch statistics MXNet pools across the `ndev`
   devices of one process. One device's normalisation is BatchNorm's; what differs is the
@@ -15,24 +15,16 @@ from __future__ import annotations
 import dataclasses
 
 from ...base import DTypeError, OpParamError
-from ..nn import BatchNorm
+from ..normalization import BatchNorm
 from ..registry import register
 
 __all__ = ["SyncBatchNorm", "BatchNormWithReLU"]
 
 
 class _BatchNormVariant(BatchNorm):
-    """Base of the variants: they run their own forward and backward, so a bound fast path
-    or device variant BatchNorm may gain, which computes BatchNorm's outputs, is not theirs."""
-
-    def bind_forward(self, xp, inputs, aux, out):
-        return None
-
-    def bind_backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        return None
-
-    def for_device(self, ctx, dtype):
-        return self
+    """Base of the variants: they run their own forward and backward. (A fast path or device
+    variant registered for BatchNorm, which computes BatchNorm's outputs, is not theirs: the
+    kernel registry matches exact op classes.)"""
 
     def infer_type(self, in_types, out_types):
         """MXNet's BatchNorm typing: data and output in the data's type; every parameter,

@@ -1,29 +1,30 @@
 """The cuDNN variants of Convolution and Pooling, bound on the CPU with a NumPy stand-in for
 CuPy's cuDNN wrapper (tests/ops/fake_cudnn.py).
 
-On a GPU where CuPy's wrapper loads, `for_device` swaps these variants in; their backward reads
-the convolution's input (not im2col columns) and the pooling's input and output (not a mask).
-Here the same swap is forced on the CPU by handing the variants a `backend.CudnnOps` around the
-stand-in, and the whole executor (device pass, gradient pass, memory plan, run) must give what
-the ordinary CPU path gives. The GPU run of the real wrapper is in test_gpu_ops.py (skipped
-without a GPU).
+On a GPU where CuPy's wrapper loads, the device pass swaps these variants in (minimod/kernels/
+cudnn.py); their backward reads the convolution's input (not im2col columns) and the pooling's
+input and output (not a mask). Here the same swap is forced on the CPU by handing the variants
+a `CudnnOps` around the stand-in, and the whole executor (device pass, gradient pass, memory
+plan, run) must give what the ordinary CPU path gives. The GPU run of the real wrapper is in
+test_gpu_ops.py (skipped without a GPU).
 """
 import numpy as np
 import pytest
 
 import minimod as mx
 from minimod import backend
-from minimod.ops.nn import CudnnConvolution, CudnnDeconvolution, CudnnPooling
+from minimod.kernels import cudnn
+from minimod.kernels.cudnn import CudnnConvolution, CudnnDeconvolution, CudnnPooling
 
-from . import fake_cudnn
+from ..ops import fake_cudnn
 
 V = mx.sym.Variable
 
 
 @pytest.fixture
 def fake_cudnn_on_cpu(monkeypatch):
-    ops = backend.CudnnOps(fake_cudnn, fake_cudnn.Lib)
-    monkeypatch.setattr(backend, "cudnn_for", lambda ctx: ops)
+    ops = cudnn.CudnnOps(fake_cudnn, fake_cudnn.Lib)
+    monkeypatch.setattr(cudnn, "cudnn_for", lambda ctx: ops)
     fake_cudnn.CALLS.clear()
     return ops
 
@@ -99,8 +100,8 @@ def test_cudnn_variants_equal_the_cpu_path(case, monkeypatch):
     sym, shapes = CASES[case]()
     want_out, want_grads, plain = _run(sym, shapes)
     assert CudnnConvolution not in _variant_ops(plain)
-    ops = backend.CudnnOps(fake_cudnn, fake_cudnn.Lib)
-    monkeypatch.setattr(backend, "cudnn_for", lambda ctx: ops)
+    ops = cudnn.CudnnOps(fake_cudnn, fake_cudnn.Lib)
+    monkeypatch.setattr(cudnn, "cudnn_for", lambda ctx: ops)
     fake_cudnn.CALLS.clear()
     got_out, got_grads, exe = _run(sym, shapes)
     # every convolution, deconvolution and pooling node runs its cuDNN variant
@@ -137,7 +138,7 @@ def test_cudnn_plan_keeps_the_data_not_the_columns(fake_cudnn_on_cpu):
     # no block of the plan is as large as the im2col plan's columns (25 taps x 24 x 24 x 16)
     columns_bytes = 25 * 24 * 24 * 16 * 4
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(backend, "cudnn_for", lambda ctx: None)
+        mp.setattr(cudnn, "cudnn_for", lambda ctx: None)
         im2col = sym.simple_bind(mx.cpu(), **shapes)._plan
     assert columns_bytes in im2col.memory.block_bytes
     assert max(plan.memory.block_bytes) < columns_bytes
@@ -161,7 +162,7 @@ def test_without_cudnn_the_plan_runs_the_symbols_own_graph():
     """On a CPU context nothing is swapped: the plan's forward nodes are the symbol's."""
     sym, shapes = _lenet_block()
     exe = sym.simple_bind(mx.cpu(), **shapes)
-    assert backend.cudnn_for(mx.cpu()) is None
+    assert cudnn.cudnn_for(mx.cpu()) is None
     fwd = exe._plan.graph.nodes[:exe._plan.num_forward_nodes]
     assert all(a is b for a, b in zip(fwd, sym._graph.nodes))
 
@@ -179,7 +180,7 @@ def test_cudnn_reshape_and_module_training_use_the_variant(fake_cudnn_on_cpu):
     def train(patch):
         with pytest.MonkeyPatch.context() as mp:
             if not patch:
-                mp.setattr(backend, "cudnn_for", lambda ctx: None)
+                mp.setattr(cudnn, "cudnn_for", lambda ctx: None)
             mx.random.seed(3)
             mod = mx.mod.Module(net, context=mx.cpu())
             it = mx.io.NDArrayIter(data, label, batch_size=4)
@@ -201,7 +202,7 @@ def test_cudnn_reshape_and_module_training_use_the_variant(fake_cudnn_on_cpu):
 
 def test_cudnn_ops_copy_back_into_a_strided_destination():
     """cuDNN writes only C-contiguous arrays: a strided destination gets a copy."""
-    ops = backend.CudnnOps(fake_cudnn, fake_cudnn.Lib)
+    ops = cudnn.CudnnOps(fake_cudnn, fake_cudnn.Lib)
     rng = np.random.RandomState(2)
     x = rng.uniform(-1, 1, (2, 3, 6, 6)).astype(np.float32)
     w = rng.uniform(-1, 1, (4, 3, 3, 3)).astype(np.float32)

@@ -1,5 +1,6 @@
-"""Bound fast paths (`Op.bind_forward` / `Op.bind_backward`) write exactly what the ops'
-general forward and backward write, and the executor runs them.
+"""Bound fast paths (registered in minimod/kernels/, bound by `kernels.bind_forward` /
+`kernels.bind_backward`) write exactly what the ops' general forward and backward write, and
+the executor runs them.
 
 A bound step is a closure over the node's planned arrays with every shape, layout and dtype
 decision taken once at bind time; it must not change a single bit of the results (compared
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import minimod as mx
+from minimod import kernels
 from minimod.ops.registry import create_op
 
 
@@ -22,7 +24,7 @@ def _forward_both(op, args, out_shapes):
     general = [np.full(s, np.nan, np.float32) for s in out_shapes]
     op.forward(np, args, [], general, True)
     bound = [np.full(s, np.nan, np.float32) for s in out_shapes]
-    run = op.bind_forward(np, args, [], bound)
+    run = kernels.bind_forward(np, op, args, [], bound)
     assert run is not None, "%s has no bound forward for plain float32 arrays" % op.name
     run(np, True)
     return general, bound
@@ -32,7 +34,7 @@ def _backward_both(op, out_grads, args, outs, grad_shapes):
     general = [None if s is None else np.full(s, np.nan, np.float32) for s in grad_shapes]
     op.backward(np, out_grads, args, outs, general, [])
     bound = [None if s is None else np.full(s, np.nan, np.float32) for s in grad_shapes]
-    run = op.bind_backward(np, out_grads, args, outs, bound, [])
+    run = kernels.bind_backward(np, op, out_grads, args, outs, bound, [])
     assert run is not None, "%s has no bound backward for plain float32 arrays" % op.name
     run(np, True)
     return general, bound
@@ -110,7 +112,7 @@ def test_softmax_output_bound_backward_rechecks_labels_every_call():
     prob = np.empty_like(x)
     op.forward(np, [x, label], [], [prob], True)
     grad = np.empty_like(x)
-    run = op.bind_backward(np, [None], [x, label], [prob], [grad], [])
+    run = kernels.bind_backward(np, op, [None], [x, label], [prob], [grad], [])
     run(np, True)
     label[1] = 9  # out of range: that row's gradient is the probabilities, nothing subtracted
     run(np, True)
@@ -120,15 +122,38 @@ def test_softmax_output_bound_backward_rechecks_labels_every_call():
     np.testing.assert_array_equal(grad[1], prob[1])
 
 
+@pytest.mark.parametrize("attrs,data_shape,label_shape", [
+    ({"multi_output": "True"}, (3, 4, 5), (3, 5)),
+    ({"multi_output": "True", "use_ignore": "True", "ignore_label": "2"}, (3, 4, 5), (3, 5)),
+    ({"preserve_shape": "True", "normalization": "batch"}, (2, 3, 4), (2, 3)),
+    ({"use_ignore": "True", "ignore_label": "1", "normalization": "valid"}, (6, 4), (6,)),
+    ({"grad_scale": "0.5"}, (4, 2, 3), (4,)),
+])
+def test_softmax_output_host_index_gradient_equals_the_one_hot_form(attrs, data_shape,
+                                                                    label_shape):
+    """Beyond the bound rows case, NumPy steps take the index form of the gradient
+    (`kernels.loss.index_grad_into`): the same values as the op's one-hot backward (an
+    ignored row may read -0 where the one-hot form reads 0)."""
+    rng = np.random.RandomState(4)
+    op = create_op("SoftmaxOutput", attrs)
+    x = (rng.randn(*data_shape) * 3).astype(np.float32)
+    label = rng.randint(-1, data_shape[1] + 1, label_shape).astype(np.float32)
+    prob = np.empty_like(x)
+    op.forward(np, [x, label], [], [prob], True)
+    general, bound = _backward_both(op, [None], [x, label], [prob], [x.shape, label.shape])
+    np.testing.assert_array_equal(bound[0], general[0])
+    assert not bound[1].any()
+
+
 def test_no_bound_path_for_arrays_it_cannot_take():
     op = create_op("FullyConnected", {"num_hidden": "3"})
     x = np.ones((4, 6), np.float32)[:, ::2]  # not contiguous
     w, b, y = np.ones((3, 3), np.float32), np.ones(3, np.float32), np.empty((4, 3), np.float32)
-    assert op.bind_forward(np, [x, w, b], [], [y]) is None
+    assert kernels.bind_forward(np, op, [x, w, b], [], [y]) is None
     x64 = np.ones((4, 3), np.float64)  # mixed dtypes
-    assert op.bind_forward(np, [x64, w, b], [], [y]) is None
-    assert create_op("Activation", {"act_type": "softsign"}).bind_forward(
-        np, [y], [], [np.empty_like(y)]) is None
+    assert kernels.bind_forward(np, op, [x64, w, b], [], [y]) is None
+    assert kernels.bind_forward(np, create_op("Activation", {"act_type": "softsign"}),
+                                [y], [], [np.empty_like(y)]) is None
 
 
 def test_executor_runs_the_bound_steps():
@@ -143,8 +168,8 @@ def test_executor_runs_the_bound_steps():
     names = []
     for nid, fn in exe._fwd_steps + exe._bwd_steps:
         node = exe._plan.graph.nodes[nid]
-        qual = getattr(fn, "__qualname__", "")
-        assert ".bind_forward." in qual or ".bind_backward." in qual, (node.name, qual)
+        where = "%s.%s" % (fn.__module__, fn.__qualname__)
+        assert fn.__module__.startswith("minimod.kernels."), (node.name, where)
         names.append(node.name)
     assert len(names) == 8  # 4 forward nodes and their 4 backward nodes
 

@@ -2,7 +2,8 @@
 
 No symbol names these ops. The graph compiler (`minimod.passes.fuse`) puts one in place of the
 nodes it stands for, in a plan's graph only, where the pattern allows it; the user's symbol, its
-JSON and its node names stay as written.
+JSON and its node names stay as written. They live beside the other kernels, not in
+`minimod.ops`, because they exist for speed alone: each computes what its pattern computes.
 
 `ActivationMaxPooling` stands for Activation (tanh or relu) followed by max Pooling over windows
 that do not overlap (LeNet's conv-tanh-pool, VGG's conv-relu-pool). Both activations never
@@ -38,12 +39,15 @@ import math
 
 import numpy as np
 
-from .layout import BatchLastMixin, from_batch_last, to_batch_last
-from .nn import Activation, Pooling
-from .registry import Op
-from .scratch import _const, _ScratchMixin
+from ..backend import const
+from ..ops.activation import Activation
+from ..ops.pool_windows import backward_disjoint, disjoint, first_max, window_panel
+from ..ops.pooling import Pooling
+from ..ops.registry import Op
+from ..ops.scratch import _ScratchMixin
+from .layout import BatchLast, form_of, from_batch_last, to_batch_last
 
-__all__ = ["ActivationMaxPooling"]
+__all__ = ["ActivationMaxPooling", "BatchLastActivationMaxPooling"]
 
 #: activations that never decrease, with ties handled below
 FUSIBLE_ACTIVATIONS = ("relu", "tanh")
@@ -55,7 +59,7 @@ _TANH_ULPS = 16
 _RECOMPUTE_ALL = 0.125
 
 
-class ActivationMaxPooling(BatchLastMixin, _ScratchMixin, Op):
+class ActivationMaxPooling(_ScratchMixin, Op):
     """Max Pooling (disjoint windows, no padding) of Activation(relu or tanh), pooled first.
 
     Outputs are Pooling's: 'output' (the pooled activation) and the hidden 'mask' (offset of
@@ -63,11 +67,13 @@ class ActivationMaxPooling(BatchLastMixin, _ScratchMixin, Op):
     Pooling nodes write (relu: up to the sign of a zero). The gradient is the activation's
     gradient at the pooled value, sent to the winning offset.
 
-    Data and output may each be batch-last (`BatchLastMixin`, set by the layout pass); the
-    mask follows the data's layout, in which the windows are gathered (the "panel order").
+    Its batch-last form (below) may store data and output batch-last; the mask follows the
+    data's layout, in which the windows are gathered (the "panel order").
     """
 
-    follows_data = (1,)
+    #: this form's layout (`BatchLastActivationMaxPooling` sets them)
+    data_last = False
+    out_last = False
 
     name = "Activation+Pooling"
     Attrs = Pooling.Attrs
@@ -95,7 +101,7 @@ class ActivationMaxPooling(BatchLastMixin, _ScratchMixin, Op):
             return False
         kernel, stride, pad_lo, pad_hi, out = pool._geometry(tuple(in_shape[2:]))
         return (not any(pad_lo) and not any(pad_hi) and all(y > 0 for y in out)
-                and Pooling._disjoint(kernel, stride, out))
+                and disjoint(kernel, stride, out))
 
     def outputs(self) -> list:
         return ["output", "mask"]
@@ -103,7 +109,7 @@ class ActivationMaxPooling(BatchLastMixin, _ScratchMixin, Op):
     def num_visible_outputs(self) -> int:
         return 1
 
-    def infer_batch_first(self, in_shapes: list, out_shapes: list):
+    def infer_shape(self, in_shapes: list, out_shapes: list):
         return self.pool.infer_shape(in_shapes, out_shapes)
 
     def infer_type(self, in_types: list, out_types: list):
@@ -115,7 +121,7 @@ class ActivationMaxPooling(BatchLastMixin, _ScratchMixin, Op):
         pool, last = self.pool, self.data_last
         kernel, _, _, _, out_spatial = pool._geometry(x.shape[1:-1] if last else x.shape[2:])
         nk, size = math.prod(kernel), y.size
-        panel = pool._window_panel(xp, x, kernel, out_spatial, y.dtype, last)
+        panel = window_panel(pool, xp, x, kernel, out_spatial, y.dtype, last)
         xf = self._scratch(xp, "xmax", (size,), y.dtype)
         xp.max(panel, axis=0, out=xf)
         # flat in the panel's order: views of y and mask where they are stored that way,
@@ -124,17 +130,17 @@ class ActivationMaxPooling(BatchLastMixin, _ScratchMixin, Op):
         mf = self._flat_panel(xp, "mask", mask, last)
         self.act.forward(xp, [xf], [], [yf], is_train)
         if self.act.attrs.act_type == "relu":
-            pool._first_max(xp, panel, xf, mf)
+            first_max(pool, xp, panel, xf, mf)
             # y == 0: no positive entry, every entry's relu is 0 (or -0), the first one wins
             zero = self._scratch(xp, "zero", (size,), bool)
-            xp.equal(yf, _const(xp, 0, yf.dtype), out=zero)
-            xp.copyto(mf, _const(xp, 0, mf.dtype), where=zero)
+            xp.equal(yf, const(xp, 0, yf.dtype), out=zero)
+            xp.copyto(mf, const(xp, 0, mf.dtype), where=zero)
         else:
             # entries below their window's maximum (all of a NaN window's)
             below = self._scratch(xp, "below", (nk, size), bool)
             xp.not_equal(panel, xf, out=below)
             flagged = self._near_ties(xp, panel, xf, yf, below)
-            pool._first_max(xp, panel, xf, mf, ne=below[:nk - 1])
+            first_max(pool, xp, panel, xf, mf, ne=below[:nk - 1])
             self._recompute(xp, panel, yf, mf, flagged)
         self._store_panel(xp, yf, y, self.out_last)
         self._store_panel(xp, mf, mask, last)
@@ -172,16 +178,16 @@ class ActivationMaxPooling(BatchLastMixin, _ScratchMixin, Op):
         slack = self._scratch(xp, "slack", yf.shape, dtype)
         # 1 - (|y| + u)^2 >= 1 - y^2 - (2u + u^2) for |y| <= 1: two passes fewer than abs
         xp.multiply(yf, yf, out=slack)
-        xp.subtract(_const(xp, 1 - 2 * u - u * u, dtype), slack, out=slack)
-        xp.maximum(slack, _const(xp, 0, dtype), out=slack)
+        xp.subtract(const(xp, 1 - 2 * u - u * u, dtype), slack, out=slack)
+        xp.maximum(slack, const(xp, 0, dtype), out=slack)
         # the factor 1.25 also covers the rounding of the passes here and of lo below
         # (a slack is at least 5 units in the last place of any |x| at which tanh is not
         # yet 1); a window at or past saturation gets an infinite slack
         with np.errstate(divide="ignore"):
-            xp.divide(_const(xp, 1.25 * u, dtype), slack, out=slack)
+            xp.divide(const(xp, 1.25 * u, dtype), slack, out=slack)
         lo = self._scratch(xp, "lo", yf.shape, dtype)
         # +inf - inf would be NaN and flag nothing: start from the largest finite value
-        xp.minimum(xf, _const(xp, float(np.finfo(dtype).max), dtype), out=lo)
+        xp.minimum(xf, const(xp, float(np.finfo(dtype).max), dtype), out=lo)
         xp.subtract(lo, slack, out=lo)
         near = self._scratch(xp, "near", panel.shape, bool)
         xp.greater_equal(panel, lo, out=near)  # False throughout a NaN window
@@ -199,7 +205,7 @@ class ActivationMaxPooling(BatchLastMixin, _ScratchMixin, Op):
         if count > _RECOMPUTE_ALL * yf.size:
             self.act.forward(xp, [panel], [], [panel], True)
             xp.max(panel, axis=0, out=yf)
-            self.pool._first_max(xp, panel, yf, mf)
+            first_max(self.pool, xp, panel, yf, mf)
             return
         idx = xp.flatnonzero(flagged)
         sub = panel[:, idx]
@@ -227,7 +233,7 @@ class ActivationMaxPooling(BatchLastMixin, _ScratchMixin, Op):
         pool = self.pool
         kernel, _, pad_lo, pad_hi, out_spatial = pool._geometry(
             dx.shape[1:-1] if last else dx.shape[2:])
-        pool._backward_disjoint(xp, gact, mask, dx, kernel, pad_lo, pad_hi, out_spatial, last)
+        backward_disjoint(pool, xp, gact, mask, dx, kernel, pad_lo, pad_hi, out_spatial, last)
 
     # ------------------------------------------------------------------ monitor
     def unfused_nodes(self, xp, node_name: str, inputs, outputs) -> list:
@@ -239,3 +245,11 @@ class ActivationMaxPooling(BatchLastMixin, _ScratchMixin, Op):
         self.act.forward(xp, [x], [], [act_out], False)
         return [(self.act_name, self.act, [x], [act_out]),
                 (node_name, self.pool, [act_out], list(outputs))]
+
+
+@form_of(ActivationMaxPooling)
+class BatchLastActivationMaxPooling(BatchLast, ActivationMaxPooling):
+    """ActivationMaxPooling with its data (and so its mask), its output or both stored
+    batch-last."""
+
+    follows_data = (1,)

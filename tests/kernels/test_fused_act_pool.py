@@ -1,4 +1,4 @@
-"""ActivationMaxPooling (minimod/ops/fused.py) writes exactly what Activation (tanh, relu)
+"""ActivationMaxPooling (minimod/kernels/fused.py) writes exactly what Activation (tanh, relu)
 followed by max Pooling write: the pooled output, the hidden mask of winning offsets and the
 gradient, compared as raw bytes, on windows built to make the pooled-first shortcut wrong
 (near ties in tanh, NumPy's non-monotone float32 tanh at 1.5, saturation, NaN, infinities);
@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minimod.ops.fused import ActivationMaxPooling
-from minimod.ops.nn import Activation, Pooling
+from minimod.kernels.fused import ActivationMaxPooling
+from minimod.kernels.layout import batch_last_form
+from minimod.ops.activation import Activation
+from minimod.ops.pooling import Pooling
 
 
 def _ops(act_type, kernel=(2, 2)):
@@ -77,7 +79,7 @@ def _check(act_type, x, kernel=(2, 2), seed=0):
     got = _fused(op, x, g)
     # batch-last data, output or both (the layout pass's copies of the op): the same bits
     for data_last, out_last in ((False, True), (True, False), (True, True)):
-        laid_out = _fused_laid_out(op.with_layout(data_last, out_last), x, g)
+        laid_out = _fused_laid_out(batch_last_form(op, data_last, out_last), x, g)
         for name, w, o in zip(("output", "mask", "gradient"), got, laid_out):
             assert _same_bits(w, o), (name, data_last, out_last)
     # a window holding a NaN: the same NaN output and mask, but its gradient is NaN at every

@@ -1,0 +1,28 @@
+"""The speed layer: everything that makes a step fast, beside the reference ops of
+`minimod.ops`, each piece tested equal to the reference it replaces.
+
+- bound fast paths (`fast_path`): closures over a step's planned arrays, registered against op
+  classes and chosen once, at bind time, by the executor (`bind_forward`, `bind_backward`);
+  dense.py, activation.py, loss.py;
+- batch-last forms (layout.py, dense.py, activation.py, convolution.py, fused.py): op
+  classes the layout pass puts in a plan's graph where data may stay (C, *spatial, N);
+- fused ops (fused.py): op classes the fusion pass puts in place of a pattern of nodes;
+- device variants (`variant_chooser`, cudnn.py): op classes the device pass swaps in where a
+  device library serves the op (cuDNN on GPUs);
+- fused GPU kernel bodies (`backend.ElementwiseSpec`, activation.py).
+
+An op never asks which way it runs: the executor and the passes ask this package.
+"""
+from . import activation, convolution, cudnn, dense, fused, layout, loss  # noqa: F401
+from .registry import (
+    bind_backward,
+    bind_forward,
+    device_variant,
+    fast_path,
+    plain_numpy,
+    recast,
+    variant_chooser,
+)
+
+__all__ = ["fast_path", "bind_forward", "bind_backward", "device_variant", "variant_chooser",
+           "recast", "plain_numpy"]
