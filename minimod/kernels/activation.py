@@ -84,8 +84,9 @@ def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
             xp.multiply(dx, g, out=dx)
         return run_tanh
 
+    zero = const(xp, 0, y.dtype)
+
     def run_relu(xp, is_train):
-        # y = max(x, 0) >= 0, so sign(y) is exactly the 0/1 mask
-        xp.sign(y, out=dx)
+        xp.greater(y, zero, out=dx)  # MXNet's mask (y > 0), whatever y holds by now
         xp.multiply(dx, g, out=dx)
     return run_relu

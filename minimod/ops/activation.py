@@ -25,8 +25,11 @@ class Activation(Op):
     """Elementwise activation, out has the shape of data.
 
     relu max(x, 0); sigmoid 1/(1+e^-x); tanh; softrelu log(1+e^x); softsign x/(1+|x|).
-    Every gradient is written in terms of the output, so the output may overwrite the input.
-    Its bound steps, fused GPU kernels and batch-last form live in
+    The gradients are MXNet's definitions, which matter when a user changes the output in
+    place between forward and backward (stochastic depth adds into it): relu's is the mask
+    (y > 0), sigmoid's y(1-y), tanh's 1-y^2 and softrelu's 1-e^-y, all of the output y, so
+    the output may overwrite the input; softsign's is 1/(1+|x|)^2, of the input x, which it
+    then keeps. Its bound steps, fused GPU kernels and batch-last form live in
     `minimod.kernels.activation`.
     """
 
@@ -37,6 +40,13 @@ class Activation(Op):
     inplace = ((0, 0),)
     backward_inputs = ()
     backward_outputs = (0,)
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.attrs.act_type == "softsign":  # MXNet differentiates softsign from its input
+            self.inplace = ()
+            self.backward_inputs = (0,)
+            self.backward_outputs = ()
 
     def forward(self, xp, inputs, aux, out, is_train):
         x, y = inputs[0], out[0]
@@ -76,15 +86,14 @@ class Activation(Op):
             dx *= y
             dx *= g
             return
-        if act == "relu":
-            # y = max(x, 0) >= 0, so sign(y) is exactly the 0/1 mask, built in dx itself
-            xp.sign(y, out=dx)
+        if act == "relu":  # the mask (y > 0), built in dx itself
+            xp.greater(y, const(xp, 0, y.dtype), out=dx)
             dx *= g
             return
         if act == "softrelu":
             local = -xp.expm1(-y)
         else:
-            local = (1 - xp.abs(y)) ** 2
+            local = 1 / (1 + xp.abs(inputs[0])) ** 2
         xp.multiply(g, local, out=dx)
 
 
