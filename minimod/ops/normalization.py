@@ -10,8 +10,8 @@ import dataclasses
 import math
 from typing import Optional
 
-from ..base import ShapeError
-from .helpers import bias_view, param_error, reduce_axes, write_grad
+from ..base import DTypeError, ShapeError
+from .helpers import bias_view, dtype_of, param_error, reduce_axes, write_grad
 from .registry import Op, fmt_shape, register
 
 __all__ = ["BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm"]
@@ -85,6 +85,20 @@ class BatchNorm(Op):
             self.set_out(out_shapes, i, (channels,), why)
         return in_shapes, out_shapes
 
+    def infer_type(self, in_types: list, out_types: list):
+        """MXNet's rule: the parameters, moving statistics and mean/var outputs are float32
+        for float16 data (the statistics are accumulated in float32), else data's dtype."""
+        data = in_types[0] if in_types[0] is not None else out_types[0]
+        if data is None:
+            return in_types, out_types
+        data = dtype_of(data)
+        acc = dtype_of("float32") if data == dtype_of("float16") else data
+        for i in range(1, len(in_types)):
+            if in_types[i] is not None and dtype_of(in_types[i]) != acc:
+                raise DTypeError("input '%s' has dtype %s but data of %s needs %s"
+                                 % (self._in_name(i), dtype_of(in_types[i]), data, acc))
+        return [data] + [acc] * (len(in_types) - 1), [data] + [acc] * (len(out_types) - 1)
+
     def forward(self, xp, inputs, aux, out, is_train):
         x, gamma, beta = inputs
         moving_mean, moving_var = aux
@@ -94,8 +108,8 @@ class BatchNorm(Op):
         if is_train and a.fix_gamma:
             gamma[...] = 1  # as MXNet: a training pass writes the fixed gamma back as ones
         if is_train and not a.use_global_stats:
-            mean = x.mean(axis=axes)
-            var = x.var(axis=axes)
+            mean = x.mean(axis=axes, dtype=out[1].dtype)
+            var = x.var(axis=axes, dtype=out[1].dtype)
         else:
             mean, var = moving_mean, moving_var
         out[1][...] = mean
@@ -118,8 +132,8 @@ class BatchNorm(Op):
             moving_var *= a.momentum
             moving_var += (1 - a.momentum) * (1 / (invstd * invstd) - a.eps)
         xhat = (x - bias_view(mean, x.ndim, axis)) * bias_view(invstd, x.ndim, axis)
-        dbeta = g.sum(axis=axes)
-        dgamma = (g * xhat).sum(axis=axes)
+        dbeta = g.sum(axis=axes, dtype=mean.dtype)
+        dgamma = (g * xhat).sum(axis=axes, dtype=mean.dtype)
         write_grad(in_grads[2], dbeta)
         if in_grads[1] is not None:
             in_grads[1][...] = 0 if a.fix_gamma else dgamma
