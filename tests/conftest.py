@@ -52,7 +52,7 @@ def ctx(request):
     return request.param
 
 
-#: float32 tolerances of the backend-parametrised tests (rtol = atol), also in README's GPU
+#: float32 tolerances of the backend-parametrised tests (rtol = atol), also in docs/gpu.md's
 #: section: a float32 run on the tested device against a float64 run on the CPU (ops: outputs
 #: and gradients), a float32 Module trained on the device against the same on the CPU
 #: (parameters after a few SGD steps), and kvstore sums (NCCL adds in its own order).

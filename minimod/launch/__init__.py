@@ -30,7 +30,7 @@ Several machines: `--hostfile FILE` lists the hosts, one per line: `host`, `host
 `host slots=SLOTS` (`#` starts a comment). mpiexec starts the remote ranks over ssh, so every
 host needs password-less ssh from this one, the same Python environment at the same path, and
 the program and its data at the same paths. `--port-range LO:HI` confines MPI's TCP ports to
-a range a firewall lets through; `--iface IF` picks the network interface. See README.md.
+a range a firewall lets through; `--iface IF` picks the network interface. See docs/distributed.md.
 
 BLAS threads: ranks sharing a machine also share its cores, and BLAS pools that each take every
 core oversubscribe them (two 2-thread ranks on 2 cores ran an MLP step 5x slower than one rank).
