@@ -26,6 +26,7 @@ import workloads  # noqa: E402
 
 import minimod as mx  # noqa: E402
 from minimod.passes import layout as layout_pass  # noqa: E402
+from minimod.passes import layouts  # noqa: E402
 
 
 def vgg(mx):
@@ -42,7 +43,7 @@ def vgg(mx):
 
 
 def bound(sym, data_shape: tuple, on: bool, train: bool):
-    with layout_pass.layouts(on):
+    with layouts(on):
         exe = sym.simple_bind(mx.cpu(), data=data_shape, softmax_label=data_shape[:1],
                               grad_req="write" if train else "null")
     batch = data_shape[0]

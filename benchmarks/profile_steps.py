@@ -28,6 +28,7 @@ prints only the per-step overhead table (`tiny_overhead`), which ends the full o
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -116,6 +117,22 @@ def _executor(mod):
     return inner, inner._exec_group.execs[0]
 
 
+def _executors(mod) -> list:
+    """Every executor under `mod`: a BucketingModule's current module, a SequentialModule's
+    modules, a residual module's branch (workloads_more.py), a Module's executors."""
+    todo, found = [mod], []
+    while todo:
+        m = todo.pop()
+        inner = getattr(m, "_curr_module", None) or getattr(m, "_branch", None)
+        if inner is not None:
+            todo.append(inner)
+        elif hasattr(m, "_modules"):
+            todo.extend(m._modules)
+        else:
+            found.extend(m._exec_group.execs)
+    return found
+
+
 def _instrumented(net: str, batch: int, seconds: float, label, timing) -> tuple:
     """Time a workload's plain step with `timing(step)`, then run it with a timer around every
     op step (under `label(direction, node)`), around the update and around NumPy's GEMMs.
@@ -123,26 +140,25 @@ def _instrumented(net: str, batch: int, seconds: float, label, timing) -> tuple:
     mod, batches = workloads.make_module(mx, net, batch)
     step = workloads.module_step_fn(mod, batches)
     plain = timing(step)
-    inner, exe = _executor(mod)
-    nodes = exe._plan.graph.nodes
+    executors = _executors(mod)
     clock = Clock()
-    # the executor calls these tuples' functions; wrap each op's step, then the update
-    for attr, direction in (("_fwd_steps", "forward"), ("_bwd_steps", "backward")):
-        setattr(exe, attr, [(nid, _timed(fn, clock, label(direction, nodes[nid])))
-                            for nid, fn in getattr(exe, attr)])
-    exe._train_steps = exe._fwd_steps + exe._bwd_steps  # forward_backward's one list
+    # the executors run these steps' functions; wrap each op's step, then the update
+    for exe in executors:
+        exe._steps = exe._steps.rewrapped(lambda op_step: dataclasses.replace(
+            op_step, run=_timed(op_step.run, clock, label(
+                "forward" if op_step.forward else "backward", op_step.node))))
     mod.update = _timed(mod.update, clock, "update")
     n = run_instrumented(step, seconds, clock)
-    return mod, exe, plain, clock, n
+    return mod, executors, plain, clock, n
 
 
 def profile_minimod(net: str, batch: int, seconds: float, hand_step) -> dict:
-    _, exe, paired, clock, n = _instrumented(
+    _, executors, paired, clock, n = _instrumented(
         net, batch, seconds, lambda d, node: "ops",
         timing=lambda step: paired_ms(step, hand_step, 2 * seconds))
     plain, hand_plain, vs_hand = paired
     per = {k: v / n * 1e3 for k, v in clock.total.items()}
-    nodes = len(exe._fwd_steps) + len(exe._bwd_steps)
+    nodes = sum(len(exe._steps.train) for exe in executors)
     blas = per.get("blas", 0.0)
     # BLAS inside the update (none for SGD) would be counted twice; ops hold the rest
     other = max(per.get("ops", 0.0) - blas, 0.0)
@@ -221,10 +237,10 @@ def tiny_overhead(seconds: float) -> dict:
     _, exe = _executor(mod)
     flat = exe.flat_params[0]
     sgd = handwritten._FlatSGD(flat.weight.copy(), flat.grad.copy())
-    op_steps = exe._train_steps
+    op_steps = [step.run for step in exe._steps.train]
 
     def kernels():
-        for _, fn in op_steps:
+        for fn in op_steps:
             fn(np, True)
         sgd.update()
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import importlib
 
-from . import base, context, ndarray, random, symbol
+from . import (
+    base,
+    context,
+    ndarray,
+    operator,  # registers the Custom op, which any loaded graph may hold
+    random,
+    symbol,
+)
 from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
 from .symbol.naming import AttrScope
@@ -46,7 +53,7 @@ _LAZY = {
     "kv": "kvstore", "module": "module", "mod": "module", "monitor": "monitor",
     "mon": "monitor", "visualization": "visualization", "viz": "visualization",
     "rnn": "rnn", "executor_manager": "executor_manager", "profiler": "profiler",
-    "numerics": "numerics", "operator": "operator", "recordio": "recordio",
+    "numerics": "numerics", "recordio": "recordio",
     "util": "util", "runtime": "runtime", "autograd": "autograd", "gluon": "gluon",
     "contrib": "contrib",
 }
@@ -65,4 +72,4 @@ __all__ = ["MXNetError", "Context", "cpu", "gpu", "cpu_pinned", "current_context
            "AttrScope", "nd", "ndarray", "sym", "symbol", "random", "rnd", "base", "context",
            "__version__", "use_np", "use_np_shape", "use_np_array", "is_np_shape",
            "is_np_array", "np_shape", "np_array", "set_np_shape", "set_np",
-           "reset_np"] + sorted(_LAZY)
+           "reset_np", "operator"] + sorted(_LAZY)

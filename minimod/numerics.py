@@ -20,6 +20,7 @@ each step writes (and a device sync per step on a GPU), so use it to hunt a NaN,
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Optional
 
@@ -27,11 +28,12 @@ import numpy as np
 
 from .base import NonFiniteError
 
-__all__ = ["nan_guard", "is_enabled", "NonFiniteError", "run_guarded", "at_batch"]
+__all__ = ["nan_guard", "is_enabled", "NonFiniteError", "guarded", "at_batch"]
 
 
 class _GuardState:
-    """The process-wide switch the executor reads (one attribute, so the check is cheap)."""
+    """The process-wide switch the executor reads before each run of its steps (one
+    attribute, so the check is cheap); on, it runs its steps wrapped by `guarded`."""
 
     __slots__ = ("enabled",)
 
@@ -78,17 +80,14 @@ def _counts_text(counts: tuple) -> str:
     return "%d NaN and %d infinite values (of %d)" % (nans, infs, size)
 
 
-def _check_inputs(executor) -> None:
-    plan = executor._plan
-    named = list(zip(plan.arg_names, executor.arg_arrays)) + list(
-        zip(plan.aux_names, executor.aux_arrays))
-    for name, array in named:
-        counts = _bad_counts(executor._xp, array._data)
+def _check_inputs(inputs: list, xp, ctx) -> None:
+    for name, array in inputs:
+        counts = _bad_counts(xp, array._data)
         if counts is not None:
             raise NonFiniteError(
                 "NaN guard: argument '%s' holds %s before forward on %s (bad input data, or an "
                 "earlier update made the parameter non-finite)"
-                % (name, _counts_text(counts), executor._ctx))
+                % (name, _counts_text(counts), ctx))
 
 
 def _describe(graph, num_forward_nodes: int, nid: int, eid: int, counts: tuple) -> str:
@@ -99,8 +98,8 @@ def _describe(graph, num_forward_nodes: int, nid: int, eid: int, counts: tuple) 
     if nid < num_forward_nodes:
         return "node '%s' (%s) wrote %s to its output '%s' in forward" % (
             node.name, node.op.name, bad, entry)
-    fwd_op = getattr(node.op, "fwd_op", None)
-    if fwd_op is not None and node.name.endswith("_backward"):
+    if node.op.is_backward and node.name.endswith("_backward"):
+        fwd_op = node.op.fwd_op
         fwd_name = node.name[:-len("_backward")]
         fwd_ids = [i for i in range(num_forward_nodes) if graph.nodes[i].name == fwd_name]
         if fwd_ids:
@@ -116,29 +115,28 @@ def _describe(graph, num_forward_nodes: int, nid: int, eid: int, counts: tuple) 
         node.name, node.op.name, bad, entry)
 
 
-def _check_step(executor, nid: int) -> None:
-    plan = executor._plan
+def guarded(step, plan, xp, ctx, inputs: Optional[list] = None):
+    """`step` (an executor's Step) checking the values it wrote once it ran: a forward node's
+    visible outputs, a gradient node's every output. With `inputs`, [(name, NDArray)] of the
+    bound arguments and aux states, it checks those first (the executor passes them with the
+    first forward step). `plan` is the executor's Plan, `xp` and `ctx` its array module and
+    Context."""
     graph = plan.graph
-    node = graph.nodes[nid]
-    first = graph.row_ptr[nid]
-    if nid < plan.num_forward_nodes:
-        count = node.op.num_visible_outputs()
-    else:
-        count = graph.row_ptr[nid + 1] - first
-    for eid in range(first, first + count):
-        counts = _bad_counts(executor._xp, executor._arrays[eid])
-        if counts is not None:
-            raise NonFiniteError("NaN guard: %s on %s" % (
-                _describe(graph, plan.num_forward_nodes, nid, eid, counts), executor._ctx))
+    count = step.node.op.num_visible_outputs() if step.forward else len(step.outputs)
+    checked = list(zip(range(graph.row_ptr[step.nid], graph.row_ptr[step.nid] + count),
+                       step.outputs))
+    inner = step.run
 
-
-def run_guarded(executor, steps, is_train: bool) -> None:
-    """Run `steps` one at a time through the executor's own loop, checking after each."""
-    if steps and steps[0][0] < executor._plan.num_forward_nodes:
-        _check_inputs(executor)
-    for step in steps:
-        executor._run((step,), is_train, False)
-        _check_step(executor, step[0])
+    def run(xp_, is_train):
+        if inputs is not None:
+            _check_inputs(inputs, xp, ctx)
+        inner(xp_, is_train)
+        for eid, array in checked:
+            counts = _bad_counts(xp, array)
+            if counts is not None:
+                raise NonFiniteError("NaN guard: %s on %s" % (
+                    _describe(graph, plan.num_forward_nodes, step.nid, eid, counts), ctx))
+    return dataclasses.replace(step, run=run)
 
 
 def at_batch(err: NonFiniteError, epoch: int, nbatch: int) -> NonFiniteError:

@@ -11,12 +11,13 @@ import profile_steps  # noqa: E402
 def test_every_forward_and_backward_node_is_timed_inside_the_training_step():
     """Module.forward_backward runs the executor's one list of steps: each node the profile
     labels must be timed there, once per step, or its time would land in 'framework'."""
-    mod, exe, _, clock, n = profile_steps._instrumented(
+    mod, executors, _, clock, n = profile_steps._instrumented(
         "mlp", 4, 0.05, lambda direction, node: "%s %s" % (direction, node.name),
         timing=lambda step: step())
     labels = {key for key in clock.total if key not in ("blas", "update")}
     assert n > 0 and "update" in clock.total
-    assert len(labels) == len(exe._fwd_steps) + len(exe._bwd_steps) == 12
+    (exe,) = executors
+    assert len(labels) == len(exe._steps.train) == 12
     assert any(key.startswith("backward") for key in labels)
 
 

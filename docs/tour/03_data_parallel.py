@@ -7,7 +7,7 @@ cpu(0), cpu(1), cpu(2) are separate devices with separate arrays, so this runs a
 import numpy as np
 
 import minimod as mx
-from minimod.executor.group import split_batch
+from minimod.executor.batches import split_batch
 
 # 1. The split is a pure function of the batch size and the work loads.
 print("split_batch(10, [1, 1, 1]) =", split_batch(10, [1, 1, 1]))

@@ -19,34 +19,9 @@ from .. import backend
 from ..base import MXNetError, ShapeError
 from ..ndarray import ndarray as nd
 from ..ndarray.ndarray import NDArray
+from .batches import DeviceBatch, _as_nd, _load_general, split_batch
 
-__all__ = ["DataParallelExecutorGroup", "split_batch", "_split_input_slice", "_load_general",
-           "_load_data", "_load_label", "_merge_multi_context", "_prepare_group2ctxs"]
-
-
-def split_batch(batch_size: int, work_load_list: Sequence[float]) -> list:
-    """Contiguous slices of range(batch_size), sized in proportion to the work loads.
-
-    Each device gets round(w * B / sum(w)) samples (Python's rounding, as MXNet); any shortfall
-    goes to the last device. An empty slice is an error.
-    """
-    total = sum(work_load_list)
-    counts = [round(w * batch_size / total) for w in work_load_list]
-    shortfall = batch_size - sum(counts)
-    if shortfall > 0:
-        counts[-1] += shortfall
-    slices = []
-    end = 0
-    for count in counts:
-        begin = min(end, batch_size)
-        end = min(begin + count, batch_size)
-        if begin >= end:
-            raise ValueError("Too many slices. Some splits are empty.")
-        slices.append(slice(begin, end))
-    return slices
-
-
-_split_input_slice = split_batch
+__all__ = ["DataParallelExecutorGroup", "_merge_multi_context", "_prepare_group2ctxs"]
 
 
 def _prepare_group2ctxs(group2ctxs, ctx_len: int) -> list:
@@ -69,63 +44,6 @@ def _prepare_group2ctxs(group2ctxs, ctx_len: int) -> list:
     raise ValueError("group2ctxs should be a list of dicts or a dict")
 
 
-def _copy_slice(src: NDArray, dst: NDArray, islice: Optional[slice], axis: int) -> None:
-    data, target = src._data, dst._data
-    if data.shape == target.shape and (islice is None or not islice.start):
-        backend.copy_into(target, data)  # the whole batch to one device
-        return
-    if islice is not None and axis >= 0 and (islice.start != 0 or data.shape[axis] != islice.stop):
-        index = [slice(None)] * data.ndim
-        index[axis] = islice
-        data = data[tuple(index)]
-    if data.shape != target.shape:
-        raise ShapeError("a batch input of shape %s does not fit the bound shape %s "
-                         "(slice %s of the batch)" % (tuple(src.shape), dst.shape, islice))
-    backend.copy_into(target, data)  # host -> device (or device -> device) transfer
-
-
-def _as_nd(value) -> NDArray:
-    return value if isinstance(value, NDArray) else nd.array(value)
-
-
-def _load_general(data, targets, major_axis) -> None:
-    """Copy each source into its per-device targets, slicing along the batch axis."""
-    for d_src, d_targets, axis in zip(data, targets, major_axis):
-        if isinstance(d_targets, NDArray):
-            _copy_slice(_as_nd(d_src), d_targets, None, -1)
-        elif isinstance(d_src, NDArray):  # the usual case: one batch, sliced per device
-            for islice, dst in d_targets:
-                _copy_slice(d_src, dst, islice, axis)
-        elif isinstance(d_src, (list, tuple)):  # pre-sliced: one source per device
-            for src, dst in zip(d_src, d_targets):
-                dst = dst[1] if isinstance(dst, tuple) else dst
-                _copy_slice(_as_nd(src), dst, None, -1)
-        else:
-            src = nd.array(d_src)
-            for islice, dst in d_targets:
-                _copy_slice(src, dst, islice, axis)
-
-
-def _per_device(batches: list, field: str) -> list:
-    """From a list of per-device batches, per input the list of per-device arrays."""
-    n_inputs = len(getattr(batches[0], field))
-    return [[getattr(b, field)[i] for b in batches] for i in range(n_inputs)]
-
-
-def _load_data(batch, targets, major_axis) -> None:
-    if isinstance(batch, list):
-        _load_general(_per_device(batch, "data"), targets, major_axis)
-    else:
-        _load_general(batch.data, targets, major_axis)
-
-
-def _load_label(batch, targets, major_axis) -> None:
-    if isinstance(batch, list):
-        _load_general(_per_device(batch, "label"), targets, major_axis)
-    else:
-        _load_general(batch.label, targets, major_axis)
-
-
 def _merge_multi_context(outputs: list, major_axis: Sequence[int]) -> list:
     """Per output, the per-device arrays joined along the batch axis (one device: as is)."""
     merged = []
@@ -143,6 +61,16 @@ def _merge_multi_context(outputs: list, major_axis: Sequence[int]) -> list:
     return merged
 
 
+def _devices(contexts, workload) -> tuple:
+    """(the contexts as a list, the work load of each)."""
+    contexts = list(contexts) if isinstance(contexts, (list, tuple)) else [contexts]
+    workload = list(workload) if workload is not None else [1] * len(contexts)
+    if len(workload) != len(contexts):
+        raise ValueError("work_load_list has %d entries for %d contexts"
+                         % (len(workload), len(contexts)))
+    return contexts, workload
+
+
 def _batch_axis(layout) -> int:
     from ..io import DataDesc
     return DataDesc.get_batch_axis(layout)
@@ -158,11 +86,7 @@ class DataParallelExecutorGroup:
         self.arg_names = symbol.list_arguments()
         self.aux_names = symbol.list_auxiliary_states()
         self.symbol = symbol
-        self.contexts = list(contexts) if isinstance(contexts, (list, tuple)) else [contexts]
-        self.workload = list(workload) if workload is not None else [1] * len(self.contexts)
-        if len(self.workload) != len(self.contexts):
-            raise ValueError("work_load_list has %d entries for %d contexts"
-                             % (len(self.workload), len(self.contexts)))
+        self.contexts, self.workload = _devices(contexts, workload)
         self.group2ctxs = _prepare_group2ctxs(group2ctxs, len(self.contexts))
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
@@ -171,26 +95,15 @@ class DataParallelExecutorGroup:
         self.state_names = list(state_names or [])
         self.execs: list = []
         self._default_execs = None
-        self.data_arrays = None
-        self.label_arrays = None
-        self.param_arrays = None
-        self.state_arrays = None
-        self.grad_arrays = None
-        self.aux_arrays = None
-        self.input_grad_arrays = None
-        self.data_shapes = None
-        self.label_shapes = None
-        self.data_names = None
-        self.label_names = None
-        self.data_layouts = None
-        self.label_layouts = None
-        self.batch_size = None
-        self.slices = None
+        # what bind_exec fills in: MXNet's per-device array lists, shapes, names and slices
+        self.data_arrays = self.label_arrays = self.param_arrays = self.state_arrays = None
+        self.grad_arrays = self.aux_arrays = self.input_grad_arrays = None
+        self.data_shapes = self.label_shapes = self.data_names = self.label_names = None
+        self.data_layouts = self.label_layouts = self.batch_size = self.slices = None
         self._total_exec_bytes = 0
-        if shared_group is not None:
-            self.shared_data_arrays = shared_group.shared_data_arrays
-        else:
-            self.shared_data_arrays = [{} for _ in self.contexts]
+        # the input buffers bucketing executors share, one dict per device
+        self.shared_data_arrays = (shared_group.shared_data_arrays if shared_group is not None
+                                   else [{} for _ in self.contexts])
         self.output_names = self.symbol.list_outputs()
         self.num_outputs = len(self.output_names)
         self.output_layouts = [_batch_axis(self.symbol[i].attr("__layout__"))
@@ -303,7 +216,8 @@ class DataParallelExecutorGroup:
             shared_arg_names=self.param_names, shared_exec=shared_exec,
             group2ctx=self.group2ctxs[i], shared_buffer=self.shared_data_arrays[i],
             **input_shapes)
-        self._total_exec_bytes += int(executor.debug_str().split("\n")[-3].split()[1])
+        # MXNet sums each executor's "Total N MB allocated": the planned bytes, in whole MB
+        self._total_exec_bytes += executor._plan.memory.planned_bytes >> 20
         return executor
 
     def _collect_arrays(self) -> None:
@@ -370,14 +284,10 @@ class DataParallelExecutorGroup:
 
     def _load(self, data_batch) -> None:
         """Copy the batch's data, and its labels when it has them, into the executors."""
-        if isinstance(data_batch, list):  # one batch per device
-            _load_data(data_batch, self.data_arrays, self.data_layouts)
-            if self.label_arrays is not None and data_batch[0].label:
-                _load_label(data_batch, self.label_arrays, self.label_layouts)
-            return
-        _load_general(data_batch.data, self.data_arrays, self.data_layouts)
-        if self.label_arrays is not None and data_batch.label:
-            _load_general(data_batch.label, self.label_arrays, self.label_layouts)
+        batch = DeviceBatch.of(data_batch)
+        _load_general(batch.sources("data"), self.data_arrays, self.data_layouts)
+        if self.label_arrays is not None and batch.first.label:
+            _load_general(batch.sources("label"), self.label_arrays, self.label_layouts)
 
     def get_output_shapes(self) -> list:
         shapes = []

@@ -4,8 +4,8 @@ A fast path is a binder: `binder(op, xp, inputs, aux, out)` for a forward step, 
 `binder(op, xp, out_grads, inputs, outputs, in_grads, aux)` for a backward step. It returns
 `run(xp, is_train)`, a closure over those very arrays with every decision that depends only on
 their shapes, dtypes and layouts taken once, or None when it has nothing faster for them. The
-executor binds each step once per memory plan (`Executor._step_fn`), so what a step costs in
-Python is paid at bind time. A bound step writes exactly the numbers the op's `forward` or
+executor binds each step once per memory plan (`executor.steps.bind_steps`), so what a step
+costs in Python is paid at bind time. A bound step writes exactly the numbers the op's `forward` or
 `backward` writes, and calls the array module's functions through `xp` at run time, as the op
 does (so a profiler that swaps `numpy.matmul` for a timed wrapper still sees its calls).
 

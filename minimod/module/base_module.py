@@ -19,6 +19,7 @@ from .. import ndarray as nd
 from ..base import MXNetError, NonFiniteError, _as_list
 from ..callback import BatchEndParam
 from ..checkpoint import save_params, split_params
+from ..executor.batches import DeviceBatch
 from ..initializer import Uniform
 from ..io import DataBatch, DataDesc, DataIter
 from ..numerics import at_batch
@@ -123,10 +124,8 @@ class BaseModule:
                 break
             self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
             self.forward(eval_batch, is_train=False)
-            if isinstance(eval_batch, list):
-                self.update_metric(eval_metric, [eb.label for eb in eval_batch], pre_sliced=True)
-            else:
-                self.update_metric(eval_metric, eval_batch.label)
+            batch = DeviceBatch.of(eval_batch)
+            self.update_metric(eval_metric, batch.metric_labels(), pre_sliced=batch.pre_sliced)
             if batch_end_callback is not None:
                 params = BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
                                        locals=locals())
@@ -235,11 +234,9 @@ class BaseModule:
                     self.update()
                 except NonFiniteError as err:  # the opt-in NaN guard: say where in training
                     raise at_batch(err, epoch, nbatch) from None
-                if isinstance(data_batch, list):
-                    self.update_metric(eval_metric, [db.label for db in data_batch],
-                                       pre_sliced=True)
-                else:
-                    self.update_metric(eval_metric, data_batch.label)
+                batch = DeviceBatch.of(data_batch)
+                self.update_metric(eval_metric, batch.metric_labels(),
+                                   pre_sliced=batch.pre_sliced)
                 try:
                     next_data_batch = next(data_iter)
                     self.prepare(next_data_batch, sparse_row_id_fn=sparse_row_id_fn)

@@ -26,6 +26,7 @@ from .. import ndarray as nd
 from .. import optimizer as opt
 from ..base import MissingParamError, MXNetError, ShapeError, atomic_write
 from ..checkpoint import load_checkpoint, params_file, states_file, symbol_file
+from ..executor.batches import DeviceBatch
 from ..executor.group import DataParallelExecutorGroup
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
@@ -45,6 +46,21 @@ _shape_of = operator.attrgetter("shape")
 
 class Module(BaseModule):
     """A module over one Symbol (see the module docstring)."""
+
+    #: whether the class runs Module's own get/set/init_params (a subclass may override any):
+    #: only then may fit skip copying the parameters back at the end of an epoch
+    _own_param_methods = True
+    #: whether the class runs Module's own forward and backward: only then may
+    #: forward_backward run the group's one-list training step instead of calling them
+    _own_forward_backward = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # decided once per class, when it is defined, not at every call
+        cls._own_param_methods = all(getattr(cls, m) is getattr(Module, m)
+                                     for m in ("get_params", "set_params", "init_params"))
+        cls._own_forward_backward = (cls.forward is Module.forward
+                                     and cls.backward is Module.backward)
 
     def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",),
                  logger=logging, context=ctx.cpu(), work_load_list=None,
@@ -226,10 +242,7 @@ class Module(BaseModule):
         # _arg_params/_aux_params, setting them back would copy every value onto itself: skip
         # that copy (a few hundred us an epoch for a small MLP). Only when this class's own
         # get/set/init_params run, so a subclass that overrides them still sees both calls.
-        own = (type(self).get_params is Module.get_params
-               and type(self).set_params is Module.set_params
-               and type(self).init_params is Module.init_params)
-        if own and self._params_dirty and len(self._exec_group.execs) == 1:
+        if self._own_param_methods and self._params_dirty and len(self._exec_group.execs) == 1:
             return self.get_params()
         return super()._fit_epoch_end_params()
 
@@ -371,54 +384,52 @@ class Module(BaseModule):
         """Forward; a batch whose shapes differ from the bound ones re-shapes the executors."""
         _require(self.binded and self.params_initialized,
                  "forward: call bind and init_params first")
-        self._fit_batch(data_batch)
-        self._exec_group.forward(data_batch, is_train)
+        batch = DeviceBatch.of(data_batch)
+        self._fit_batch(batch)
+        self._exec_group.forward(batch, is_train)
 
     def forward_backward(self, data_batch) -> None:
         """forward(is_train=True) then backward(), run as one training step by the executor
         group. A subclass that overrides forward or backward has them called instead."""
-        cls = type(self)
-        if cls.forward is not Module.forward or cls.backward is not Module.backward:
+        if not self._own_forward_backward:
             super().forward_backward(data_batch)
             return
         _require(self.binded and self.params_initialized,
                  "forward: call bind and init_params first")
-        self._fit_batch(data_batch)
-        self._exec_group.forward_backward(data_batch)
+        batch = DeviceBatch.of(data_batch)
+        self._fit_batch(batch)
+        self._exec_group.forward_backward(batch)
 
-    def _fit_batch(self, data_batch) -> None:
+    def _fit_batch(self, batch: DeviceBatch) -> None:
         """Re-shape the executors when the batch's data shapes differ from the bound ones."""
-        batch0 = data_batch[0] if isinstance(data_batch, list) else data_batch
         curr_data_shapes = list(map(_shape_of, self._data_shapes))
-        if isinstance(data_batch, list):
-            new_data_shapes = [
-                tuple([sum(b.data[i].shape[0] for b in data_batch)]
-                      + list(batch0.data[i].shape[1:])) for i in range(len(batch0.data))]
-        else:
-            new_data_shapes = list(map(_shape_of, data_batch.data))
-        if curr_data_shapes != new_data_shapes:
-            if getattr(batch0, "provide_data", None) and not isinstance(data_batch, list):
-                new_dshape = data_batch.provide_data
-            else:
-                new_dshape = [DataDesc(i.name, shape, i.dtype, i.layout)
-                              for i, shape in zip(self._data_shapes, new_data_shapes)]
-            if getattr(batch0, "provide_label", None) and not isinstance(data_batch, list):
-                new_lshape = data_batch.provide_label
-            elif getattr(batch0, "label", None) and self._label_shapes:
-                new_lshape = [DataDesc(i.name, j.shape, i.dtype, i.layout)
-                              for i, j in zip(self._label_shapes, batch0.label)]
-            elif getattr(batch0, "label", None) and self._label_names:
-                # the module was last reshaped without labels: take them back from the batch
-                new_lshape = [DataDesc(name, j.shape, j.dtype)
-                              for name, j in zip(self._label_names, batch0.label)]
-            else:
-                new_lshape = None
-            try:
-                self.reshape(new_dshape, new_lshape)
-            except MXNetError as err:
-                raise ShapeError("forward: the batch has data shapes %s but the module is "
-                                 "bound for %s, and the network cannot take them: %s"
-                                 % (new_data_shapes, curr_data_shapes, err)) from None
+        new_data_shapes = batch.data_shapes()
+        if curr_data_shapes == new_data_shapes:
+            return
+        new_dshape = batch.provided("provide_data") or [
+            DataDesc(i.name, shape, i.dtype, i.layout)
+            for i, shape in zip(self._data_shapes, new_data_shapes)]
+        try:
+            self.reshape(new_dshape, self._label_descs(batch))
+        except MXNetError as err:
+            raise ShapeError("forward: the batch has data shapes %s but the module is "
+                             "bound for %s, and the network cannot take them: %s"
+                             % (new_data_shapes, curr_data_shapes, err)) from None
+
+    def _label_descs(self, batch: DeviceBatch):
+        """The label descriptors for re-shaping to `batch`, or None (a batch without labels)."""
+        provided = batch.provided("provide_label")
+        if provided:
+            return provided
+        labels = getattr(batch.first, "label", None)
+        if labels and self._label_shapes:
+            return [DataDesc(i.name, j.shape, i.dtype, i.layout)
+                    for i, j in zip(self._label_shapes, labels)]
+        if labels and self._label_names:
+            # the module was last reshaped without labels: take them back from the batch
+            return [DataDesc(name, j.shape, j.dtype) for name, j in zip(self._label_names,
+                                                                         labels)]
+        return None
 
     def backward(self, out_grads=None):
         _require(self.binded and self.params_initialized,

@@ -17,7 +17,8 @@
 The prop declares the operator (slots, shapes, dtypes, whether it takes a head gradient); the
 op computes on NDArrays that are views of the executor's arrays. Keyword arguments of
 `mx.sym.Custom` beyond the inputs and op_type reach the prop's constructor as strings, as in
-MXNet, and are kept in the symbol's JSON. The graph node itself is `minimod.ops.custom.Custom`.
+MXNet, and are kept in the symbol's JSON. The graph node itself is
+`minimod.operator.custom_node.Custom`.
 """
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ import collections
 from typing import Callable
 
 from ..base import MXNetError
-from ..ops import custom as _custom
 from ..ops.arguments import describe_arguments
 from ..ops.registry import list_ops
+from . import custom_node as _custom
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_registered",
            "get_all_registered_operators", "get_operator_arguments", "OperatorArguments"]

@@ -21,7 +21,7 @@ import itertools
 
 import numpy as np
 
-from ..symbol import Custom as _custom_symbol
+from .. import symbol as _symbol
 from .custom import CustomOp, CustomOpProp, register
 
 __all__ = ["PythonOp", "NumpyOp", "NDArrayOp"]
@@ -49,7 +49,7 @@ class PythonOp:
         if self.info_ is None:
             self.info_ = "_legacy_python_op_%d" % next(_COUNTER)
             register(self.info_)(_adapter_prop(self))
-        return _custom_symbol(*args, op_type=self.info_, **kwargs)
+        return _symbol.Custom(*args, op_type=self.info_, **kwargs)
 
     def forward(self, in_data, out_data):
         """Default: out_data[0] = in_data[0]."""

@@ -8,7 +8,6 @@ from . import (  # noqa: F401
     correlation,
     creation,
     ctc,
-    custom,
     dense,
     detection,
     dot,

@@ -19,6 +19,9 @@ the op is a member of the class:
   `backward_inputs`/`backward_outputs` are passed as None.
 - `needs_out_grad`: False for loss heads, whose backward ignores the head gradient.
 - `inplace`: (input index, output index) pairs whose storage the output may take over.
+- optional hooks with defaults here, which the executor reads without probing: flags
+  (`grads_all_inputs`, `is_backward`, `deterministic` ...) and what the monitor and the plan
+  listing see of a node (`as_written`, `unfused_nodes`, `layout_note`).
 Ops never import numpy or cupy; they receive the array module `xp`. What makes an op fast
 (bound steps, batch-last and fused forms, device variants such as cuDNN's) is registered
 against the op class in `minimod.kernels`, which the executor and the passes ask; the op holds
@@ -158,12 +161,16 @@ def parse_value(tp, value: Any) -> Any:
     raise TypeError("unsupported attribute type %r" % (tp,))
 
 
+#: Attrs class -> {field name: annotated type}, filled on the class's first parse
+_FIELD_TYPES: dict = {}
+
+
 def _attrs_fields(attrs_cls) -> dict:
-    cached = attrs_cls.__dict__.get("_field_types")
+    cached = _FIELD_TYPES.get(attrs_cls)
     if cached is None:
         hints = typing.get_type_hints(attrs_cls)
-        cached = {f.name: hints[f.name] for f in dataclasses.fields(attrs_cls)}
-        setattr(attrs_cls, "_field_types", cached)
+        cached = _FIELD_TYPES[attrs_cls] = {f.name: hints[f.name]
+                                            for f in dataclasses.fields(attrs_cls)}
     return cached
 
 
@@ -243,6 +250,12 @@ class Op:
     #: True where MXNet's frontend takes `(*data, **kwargs)`: every positional argument is an
     #: input and parameters come by keyword (Concat, add_n, UpSampling, Custom)
     VARIADIC_CALL: ClassVar[bool] = False
+    #: True when the gradient pass must ask for every argument's gradient or none (Concat
+    #: places a gradient slot by the widths of all slots)
+    grads_all_inputs: ClassVar[bool] = False
+    #: True for the backward half of an op (`minimod.passes.gradient.BackwardOp`), which the
+    #: executor runs through its forward op's `backward`
+    is_backward: ClassVar[bool] = False
 
     def __init__(self, attrs: Mapping[str, Any] | None = None):
         self.raw_attrs = dict(attrs or {})
@@ -327,6 +340,22 @@ class Op:
     def forward_dynamic(self, xp, inputs) -> list:
         """The outputs of an op with `dynamic_shape`, allocated by the op itself."""
         raise NotImplementedError("%s has static output shapes" % self.name)
+
+    # --- what the monitor and the plan listing see (the ops that rewrites put in a plan's
+    # graph, batch-last and fused forms, answer differently)
+    def as_written(self, xp, inputs: list, outputs: list) -> tuple:
+        """(inputs, outputs) as the graph the user wrote holds them: for a batch-last form,
+        views in MXNet's layout; for every other op, the arrays themselves."""
+        return inputs, outputs
+
+    def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
+        """The nodes the user wrote that this node stands for, as (name, op, inputs, outputs):
+        the node itself, or, for a fused op, each node it absorbed with its arrays."""
+        return [(node_name, self, list(inputs), list(outputs))]
+
+    def layout_note(self) -> str:
+        """'' or a note for plan listings, such as ' [batch-last in, out]'."""
+        return ""
 
     # --- helpers for subclasses
     def _in_name(self, i: int) -> str:

@@ -24,8 +24,8 @@ out differ, as they do in MXNet.
 """
 from __future__ import annotations
 
+from ..graph import Entry, Graph, Node
 from ..ops.registry import create_op
-from ..symbol.graph import Entry, Graph, Node
 
 __all__ = ["eliminate_common_expr", "mergeable"]
 
@@ -33,7 +33,7 @@ __all__ = ["eliminate_common_expr", "mergeable"]
 def mergeable(node: Node) -> bool:
     """Whether two applications of `node`'s op on the same inputs always agree."""
     op = node.op
-    return (op is not None and getattr(op, "deterministic", True)
+    return (op is not None and op.deterministic
             and not op.aux_states())
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..graph import Graph
 from ..kernels import device_variant
-from ..symbol.graph import Graph
 
 __all__ = ["specialize"]
 

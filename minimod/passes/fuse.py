@@ -1,8 +1,9 @@
 """The fusion pass: replace patterns of nodes by one fused op with the same numbers.
 
-Runs on the forward graph after the device pass and before the gradient pass, so the fused op
-gets its own backward node and the memory plan sees the fused graph (the activation's
-full-size output, and its gradient, are never planned). Only the plan's graph changes; the
+The compiler runs it (the rewrite `FUSE` of `minimod.passes.options`) on the forward graph
+after the device pass and before the gradient pass, so the fused op gets its own backward node
+and the memory plan sees the fused graph (the activation's full-size output, and its
+gradient, are never planned). Only the plan's graph changes; the
 symbol, its JSON and the names of its outputs stay as written.
 
 One pattern so far (`minimod.kernels.fused.ActivationMaxPooling`): an Activation (relu or tanh)
@@ -14,25 +15,16 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..graph import Graph
 from ..kernels.fused import ActivationMaxPooling
-from ..symbol.graph import Graph
-from .switch import Switch
 
-__all__ = ["fuse", "fusion"]
-
-_SWITCH = Switch()
-
-
-def fusion(enabled: bool):
-    """`with fusion(False):` plans compiled in the block keep every node as written (for
-    comparing fused and unfused executors, or debugging); the previous setting comes back."""
-    return _SWITCH.set(enabled)
+__all__ = ["fuse"]
 
 
 def fuse(graph: Graph, shapes: Sequence, dtypes: Sequence, ctx=None) -> Graph:
     """`graph` with every fusible pattern replaced by its fused op (`graph` itself when there is
     none). `shapes` and `dtypes` are per entry of `graph`; `ctx` is the target Context."""
-    if not _SWITCH.enabled or (ctx is not None and ctx.device_type != "cpu"):
+    if ctx is not None and ctx.device_type != "cpu":
         return graph
     consumers = graph.consumers()
     outputs = set(graph.output_eids)

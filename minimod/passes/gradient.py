@@ -19,26 +19,27 @@ import dataclasses
 from typing import Sequence
 
 from ..base import GraphError
-from ..ops.registry import create_op
-from ..symbol.graph import Entry, Graph, Node
+from ..graph import Entry, Graph, Node
+from ..ops.registry import Op, create_op
 
 __all__ = ["BackwardOp", "GradientGraph", "build_gradient"]
 
 
-class BackwardOp:
+class BackwardOp(Op):
     """The backward half of a forward op, as a graph node's op.
 
     Input layout: [head grads of visible outputs (if the op reads them)] + [forward arguments
     listed in `arg_pos`] + [forward outputs listed in `out_pos`] + [aux states].
-    Output k is the gradient of forward argument `wanted[k]`.
+    Output k is the gradient of forward argument `wanted[k]`. It computes nothing itself: the
+    executor binds the node to `fwd_op.backward` (or its kernel) over `split_arrays`. Shapes
+    and dtypes of its entries come from forward entries, so it is never asked to infer them.
     """
 
     is_backward = True
-    needs_out_grad = True
-    inplace = ()
     no_gradient = True
 
-    def __init__(self, fwd_op, wanted: Sequence[int]):
+    def __init__(self, fwd_op: Op, wanted: Sequence[int]):
+        super().__init__()
         self.fwd_op = fwd_op
         self.name = "_backward_%s" % fwd_op.name
         self.wanted = tuple(wanted)
@@ -50,7 +51,6 @@ class BackwardOp:
         self.out_pos = tuple(range(n_out)) if fwd_op.backward_outputs == "all" else tuple(
             fwd_op.backward_outputs)
         self.n_aux = len(fwd_op.aux_states())
-        self.raw_attrs = {}
 
     def arguments(self) -> list:
         fwd = self.fwd_op
@@ -73,9 +73,6 @@ class BackwardOp:
 
     def output_names(self, node_name: str) -> list:
         return ["%s_%s" % (node_name, o) for o in self.outputs()]
-
-    def _in_name(self, i: int) -> str:
-        return self.arguments()[i]
 
     def split_arrays(self, inputs: list, outputs: list) -> tuple:
         """This node's input and output arrays as the arguments of the forward op's backward:
@@ -127,9 +124,30 @@ def build_gradient(fwd: Graph, wrt: Sequence[str]) -> GradientGraph:
     """Extend `fwd` with the backward nodes that the gradients of variables `wrt` need."""
     wrt = tuple(wrt)
     var_eid = {fwd.nodes[i].name: fwd.row_ptr[i] for i in fwd.variable_ids()}
-    depends = [False] * fwd.num_entries
+    builder = _Builder(fwd, _depends_on(fwd, [var_eid[name] for name in wrt]))
+    head_vars, head_grad_nodes = builder.head_gradients()
+    for nid in range(len(fwd.nodes) - 1, -1, -1):  # reverse topological order
+        builder.backward_node(nid)
+    grad_entries = []
     for name in wrt:
-        depends[var_eid[name]] = True
+        eid = var_eid[name]
+        entry = builder.summed(eid)
+        grad_entries.append(entry if entry is not None else builder.zeros_for(eid))
+    graph = Graph(list(fwd.nodes) + head_vars + builder.new_nodes,
+                  list(fwd.outputs) + grad_entries)
+    return GradientGraph(graph=graph, num_forward_nodes=len(fwd.nodes),
+                         num_forward_outputs=len(fwd.outputs), wrt=wrt,
+                         grad_eids=tuple(graph.output_eids[len(fwd.outputs):]),
+                         head_grad_nodes=tuple(head_grad_nodes),
+                         shape_source=builder.sources_in(graph))
+
+
+def _depends_on(fwd: Graph, eids: list) -> list:
+    """Per entry of `fwd`: whether it depends on one of the entries `eids` (through arguments
+    of ops that carry a gradient)."""
+    depends = [False] * fwd.num_entries
+    for eid in eids:
+        depends[eid] = True
     for nid, node in enumerate(fwd.nodes):
         if node.op is None or node.op.no_gradient:
             continue
@@ -137,108 +155,122 @@ def build_gradient(fwd: Graph, wrt: Sequence[str]) -> GradientGraph:
         if any(depends[e] for e in fwd.input_eids[nid][:n_args]):
             for e in range(fwd.row_ptr[nid], fwd.row_ptr[nid + 1]):
                 depends[e] = True
+    return depends
 
-    new_nodes: list = []
-    shape_source: dict = {}
-    contributions: list = [[] for _ in range(fwd.num_entries)]
-    entry_of = _entry_table(fwd)
 
-    head_grad_nodes = []
-    head_vars = []
-    last_occurrence = {eid: i for i, eid in enumerate(fwd.output_eids)}
-    for i, eid in enumerate(fwd.output_eids):
-        node = fwd.nodes[fwd.entry_node(eid)]
-        # an output listed twice in a Group takes the head gradient of its last listing only,
-        # as in MXNet
-        if not depends[eid] or last_occurrence[eid] != i or (
-                node.op is not None and not node.op.needs_out_grad) or (
-                node.op is not None and node.op.no_gradient):
-            head_grad_nodes.append(None)
-            continue
-        var = Node(None, "_head_grad%d" % i)
-        head_vars.append(var)
-        head_grad_nodes.append(len(fwd.nodes) + len(head_vars) - 1)
-        contributions[eid].append(Entry(var, 0))
-        shape_source[("var", id(var))] = eid
+class _Builder:
+    """The nodes the gradient pass adds to `fwd`, and the gradient contributions collected
+    per forward entry as the backward nodes are made."""
 
-    def summed(eid: int):
-        parts = contributions[eid]
+    def __init__(self, fwd: Graph, depends: list):
+        self.fwd = fwd
+        self.depends = depends
+        self.new_nodes: list = []
+        self.contributions: list = [[] for _ in range(fwd.num_entries)]
+        self.entry_of = _entry_table(fwd)
+        # new node (or head-gradient variable) -> the forward entry it takes its shape from
+        self.shape_source: dict = {}
+
+    def head_gradients(self) -> tuple:
+        """(the head-gradient variables, per forward output the id its variable will have in
+        the extended graph or None): a loss head, or an output nothing wanted depends on,
+        takes none."""
+        fwd = self.fwd
+        head_vars, head_grad_nodes = [], []
+        last_occurrence = {eid: i for i, eid in enumerate(fwd.output_eids)}
+        for i, eid in enumerate(fwd.output_eids):
+            op = fwd.nodes[fwd.entry_node(eid)].op
+            # an output listed twice in a Group takes the head gradient of its last listing
+            # only, as in MXNet
+            if not self.depends[eid] or last_occurrence[eid] != i or (
+                    op is not None and (not op.needs_out_grad or op.no_gradient)):
+                head_grad_nodes.append(None)
+                continue
+            var = Node(None, "_head_grad%d" % i)
+            head_vars.append(var)
+            head_grad_nodes.append(len(fwd.nodes) + len(head_vars) - 1)
+            self.contributions[eid].append(Entry(var, 0))
+            self.shape_source[("var", id(var))] = eid
+        return head_vars, head_grad_nodes
+
+    def summed(self, eid: int):
+        """The gradient of forward entry `eid`: its one contribution, an `add_n` of several,
+        or None when nothing contributes."""
+        parts = self.contributions[eid]
         if not parts:
             return None
         if len(parts) == 1:
             return parts[0]
         node = Node(create_op("add_n", {"num_args": str(len(parts))}),
-                    "%s_grad_sum" % fwd.entry_name(eid), {"num_args": str(len(parts))}, parts)
-        new_nodes.append(node)
-        shape_source[("node", id(node), 0)] = eid
+                    "%s_grad_sum" % self.fwd.entry_name(eid), {"num_args": str(len(parts))},
+                    parts)
+        self.new_nodes.append(node)
+        self.shape_source[("node", id(node), 0)] = eid
         entry = Entry(node, 0)
-        contributions[eid] = [entry]
+        self.contributions[eid] = [entry]
         return entry
 
-    def zeros_for(eid: int):
-        node = Node(create_op("zeros_like"), "%s_zero_grad" % fwd.entry_name(eid), {},
-                    [entry_of[eid]])
-        new_nodes.append(node)
-        shape_source[("node", id(node), 0)] = eid
+    def zeros_for(self, eid: int) -> Entry:
+        node = Node(create_op("zeros_like"), "%s_zero_grad" % self.fwd.entry_name(eid), {},
+                    [self.entry_of[eid]])
+        self.new_nodes.append(node)
+        self.shape_source[("node", id(node), 0)] = eid
         return Entry(node, 0)
 
-    for nid in range(len(fwd.nodes) - 1, -1, -1):
-        node = fwd.nodes[nid]
+    def backward_node(self, nid: int) -> None:
+        """Add `<node>_backward` for forward node `nid` when a wanted gradient flows
+        through it."""
+        fwd, node = self.fwd, self.fwd.nodes[nid]
         op = node.op
         if op is None or op.no_gradient:
-            continue
+            return
         n_args = len(op.arguments())
         in_eids = fwd.input_eids[nid]
-        needed = [i for i in range(n_args) if depends[in_eids[i]]]
+        needed = [i for i in range(n_args) if self.depends[in_eids[i]]]
         if not needed:
-            continue
+            return
         # some ops (Concat) can only place a gradient if every slot gets an array
-        wanted = list(range(n_args)) if getattr(op, "grads_all_inputs", False) else needed
-        first = fwd.row_ptr[nid]
+        wanted = list(range(n_args)) if op.grads_all_inputs else needed
         head_entries = []
         if op.needs_out_grad:
-            visible = range(first, first + op.num_visible_outputs())
-            grads = [summed(e) for e in visible]
+            visible = range(fwd.row_ptr[nid], fwd.row_ptr[nid] + op.num_visible_outputs())
+            grads = [self.summed(e) for e in visible]
             if all(g is None for g in grads):
-                continue
-            head_entries = [g if g is not None else zeros_for(e) for g, e in zip(grads, visible)]
-        if not getattr(op, "differentiable", True):
-            # a gradient reaches the node and is asked of its inputs, but the op has none
-            # (MXNet refuses such a bind the same way, before anything runs)
-            raise GraphError(
-                "%s (%s) is non-differentiable: MXNet registers no gradient for it, yet the "
-                "gradient of %s is requested through it (grad_req 'null' for those, or a "
-                "BlockGrad after the node)" % (node.name, op.name, ", ".join(
-                    fwd.entry_name(in_eids[i]) for i in needed)))
+                return
+            head_entries = [g if g is not None else self.zeros_for(e)
+                            for g, e in zip(grads, visible)]
+        if not op.differentiable:
+            _refuse(fwd, nid, needed)
         bop = BackwardOp(op, wanted)
         inputs = list(head_entries)
         inputs += [node.inputs[i] for i in bop.arg_pos]
         inputs += [Entry(node, i) for i in bop.out_pos]
         inputs += list(node.inputs[n_args:])
         bnode = Node(bop, "%s_backward" % node.name, {}, inputs)
-        new_nodes.append(bnode)
+        self.new_nodes.append(bnode)
         for k, i in enumerate(wanted):
-            shape_source[("node", id(bnode), k)] = in_eids[i]
-            if depends[in_eids[i]]:
-                contributions[in_eids[i]].append(Entry(bnode, k))
+            self.shape_source[("node", id(bnode), k)] = in_eids[i]
+            if self.depends[in_eids[i]]:
+                self.contributions[in_eids[i]].append(Entry(bnode, k))
 
-    grad_entries = []
-    for name in wrt:
-        eid = var_eid[name]
-        entry = summed(eid)
-        grad_entries.append(entry if entry is not None else zeros_for(eid))
+    def sources_in(self, graph: Graph) -> dict:
+        """`shape_source` by entry id of the extended `graph`."""
+        sources = {}
+        for key, src in self.shape_source.items():
+            base = graph.row_ptr[graph.node_id[key[1]]]
+            sources[base if key[0] == "var" else base + key[2]] = src
+        return sources
 
-    graph = Graph(list(fwd.nodes) + head_vars + new_nodes, list(fwd.outputs) + grad_entries)
-    sources = {}
-    for key, src in shape_source.items():
-        if key[0] == "var":
-            sources[graph.row_ptr[graph.node_id[key[1]]]] = src
-        else:
-            sources[graph.row_ptr[graph.node_id[key[1]]] + key[2]] = src
-    return GradientGraph(graph=graph, num_forward_nodes=len(fwd.nodes),
-                         num_forward_outputs=len(fwd.outputs), wrt=wrt,
-                         grad_eids=tuple(graph.output_eids[len(fwd.outputs):]),
-                         head_grad_nodes=tuple(head_grad_nodes), shape_source=sources)
+
+def _refuse(fwd: Graph, nid: int, needed: list) -> None:
+    """A gradient reaches node `nid` and is asked of its inputs `needed`, but its op has none:
+    MXNet refuses such a bind the same way, before anything runs."""
+    node = fwd.nodes[nid]
+    raise GraphError(
+        "%s (%s) is non-differentiable: MXNet registers no gradient for it, yet the gradient "
+        "of %s is requested through it (grad_req 'null' for those, or a BlockGrad after the "
+        "node)" % (node.name, node.op.name, ", ".join(fwd.entry_name(fwd.input_eids[nid][i])
+                                                      for i in needed)))
 
 
 def _entry_table(graph: Graph) -> list:

@@ -12,8 +12,8 @@ from typing import Mapping, Optional
 import numpy as np
 
 from ..base import DTypeError, MXNetError, ShapeError
+from ..graph import DTYPE_MX_TO_NP, Graph, parse_shape_attr
 from ..ops.registry import fmt_shape, merge_shape, shape_is_known
-from ..symbol.graph import Graph
 
 __all__ = ["infer_graph_shapes", "infer_graph_types", "variable_shape_attr"]
 
@@ -24,7 +24,6 @@ def variable_shape_attr(node) -> Optional[tuple]:
     text = node.attrs.get("__shape__")
     if not text:
         return None
-    from ..symbol.symbol import parse_shape_attr
     return parse_shape_attr(text)
 
 
@@ -126,7 +125,6 @@ def infer_graph_types(graph: Graph, known: Mapping[str, np.dtype]) -> list:
     Like a declared shape, a declared dtype (`Variable(dtype=...)`, `__dtype__`) is a hint
     for variables `known` leaves out: the dtype of a bound array or of `type_dict` wins.
     """
-    from ..symbol.symbol import DTYPE_MX_TO_NP
     table: list = [None] * graph.num_entries
     for nid in graph.variable_ids():
         node = graph.nodes[nid]

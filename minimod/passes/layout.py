@@ -22,25 +22,18 @@ same order too where a convolution worked batch-last before; one that worked cha
 (outputs 16 or more wide) now sums its GEMM and its weight and bias gradients over the pixels
 in another order, which can change the last bits, and so does a FullyConnected with a
 batch-last output (its GEMM runs with the operands swapped, its bias gradient is a
-matrix-vector product). `layouts(False)` turns the pass off.
+matrix-vector product). The compiler runs it as the rewrite `BATCH_LAST`
+(`minimod.passes.options`); `minimod.passes.layouts(False)` leaves it out of the binds in a
+block.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
+from ..graph import Graph
 from ..kernels.layout import batch_last_class, batch_last_form
-from ..symbol.graph import Graph
-from .switch import Switch
 
-__all__ = ["batch_last", "layouts"]
-
-_SWITCH = Switch()
-
-
-def layouts(enabled: bool):
-    """`with layouts(False):` plans compiled in the block keep every array in MXNet's layout;
-    the previous setting comes back after it."""
-    return _SWITCH.set(enabled)
+__all__ = ["batch_last"]
 
 
 def _capable(op) -> bool:
@@ -59,7 +52,7 @@ def _transparent(graph: Graph, nid: int) -> bool:
 def batch_last(graph: Graph, shapes: Sequence, ctx=None) -> Graph:
     """`graph` with every qualifying edge stored batch-last (`graph` itself when none does).
     `shapes` are per entry of `graph` (MXNet's layout); `ctx` is the target Context."""
-    if not _SWITCH.enabled or (ctx is not None and ctx.device_type != "cpu"):
+    if ctx is not None and ctx.device_type != "cpu":
         return graph
     consumers = graph.consumers()
     outputs = set(graph.output_eids)

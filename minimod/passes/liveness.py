@@ -1,7 +1,7 @@
 """Liveness: the last step that reads each entry."""
 from __future__ import annotations
 
-from ..symbol.graph import Graph
+from ..graph import Graph
 
 __all__ = ["last_use"]
 

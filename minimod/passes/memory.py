@@ -14,7 +14,7 @@ from typing import Collection, Sequence
 
 import numpy as np
 
-from ..symbol.graph import Graph
+from ..graph import Graph
 from .liveness import last_use
 
 __all__ = ["MemoryPlan", "plan_memory", "entry_nbytes"]
@@ -80,7 +80,7 @@ def plan_memory(graph: Graph, shapes: Sequence, dtypes: Sequence, external: Coll
         in_eids = graph.input_eids[nid]
         first = graph.row_ptr[nid]
         taken = set()
-        inplace = getattr(node.op, "inplace", ()) if enable_inplace and reuse else ()
+        inplace = node.op.inplace if enable_inplace and reuse else ()
         for pos_in, pos_out in inplace:
             src = in_eids[pos_in]
             dst = first + pos_out

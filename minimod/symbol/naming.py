@@ -12,10 +12,10 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
+from ..graph.attrs import hidden_key
+
 __all__ = ["NameManager", "Prefix", "AttrScope", "current_name_manager", "current_attr_scope"]
 
-HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
-               "profiler_scope")
 
 
 class NameManager:
@@ -60,11 +60,6 @@ def current_name_manager() -> NameManager:
         manager = NameManager()
         NameManager._current.value = manager
     return manager
-
-
-def hidden_key(key: str) -> str:
-    """MXNet stores some attributes under a dunder name: lr_mult -> __lr_mult__."""
-    return "__%s__" % key if key in HIDDEN_KEYS else key
 
 
 class AttrScope:

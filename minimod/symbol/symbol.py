@@ -1,11 +1,11 @@
 """`Symbol`: the user's handle on a graph, with MXNet's API.
 
-A Symbol is a tuple of output entries; the nodes behind them are shared with every other symbol
-built from them. Building (`Variable`, op constructors, arithmetic, `Group`, composition) happens
-here; inference and binding are delegated down the pipeline (`minimod.passes`,
-`minimod.executor`). Those two imports point against the pipeline's direction, because MXNet's
-API puts `infer_shape` and `simple_bind` on the Symbol; they are made lazily, inside the methods,
-so that the symbol package itself depends only on ops.
+A Symbol is a tuple of output entries (`minimod.graph`); the nodes behind them are shared with
+every other symbol built from them. Building (`Variable`, op constructors, arithmetic, `Group`)
+happens here, composition in compose.py; inference and binding are delegated down the pipeline
+(`minimod.passes` through inference.py, `minimod.executor`), which works on the graph records
+and never imports this package, so the arrows point one way. Those imports are made inside the
+methods, so that `import minimod` does not load the compiler and the executor.
 """
 from __future__ import annotations
 
@@ -14,54 +14,31 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..base import MXNetError, NotImplementedForSymbol, ShapeError, atomic_write
-from ..ops.registry import call_arguments, call_params, create_op, get_op_class, param_text
-from .graph import Entry, Graph, Node, substitute
-from .naming import HIDDEN_KEYS, current_attr_scope, current_name_manager, hidden_key
+from ..base import MXNetError, NotImplementedForSymbol, atomic_write
+from ..graph import (
+    DTYPE_NP_TO_MX,
+    HIDDEN_KEYS,
+    Entry,
+    Graph,
+    Node,
+    graph_from_json,
+    graph_to_json,
+    hidden_key,
+)
+from ..ops.registry import (
+    call_arguments,
+    call_params,
+    create_op,
+    get_op_class,
+    param_text,
+    shape_is_known,
+)
+from .compose import composed, is_atomic
+from .fluent import FLUENT_METHODS
+from .inference import inferred_shapes, inferred_types, to_api_shape
+from .naming import current_attr_scope, current_name_manager
 
-__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "make_op_symbol",
-           "DTYPE_NP_TO_MX", "DTYPE_MX_TO_NP", "parse_shape_attr"]
-
-DTYPE_MX_TO_NP = {0: np.float32, 1: np.float64, 2: np.float16, 3: np.uint8, 4: np.int32,
-                  5: np.int8, 6: np.int64, 7: np.bool_}
-DTYPE_NP_TO_MX = {np.dtype(v): k for k, v in DTYPE_MX_TO_NP.items()}
-
-
-def parse_shape_attr(text: str) -> Optional[tuple]:
-    """MXNet's `__shape__` attribute as a shape with None for unknown dims, or None if empty.
-
-    The frontends write `str(shape)`: "(0, 5)", "(5,)", "[2, 3]", "5" (Python 2 added "L" to
-    long ints). A 0 dim is unknown in MXNet's legacy shapes; -1 is the NumPy-shape spelling.
-    """
-    body = text.strip().strip("()[]")
-    dims = [d.strip().rstrip("lL") for d in body.split(",")]
-    dims = [d for d in dims if d]
-    try:
-        values = [int(d) for d in dims]
-    except ValueError:
-        raise ShapeError("shape attribute %r is not a tuple of integers" % (text,)) from None
-    if not values:
-        return None
-    return tuple(None if d <= 0 else d for d in values)
-
-
-def _to_api_shape(shape) -> tuple:
-    """Internal shape (None = unknown) as MXNet reports it: 0 for unknown dims, () if unknown."""
-    if shape is None:
-        return ()
-    return tuple(0 if d is None else int(d) for d in shape)
-
-
-def _from_api_shape(shape) -> Optional[tuple]:
-    if shape is None:
-        return None
-    if isinstance(shape, int):
-        shape = (shape,)
-    shape = tuple(shape)
-    if not shape:
-        return None
-    return tuple(None if d == 0 else int(d) for d in shape)
-
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "make_op_symbol"]
 
 def _not_for_symbol(name: str, alias: Optional[str] = None):
     """A Symbol method that raises NotImplementedForSymbol (an NDArray-only operation)."""
@@ -199,9 +176,7 @@ class Symbol:
 
     def _is_atomic(self) -> bool:
         """An operator node still waiting for its inputs (see `_gen_atomic_symbol`)."""
-        node = self._outputs[0].node
-        return (node.op is not None and not node.inputs and node.op.num_inputs() > 0
-                and all(out.node is node for out in self._outputs))
+        return is_atomic(self._outputs)
 
     # ------------------------------------------------------------------ attributes
     def attr(self, key: str) -> Optional[str]:
@@ -244,34 +219,8 @@ class Symbol:
         return result
 
     def _compose(self, *args, name: Optional[str] = None, **kwargs) -> None:
-        if args and kwargs:
-            raise TypeError("compose takes positional or keyword symbols, not both")
-        if self._is_atomic():
-            self._outputs = _apply_atomic(self._outputs[0].node, args, kwargs, name)
-            self._graph_cache = None
-            return
-        arg_names = self.list_arguments()
-        if args:
-            if len(args) > len(arg_names):
-                raise TypeError("compose got %d symbols but the symbol has %d arguments"
-                                % (len(args), len(arg_names)))
-            replace = dict(zip(arg_names, args))
-        else:
-            unknown = [k for k in kwargs if k not in self.list_inputs()]
-            if unknown:
-                raise TypeError("cannot compose: %s not among the symbol's inputs %s"
-                                % (unknown, self.list_inputs()))
-            replace = kwargs
-        for key, value in replace.items():
-            if not isinstance(value, Symbol) or len(value._outputs) != 1:
-                raise TypeError("compose: %s must be a single-output Symbol" % key)
-        replacement = {k: v._outputs[0] for k, v in replace.items()}
-        self._outputs = substitute(self._graph, replacement)
+        self._outputs = composed(self, args, kwargs, name)
         self._graph_cache = None
-        if name is not None and len(self._outputs) == 1 and self._outputs[0].node.op is not None:
-            head = self._outputs[0]
-            renamed = Node(head.node.op, name, head.node.attrs, head.node.inputs)
-            self._outputs = (Entry(renamed, head.index),)
 
     # ------------------------------------------------------------------ arithmetic
     def _binary(self, other, op_name: str, hint: str, scalar_op: str, scalar_hint: str):
@@ -376,9 +325,9 @@ class Symbol:
 
     # ------------------------------------------------------------------ fluent methods
     def __getattr__(self, name: str):
-        if name.startswith("_") or name not in _FLUENT:
+        if name.startswith("_") or name not in FLUENT_METHODS:
             raise AttributeError("'Symbol' object has no attribute '%s'" % name)
-        op_name = _FLUENT[name]
+        op_name = FLUENT_METHODS[name]
 
         def method(*args, **kwargs):
             return make_op_symbol(op_name, [self] + list(args), kwargs, hint=name.lower())
@@ -390,89 +339,39 @@ class Symbol:
                               hint="cast")
 
     # ------------------------------------------------------------------ inference
-    def _known_shapes(self, args, kwargs) -> dict:
-        arg_names = self.list_arguments()
-        input_names = self.list_inputs()
-        known = {}
-        if args:
-            if len(args) > len(arg_names):
-                raise ShapeError("infer_shape got %d positional shapes for %d arguments"
-                                 % (len(args), len(arg_names)))
-            for name, shape in zip(arg_names, args):
-                if shape is not None:
-                    known[name] = _from_api_shape(shape)
-        for name, shape in kwargs.items():
-            if name not in input_names:
-                raise ShapeError("infer_shape: '%s' is not an input of the symbol (inputs: %s)"
-                                 % (name, ", ".join(input_names)))
-            known[name] = _from_api_shape(shape)
-        return known
-
-    def _infer_shape_impl(self, args, kwargs):
-        from ..passes.infer import infer_graph_shapes
-        g = self._graph
-        shapes = infer_graph_shapes(g, self._known_shapes(args, kwargs))
-        arg = [shapes[g.row_ptr[i]] for i in g.argument_ids()]
-        out = [shapes[eid] for eid in g.output_eids]
-        aux = [shapes[g.row_ptr[i]] for i in g.aux_ids()]
-        return arg, out, aux
-
     def infer_shape(self, *args, **kwargs):
         """(arg_shapes, out_shapes, aux_shapes); (None, None, None) with a warning if incomplete."""
-        arg, out, aux = self._infer_shape_impl(args, kwargs)
-        from ..ops.registry import shape_is_known
+        arg, out, aux = inferred_shapes(self, args, kwargs)
         if not all(shape_is_known(s) for s in arg + out + aux):
             unknown = [n for n, s in zip(self.list_arguments(), arg) if not shape_is_known(s)]
             warnings.warn("Cannot decide shape for the following arguments (0s in shape means "
                           "unknown dimensions). Consider providing them as input:\n\t"
-                          + "\n\t".join("%s: %s" % (n, _to_api_shape(s))
+                          + "\n\t".join("%s: %s" % (n, to_api_shape(s))
                                         for n, s in zip(self.list_arguments(), arg)
                                         if n in unknown), stacklevel=2)
             return None, None, None
-        return ([_to_api_shape(s) for s in arg], [_to_api_shape(s) for s in out],
-                [_to_api_shape(s) for s in aux])
+        return ([to_api_shape(s) for s in arg], [to_api_shape(s) for s in out],
+                [to_api_shape(s) for s in aux])
 
     def infer_shape_partial(self, *args, **kwargs):
-        arg, out, aux = self._infer_shape_impl(args, kwargs)
-        return ([_to_api_shape(s) for s in arg], [_to_api_shape(s) for s in out],
-                [_to_api_shape(s) for s in aux])
-
-    def _infer_type_impl(self, args, kwargs):
-        from ..passes.infer import infer_graph_types
-        g = self._graph
-        known = {}
-        arg_names = self.list_arguments()
-        for name, dtype in zip(arg_names, args):
-            if dtype is not None:
-                known[name] = np.dtype(dtype)
-        inputs = self.list_inputs()
-        for name, dtype in kwargs.items():
-            if name not in inputs:
-                raise MXNetError("infer_type: '%s' is not an input of the symbol (inputs: %s)"
-                                 % (name, ", ".join(inputs)))
-            if dtype is not None:
-                known[name] = np.dtype(dtype)
-        types = infer_graph_types(g, known)
-        arg = [types[g.row_ptr[i]] for i in g.argument_ids()]
-        out = [types[eid] for eid in g.output_eids]
-        aux = [types[g.row_ptr[i]] for i in g.aux_ids()]
-        return arg, out, aux
+        arg, out, aux = inferred_shapes(self, args, kwargs)
+        return ([to_api_shape(s) for s in arg], [to_api_shape(s) for s in out],
+                [to_api_shape(s) for s in aux])
 
     def infer_type(self, *args, **kwargs):
         """(arg_types, out_types, aux_types) as numpy type classes; Nones if incomplete."""
-        arg, out, aux = self._infer_type_impl(args, kwargs)
+        arg, out, aux = inferred_types(self, args, kwargs)
         if any(t is None for t in arg + out + aux):
             return None, None, None
         return [t.type for t in arg], [t.type for t in out], [t.type for t in aux]
 
     def infer_type_partial(self, *args, **kwargs):
-        arg, out, aux = self._infer_type_impl(args, kwargs)
+        arg, out, aux = inferred_types(self, args, kwargs)
         conv = [None if t is None else t.type for t in arg + out + aux]
         return conv[:len(arg)], conv[len(arg):len(arg) + len(out)], conv[len(arg) + len(out):]
 
     # ------------------------------------------------------------------ serialisation
     def tojson(self, remove_amp_cast: bool = True) -> str:
-        from .jsonfmt import graph_to_json
         return graph_to_json(self._graph)
 
     def save(self, fname: str, remove_amp_cast: bool = True) -> None:
@@ -501,7 +400,7 @@ class Symbol:
     def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
                     shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
         """Allocate arguments, gradients and aux states from shapes, and bind an Executor."""
-        from ..executor.executor import simple_bind
+        from ..executor.binding import simple_bind
         return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
                            shared_arg_names=shared_arg_names, shared_exec=shared_exec,
                            shared_buffer=shared_buffer, shapes=kwargs)
@@ -509,7 +408,7 @@ class Symbol:
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
              shared_exec=None):
         """Bind given arrays (lists in argument order, or dicts by name) into an Executor."""
-        from ..executor.executor import bind
+        from ..executor.binding import bind
         return bind(self, ctx, args, args_grad=args_grad, grad_req=grad_req,
                     aux_states=aux_states, shared_exec=shared_exec)
 
@@ -531,36 +430,6 @@ def _with_plain_keys(attrs: dict) -> dict:
         if dunder in attrs:
             out[key] = attrs[dunder]
     return out
-
-
-def _apply_atomic(node: Node, args: Sequence, kwargs: dict, name: Optional[str]) -> tuple:
-    """Output entries of a new node running `node`'s op on the given input symbols
-    (positional in slot order, or by slot name); slots not given become variables
-    `<name>_<slot>`, as for an op constructor."""
-    op = node.op
-    slots = op.arguments() + op.aux_states()
-    if len(args) > len(slots):
-        raise TypeError("%s takes %d inputs (%s), got %d"
-                        % (op.name, len(slots), ", ".join(slots), len(args)))
-    given = dict(zip(slots, args))
-    for key, value in kwargs.items():
-        if key not in slots:
-            raise TypeError("%s has no input named '%s' (inputs: %s)"
-                            % (op.name, key, ", ".join(slots)))
-        given[key] = value
-    name = node.name if name is None else name
-    entries = []
-    for slot in slots:
-        value = given.get(slot)
-        if value is None:
-            entries.append(Entry(Node(None, "%s_%s" % (name, slot), dict(node.attrs)), 0))
-            continue
-        if not isinstance(value, Symbol) or len(value._outputs) != 1:
-            raise TypeError("compose: input '%s' of %s must be a single-output Symbol"
-                            % (slot, op.name))
-        entries.append(value._outputs[0])
-    applied = Node(op, name, node.attrs, entries)
-    return tuple(Entry(applied, i) for i in range(applied.num_visible_outputs()))
 
 
 # ---------------------------------------------------------------------------- constructors
@@ -628,32 +497,41 @@ def make_op_symbol(op_name: str, args: Sequence, kwargs: dict, hint: Optional[st
     attrs.update(params)
     op = op_cls(attrs)
     name = current_name_manager().get(name, hint or op_name.lower())
+    inputs = _inputs_by_slot(op, positional, sym_kwargs)
+    node = Node(op, name, attrs, _input_entries(op, name, attrs, inputs))
+    return Symbol([Entry(node, i) for i in range(op.num_visible_outputs())])
+
+
+def _inputs_by_slot(op, positional: list, named: dict) -> list:
+    """The input symbols of `op` per slot (arguments, then aux states); None: not given."""
     slots = op.arguments() + op.aux_states()
     if len(positional) > len(slots):
         raise TypeError("%s takes %d inputs (%s), got %d"
-                        % (op_cls.name, len(slots), ", ".join(slots), len(positional)))
-    inputs = [None] * len(slots)
-    for i, s in enumerate(positional):
-        inputs[i] = s
-    for key, s in sym_kwargs.items():
+                        % (op.name, len(slots), ", ".join(slots), len(positional)))
+    inputs = list(positional) + [None] * (len(slots) - len(positional))
+    for key, s in named.items():
         if key not in slots:
             raise TypeError("%s has no input named '%s' (inputs: %s)"
-                            % (op_cls.name, key, ", ".join(slots)))
+                            % (op.name, key, ", ".join(slots)))
         inputs[slots.index(key)] = s
+    return inputs
+
+
+def _input_entries(op, name: str, attrs: dict, inputs: list) -> list:
+    """The entries a new node of `op` reads: each given symbol's output, or a new variable
+    `<name>_<slot>` carrying the node's attributes (and those the op gives such a variable)."""
     entries = []
-    var_attrs = op.input_var_attrs
-    for slot, s in zip(slots, inputs):
+    for slot, s in zip(op.arguments() + op.aux_states(), inputs):
         if s is None:
             vattrs = dict(attrs)
-            vattrs.update(var_attrs.get(slot, {}))
+            vattrs.update(op.input_var_attrs.get(slot, {}))
             entries.append(Entry(Node(None, "%s_%s" % (name, slot), vattrs), 0))
+        elif len(s._outputs) != 1:
+            raise TypeError("%s: input '%s' is a group of %d outputs; pass one output"
+                            % (op.name, slot, len(s._outputs)))
         else:
-            if len(s._outputs) != 1:
-                raise TypeError("%s: input '%s' is a group of %d outputs; pass one output"
-                                % (op_cls.name, slot, len(s._outputs)))
             entries.append(s._outputs[0])
-    node = Node(op, name, attrs, entries)
-    return Symbol([Entry(node, i) for i in range(op.num_visible_outputs())])
+    return entries
 
 
 def _attrs_field_names(op_cls) -> set:
@@ -666,7 +544,6 @@ def _attrs_field_names(op_cls) -> set:
 
 def load_json(json_str: str) -> Symbol:
     """A Symbol from MXNet's JSON (current and legacy forms)."""
-    from .jsonfmt import graph_from_json
     return Symbol(graph_from_json(json_str))
 
 
@@ -676,27 +553,3 @@ def load(fname: str) -> Symbol:
     data = read_file(fname, "symbol file")
     with naming_file(fname):
         return load_json(data)
-
-
-# Symbol methods that apply an operator to the symbol (MXNet's fluent API).
-_FLUENT = {
-    "reshape": "Reshape", "flatten": "Flatten", "transpose": "transpose",
-    "expand_dims": "expand_dims", "squeeze": "squeeze", "swapaxes": "SwapAxis",
-    "split": "SliceChannel", "slice_axis": "slice_axis", "slice": "slice", "sum": "sum",
-    "mean": "mean", "max": "max", "min": "min", "prod": "prod", "norm": "norm",
-    "argmax": "argmax", "argmin": "argmin", "softmax": "softmax", "log_softmax": "log_softmax",
-    "exp": "exp", "log": "log", "sqrt": "sqrt", "square": "square", "abs": "abs",
-    "sigmoid": "sigmoid", "tanh": "tanh", "relu": "relu", "clip": "clip", "tile": "tile",
-    "repeat": "repeat", "one_hot": "one_hot", "take": "take", "pick": "pick",
-    "broadcast_to": "broadcast_to", "reshape_like": "reshape_like", "zeros_like": "zeros_like",
-    "ones_like": "ones_like", "sign": "sign", "round": "round", "floor": "floor", "ceil": "ceil",
-    "reciprocal": "reciprocal", "dot": "dot",
-}
-# MXNet's other fluent methods, each the operator of the same name
-_FLUENT.update((name, name) for name in (
-    "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax_channel",
-    "broadcast_axes", "broadcast_like", "cbrt", "cos", "cosh", "degrees", "expm1", "fix", "flip",
-    "log10", "log1p", "log2", "nanprod", "nansum", "pad", "radians", "rint", "rsqrt", "sin",
-    "sinh", "tan", "topk", "trunc", "argsort", "sort", "softmin", "rcbrt", "shape_array",
-    "size_array", "slice_like", "diag", "depth_to_space", "space_to_depth"))
-

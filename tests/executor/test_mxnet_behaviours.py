@@ -8,9 +8,9 @@ import pytest
 
 import minimod as mx
 from minimod.base import BindError, MXNetError
+from minimod.graph import Entry, Graph, Node
 from minimod.ops.registry import get_op_class
 from minimod.passes import eliminate_common_expr
-from minimod.symbol.graph import Entry, Graph, Node
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minimod.executor.group import split_batch
+from minimod.executor.batches import split_batch
 
 
 @given(st.integers(1, 500), st.lists(st.integers(1, 9), min_size=1, max_size=6))

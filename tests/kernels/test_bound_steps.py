@@ -166,8 +166,8 @@ def test_executor_runs_the_bound_steps():
                                name="softmax")
     exe = net.simple_bind(mx.cpu(), data=(4, 5))
     names = []
-    for nid, fn in exe._fwd_steps + exe._bwd_steps:
-        node = exe._plan.graph.nodes[nid]
+    for step in exe._steps.train:
+        node, fn = step.node, step.run
         where = "%s.%s" % (fn.__module__, fn.__qualname__)
         assert fn.__module__.startswith("minimod.kernels."), (node.name, where)
         names.append(node.name)

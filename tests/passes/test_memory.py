@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import minimod as mx
-from minimod.executor.executor import simple_bind
+from minimod.executor import simple_bind
 from minimod.passes import compile_graph, normalize_grad_req
 
 from .graphs import GRAPHS

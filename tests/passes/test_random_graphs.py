@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minimod as mx
-from minimod.executor.executor import simple_bind
+from minimod.executor import simple_bind
 from minimod.testing import check_numeric_gradient
 
 UNARY = ["tanh", "sigmoid", "square", "exp"]

@@ -9,7 +9,7 @@ import pytest
 
 import minimod as mx
 from minimod.base import MXNetError, NotImplementedForSymbol, ShapeError
-from minimod.symbol.symbol import parse_shape_attr
+from minimod.graph import parse_shape_attr
 
 
 @pytest.mark.parametrize("text, shape", [

@@ -44,10 +44,9 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from ...base import MXNetError
+from ...graph import DTYPE_MX_TO_NP, DTYPE_NP_TO_MX, Entry, Graph, Node, topo_sort
 from ...ops.registry import create_op
 from ...passes.infer import infer_graph_types
-from ...symbol.graph import Entry, Graph, Node, topo_sort
-from ...symbol.symbol import DTYPE_MX_TO_NP, DTYPE_NP_TO_MX
 from .lists.output_names import OPS_WITH_OUTPUT_NAMES
 
 __all__ = ["reduce_precision", "set_param_dtypes", "remove_amp_cast"]

@@ -12,17 +12,24 @@ from `need_top_grad`), creates the user's operator once per device, shapes and d
 (`create_operator`), and calls its forward/backward with NDArrays that are views of the
 executor's planned arrays, so `self.assign(out_data[0], req[0], value)` writes in place.
 
-It is the one op that hands NDArrays to user code, so it imports `minimod.ndarray` (inside the
-methods): a bend of the ops -> backend direction that MXNet's API imposes. The prop classes
-live in `PROPS`, filled by `minimod.operator.register`.
+It is the one op that hands NDArrays to user code, so it lives here, in `minimod.operator`
+(which sits above `minimod.ndarray`), not among the reference ops of `minimod.ops`, which never
+see an NDArray. `import minimod` imports this package, so the op is registered whenever a graph
+can be built or loaded. The prop classes live in `PROPS`, filled by
+`minimod.operator.register`.
 """
 from __future__ import annotations
 
 import contextlib
 from typing import Any, Mapping
 
+import numpy as np
+
+from .. import backend
 from ..base import MXNetError, OpParamError, mxnet_error_from
-from .registry import NoAttrs, Op, register, shape_is_known
+from ..context import cpu, gpu
+from ..ndarray.ndarray import wrap
+from ..ops.registry import NoAttrs, Op, register, shape_is_known
 
 __all__ = ["Custom", "PROPS"]
 
@@ -97,7 +104,6 @@ class Custom(Op):
         return in_shapes, out_shapes
 
     def infer_type(self, in_types: list, out_types: list):
-        import numpy as np  # dtypes for the user's infer_type, which speaks NumPy
         n_args = len(self.arguments())
         if in_types[0] is None:
             return in_types, out_types
@@ -110,8 +116,6 @@ class Custom(Op):
 
     # --- execution
     def _context(self, arr):
-        from .. import backend
-        from ..context import cpu, gpu
         return gpu(backend.device_of(arr)) if backend.is_gpu_array(arr) else cpu(0)
 
     def _operator(self, ctx, arrays: list):
@@ -125,7 +129,6 @@ class Custom(Op):
         return operator
 
     def forward(self, xp, inputs, aux, out, is_train):
-        from ..ndarray.ndarray import wrap
         ctx = self._context(out[0])
         operator = self._operator(ctx, list(inputs) + list(aux))
         with self._user_code("forward"):
@@ -135,7 +138,6 @@ class Custom(Op):
                              aux=[wrap(a, ctx) for a in aux])
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        from ..ndarray.ndarray import wrap
         ctx = self._context(outputs[0])
         operator = self._operator(ctx, list(inputs) + list(aux))
         # slots nobody reads still get arrays, as in MXNet: zeros for head gradients a loss

@@ -15,8 +15,8 @@ import json
 
 from ..base import GraphError, MXNetError
 from ..ops.registry import create_op
+from .attrs import HIDDEN_KEYS
 from .graph import Entry, Graph, Node
-from .naming import HIDDEN_KEYS
 
 __all__ = ["graph_to_json", "graph_from_json", "MXNET_VERSION"]
 
@@ -161,38 +161,42 @@ def graph_from_json(text: str) -> tuple:
     legacy = version is None or version < 900
     nodes: list = []
     for nid, spec in enumerate(doc["nodes"]):
-        if not isinstance(spec, dict):
-            raise GraphError("node %d: must be an object, got %.80r" % (nid, spec))
-        op_name = spec.get("op")
-        name = spec.get("name")
-        where = "node %d (%.80s)" % (nid, name if isinstance(name, str) else "?")
-        if not isinstance(op_name, str) or not isinstance(name, str):
-            raise GraphError("%s: 'op' and 'name' must be strings" % where)
-        attrs = _node_attrs(spec, legacy, where)
-        raw_inputs = spec.get("inputs", [])
-        if not isinstance(raw_inputs, list):
-            raise GraphError("%s: 'inputs' must be a list" % where)
-        inputs = [_entry(raw, nodes, nid, where) for raw in raw_inputs]
-        if op_name == "null":
-            if inputs:
-                raise GraphError("%s: a variable ('null' op) cannot have inputs" % where)
-            nodes.append(Node(None, name, attrs))
-            continue
-        try:
-            op = create_op(op_name, attrs)
-        except MXNetError as err:
-            raise GraphError("%s: %s" % (where, err)) from None
-        except (ValueError, TypeError, KeyError, OverflowError) as err:
-            raise GraphError("%s: bad attributes for %s (%s: %s)"
-                             % (where, op_name, type(err).__name__, err)) from None
-        slots = op.arguments() + op.aux_states()
-        if len(inputs) > len(slots):
-            raise GraphError("%s: %s takes %d inputs, the JSON gives %d"
-                             % (where, op.name, len(slots), len(inputs)))
-        for slot in slots[len(inputs):]:  # legacy files omit aux-state variables
-            inputs.append(Entry(Node(None, "%s_%s" % (name, slot), dict(attrs)), 0))
-        nodes.append(Node(op, name, attrs, inputs))
+        nodes.append(_node(spec, nid, nodes, legacy))
     if not doc["heads"]:
         raise GraphError("symbol JSON: 'heads' is empty (a symbol needs an output)")
     return tuple(_entry(raw, nodes, len(nodes), "head %d" % k)
                  for k, raw in enumerate(doc["heads"]))
+
+
+def _node(spec, nid: int, nodes: list, legacy: bool) -> Node:
+    """Node `nid` of the JSON, reading entries of the `nodes` before it."""
+    if not isinstance(spec, dict):
+        raise GraphError("node %d: must be an object, got %.80r" % (nid, spec))
+    op_name = spec.get("op")
+    name = spec.get("name")
+    where = "node %d (%.80s)" % (nid, name if isinstance(name, str) else "?")
+    if not isinstance(op_name, str) or not isinstance(name, str):
+        raise GraphError("%s: 'op' and 'name' must be strings" % where)
+    attrs = _node_attrs(spec, legacy, where)
+    raw_inputs = spec.get("inputs", [])
+    if not isinstance(raw_inputs, list):
+        raise GraphError("%s: 'inputs' must be a list" % where)
+    inputs = [_entry(raw, nodes, nid, where) for raw in raw_inputs]
+    if op_name == "null":
+        if inputs:
+            raise GraphError("%s: a variable ('null' op) cannot have inputs" % where)
+        return Node(None, name, attrs)
+    try:
+        op = create_op(op_name, attrs)
+    except MXNetError as err:
+        raise GraphError("%s: %s" % (where, err)) from None
+    except (ValueError, TypeError, KeyError, OverflowError) as err:
+        raise GraphError("%s: bad attributes for %s (%s: %s)"
+                         % (where, op_name, type(err).__name__, err)) from None
+    slots = op.arguments() + op.aux_states()
+    if len(inputs) > len(slots):
+        raise GraphError("%s: %s takes %d inputs, the JSON gives %d"
+                         % (where, op.name, len(slots), len(inputs)))
+    for slot in slots[len(inputs):]:  # legacy files omit aux-state variables
+        inputs.append(Entry(Node(None, "%s_%s" % (name, slot), dict(attrs)), 0))
+    return Node(op, name, attrs, inputs)

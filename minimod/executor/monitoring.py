@@ -1,0 +1,123 @@
+"""The monitor callback around the steps: what MXNet's executor reports, and in which order.
+
+`Executor.set_monitor_callback(callback, monitor_all)` makes the executor run its steps
+wrapped by `monitored` (and the plain steps again once the callback is None), so the
+monitor costs nothing when it is off. Each call is `callback(name, NDArray)`:
+
+- a forward node reports its outputs, `<node>_output` (or `<node>_<output name>` for several,
+  hidden outputs such as BatchNorm's statistics included), after it ran; with `monitor_all`,
+  its inputs first, `<node>_<input name>`, as they were before it ran (an in-place node
+  overwrites its input), each after the variable's own name where the input is a variable;
+- a node a rewrite changed reports what the node the user wrote would: a batch-last form its
+  arrays in MXNet's layout (`Op.as_written`), a fused op each node it absorbed
+  (`Op.unfused_nodes`);
+- a gradient node `fc_backward` reports the gradients of its forward op's arguments:
+  `fc_backward_output<i>`, or `act_backward_output` for an op of one argument. MXNet's gradient
+  node computes every argument's gradient; minimod's only the ones asked for, so the others
+  read as zeros (MXNet shows whatever its buffer held).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from ..base import MXNetError
+from ..ndarray.ndarray import NDArray
+from .steps import Step
+
+__all__ = ["monitored"]
+
+
+def monitored(step: Step, plan, ctx, callback: Callable, monitor_all: bool) -> Step:
+    """`step` reporting to `callback` as MXNet's monitor sees it (see the module docstring);
+    `plan` is the executor's Plan, `ctx` its Context."""
+    if step.forward:
+        return _forward_step(step, plan, ctx, callback, monitor_all)
+    return _gradient_step(step, plan, ctx, callback)
+
+
+def _forward_step(step: Step, plan, ctx, callback: Callable, monitor_all: bool) -> Step:
+    node, inner = step.node, step.run
+    op, inputs, outputs = node.op, list(step.inputs), list(step.outputs)
+    variables = _variable_names(plan.graph, step.nid)
+
+    def run(xp, is_train):
+        # the views and absorbed nodes are made before the step runs; the outputs are
+        # read after it
+        ins, outs = op.as_written(xp, inputs, outputs)
+        parts = op.unfused_nodes(xp, node.name, ins, outs)
+        if monitor_all:
+            _report_inputs(callback, ctx, *parts[0][:3], variables)
+        inner(xp, is_train)
+        for k, (name, part_op, part_ins, part_outs) in enumerate(parts):
+            if k and monitor_all:
+                _report_inputs(callback, ctx, name, part_op, part_ins)
+            _report_outputs(callback, ctx, name, part_op, part_outs)
+    return dataclasses.replace(step, run=run)
+
+
+def _report_outputs(callback: Callable, ctx, name: str, op, outs: list) -> None:
+    outputs = op.outputs()[:op.num_json_outputs()]
+    # like MXNet, hidden outputs are reported too (BatchNorm's bn_mean, bn_var), but not an
+    # op's own reserve that MXNet does not count (the RNN op's)
+    names = (["%s_output" % name] if len(outputs) == 1
+             else ["%s_%s" % (name, o) for o in outputs])
+    for out_name, arr in zip(names, outs):
+        callback(out_name, NDArray(arr, ctx))
+
+
+def _report_inputs(callback: Callable, ctx, name: str, op, ins: list, variables=()) -> None:
+    """Each input as MXNet reports it: "<node>_<input name>", after the variable's own name
+    where the input is a variable (a weight is seen twice: `fc_weight` as the variable, then
+    as fc's input "weight")."""
+    variables = list(variables) + [None] * (len(ins) - len(variables))
+    for slot, arr, variable in zip(op.monitor_input_names(), ins, variables):
+        if variable is not None:
+            callback(variable, NDArray(arr, ctx))
+        callback("%s_%s" % (name, slot), NDArray(arr, ctx))
+
+
+def _variable_names(graph, nid: int) -> list:
+    """Per input of node `nid`: the name of the variable it is, or None."""
+    nodes = [graph.nodes[graph.entry_node(e)] for e in graph.input_eids[nid]]
+    return [node.name if node.is_variable else None for node in nodes]
+
+
+def _gradient_step(step: Step, plan, ctx, callback: Callable) -> Step:
+    reports = _gradient_reports(step, plan)
+    inner = step.run
+
+    def run(xp, is_train):
+        inner(xp, is_train)
+        for label, arr, shape, dtype in reports:
+            if arr is None:
+                arr = xp.zeros(shape, dtype)
+            callback(label, NDArray(arr, ctx))
+    return dataclasses.replace(step, run=run)
+
+
+def _gradient_reports(step: Step, plan) -> list:
+    """(label, array or None, shape and dtype of the zeros reported in its place) per value
+    gradient node `step` reports."""
+    node, op = step.node, step.node.op
+    if not op.is_backward:  # a fused gradient step: its own outputs
+        return [("%s_output%d" % (node.name, k), arr, None, None)
+                for k, arr in enumerate(step.outputs) if arr is not None]
+    n_args = len(op.fwd_op.arguments())
+    computed = dict(zip(op.wanted, step.outputs))
+    inputs = _forward_inputs(plan, op.fwd_op)
+    reports = []
+    for i in range(n_args):
+        label = "%s_output" % node.name if n_args == 1 else "%s_output%d" % (node.name, i)
+        arr = computed.get(i)
+        reports.append((label, arr, plan.shapes[inputs[i]], plan.dtypes[inputs[i]]))
+    return reports
+
+
+def _forward_inputs(plan, fwd_op) -> list:
+    """The input entry ids of the forward node running `fwd_op`."""
+    graph = plan.graph
+    for nid in range(plan.num_forward_nodes):
+        if graph.nodes[nid].op is fwd_op:
+            return list(graph.input_eids[nid])
+    raise MXNetError("no forward node runs %s" % fwd_op.name)
