@@ -26,6 +26,7 @@ from typing import Optional
 
 import numpy as np
 
+from . import backend
 from .base import NonFiniteError
 
 __all__ = ["nan_guard", "is_enabled", "NonFiniteError", "guarded", "at_batch"]
@@ -81,13 +82,15 @@ def _counts_text(counts: tuple) -> str:
 
 
 def _check_inputs(inputs: list, xp, ctx) -> None:
+    """Each bound NDArray of `inputs` checked on its own device (a model-parallel executor's
+    arrays live on several)."""
     for name, array in inputs:
-        counts = _bad_counts(xp, array._data)
+        counts = _bad_counts(backend.array_module_of(array._data), array._data)
         if counts is not None:
             raise NonFiniteError(
                 "NaN guard: argument '%s' holds %s before forward on %s (bad input data, or an "
                 "earlier update made the parameter non-finite)"
-                % (name, _counts_text(counts), ctx))
+                % (name, _counts_text(counts), array.context))
 
 
 def _describe(graph, num_forward_nodes: int, nid: int, eid: int, counts: tuple) -> str:

@@ -6,6 +6,12 @@
 - `bind` compiles for the arrays the user gives and binds them as they are.
 
 Both compile with `passes.default_options()`: every rewrite, less those the user switched off.
+
+Given `group2ctx` (model parallelism: `passes.placement` decides where every node runs),
+`simple_bind` allocates each argument, gradient and aux state on its variable's device, and
+the trained parameters in one flat buffer per device and dtype, so the fused update
+(`minimod.flat`) works on parameters spread over devices as on one device: buffer by buffer;
+`bind` takes each array where it is, and its gradient array must be there too.
 """
 from __future__ import annotations
 
@@ -19,10 +25,11 @@ from .. import backend
 from ..base import BindError
 from ..context import Context
 from ..ndarray.ndarray import NDArray
-from ..passes import Plan, compile_graph, default_options, normalize_grad_req
+from ..passes import Plan, compile_graph, default_options, normalize_grad_req, placement_for
 from ..passes.memory import entry_nbytes
 from .executor import Executor
 from .flat_params import flat_buffers
+from .placing import context_of, variable_contexts
 from .pool import MemoryPool, zeros
 
 __all__ = ["simple_bind", "bind"]
@@ -30,8 +37,10 @@ __all__ = ["simple_bind", "bind"]
 
 def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_arg_names=None,
                 shared_exec: Optional[Executor] = None, shared_buffer: Optional[dict] = None,
-                shapes: Optional[Mapping] = None, reuse_memory: bool = True) -> Executor:
-    """Compile `symbol` for `shapes` and allocate its arrays on `ctx` (see Symbol.simple_bind).
+                shapes: Optional[Mapping] = None, reuse_memory: bool = True,
+                group2ctx=None) -> Executor:
+    """Compile `symbol` for `shapes` and allocate its arrays on `ctx` (see Symbol.simple_bind),
+    or, with `group2ctx`, each on its variable's device.
 
     `reuse_memory=False` gives every entry its own block: the baseline of the plan-safety tests.
     """
@@ -39,33 +48,45 @@ def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_a
     arg_names = [graph.nodes[i].name for i in graph.argument_ids()]
     shapes, type_dict = _known_inputs(graph, arg_names, shapes, type_dict)
     reqs = normalize_grad_req(grad_req, arg_names)
-    plan = compile_graph(graph, shapes, type_dict, reqs, default_options(reuse_memory), ctx=ctx)
+    plan = compile_graph(graph, shapes, type_dict, reqs, default_options(reuse_memory), ctx=ctx,
+                         placement=placement_for(graph, group2ctx, ctx))
     shared = _Shared(shared_exec, shared_arg_names)
     pool = shared_exec._pool if shared_exec is not None else MemoryPool(ctx)
-    # parameters (the shared names) allocated here live in one flat buffer per dtype
-    flats = flat_buffers(shared.fresh_params(plan, reqs), ctx)
-    args, grads = [], []
-    for name, eid in zip(plan.arg_names, plan.arg_eids):
-        shape, dtype = plan.shapes[eid], plan.dtypes[eid]
-        wants_grad = reqs[name] != "null"
-        if name in flats:
-            arg, grad = flats[name].weights[name], flats[name].grads[name]
-        elif shared.has_param(name, shape, dtype):
-            arg, grad = shared.param(name, shape, dtype, wants_grad, ctx)
-        else:
-            if shared_buffer is not None and name not in shared.names:
-                arg = _from_buffer(shared_buffer, name, shape, dtype, ctx, pool)
-            else:
-                arg = zeros(shape, dtype, ctx)
-            grad = zeros(shape, dtype, ctx) if wants_grad else None
-        args.append(arg)
-        grads.append(grad)
-    aux = [shared.aux_or_zeros(name, plan.shapes[eid], plan.dtypes[eid], ctx)
+    # parameters (the shared names) allocated here live in one flat buffer per dtype (and
+    # device)
+    flats = flat_buffers(shared.fresh_params(plan, reqs), ctx, variable_contexts(plan, ctx))
+    args, grads = _arguments(plan, reqs, flats, shared, shared_buffer, pool, ctx)
+    aux = [shared.aux_or_zeros(name, plan.shapes[eid], plan.dtypes[eid],
+                               context_of(plan, eid, ctx))
            for name, eid in zip(plan.aux_names, plan.aux_eids)]
     executor = Executor(symbol, plan, ctx, args, grads, aux, pool=pool)
     inherited = shared_exec.flat_params if shared_exec is not None else []
     executor.flat_params = list(dict.fromkeys(list(flats.values()) + list(inherited)))
     return executor
+
+
+def _arguments(plan: Plan, reqs: dict, flats: dict, shared: "_Shared",
+               shared_buffer: Optional[dict], pool: MemoryPool, ctx: Context) -> tuple:
+    """(the argument arrays, their gradient arrays or None) of a simple_bind: views of the
+    flat buffers, arrays shared with `shared_exec`, views of the shared input buffers, or new
+    zeros, each on its variable's device."""
+    args, grads = [], []
+    for name, eid in zip(plan.arg_names, plan.arg_eids):
+        shape, dtype, where = plan.shapes[eid], plan.dtypes[eid], context_of(plan, eid, ctx)
+        wants_grad = reqs[name] != "null"
+        if name in flats:
+            arg, grad = flats[name].weights[name], flats[name].grads[name]
+        elif shared.has_param(name, shape, dtype):
+            arg, grad = shared.param(name, shape, dtype, wants_grad, where)
+        else:
+            if shared_buffer is not None and name not in shared.names:
+                arg = _from_buffer(shared_buffer, name, shape, dtype, where, pool)
+            else:
+                arg = zeros(shape, dtype, where)
+            grad = zeros(shape, dtype, where) if wants_grad else None
+        args.append(arg)
+        grads.append(grad)
+    return args, grads
 
 
 def _known_inputs(graph, arg_names: list, shapes: Optional[Mapping], type_dict) -> tuple:
@@ -172,12 +193,13 @@ def _from_buffer(buffer: dict, name: str, shape, dtype, ctx,
 
 
 def bind(symbol, ctx: Context, args, args_grad=None, grad_req="write", aux_states=None,
-         shared_exec: Optional[Executor] = None) -> Executor:
+         shared_exec: Optional[Executor] = None, group2ctx=None) -> Executor:
     """Bind given arrays (lists in argument order or dicts by name) into an Executor.
 
     As in MXNet, a gradient array bound for an argument whose grad_req is 'null' stays in
     `grad_arrays` / `grad_dict` and is never written; a dtype of a bound array overrides the
-    dtype a Variable declares.
+    dtype a Variable declares. With `group2ctx` each array stays on its own device, and so
+    must its gradient array.
     """
     graph = symbol._graph
     arg_names = [graph.nodes[i].name for i in graph.argument_ids()]
@@ -200,13 +222,27 @@ def bind(symbol, ctx: Context, args, args_grad=None, grad_req="write", aux_state
     shapes.update({n: a.shape for n, a in zip(aux_names, aux_list)})
     types = {n: np.dtype(a.dtype) for n, a in zip(arg_names, arg_list)}
     types.update({n: np.dtype(a.dtype) for n, a in zip(aux_names, aux_list)})
-    plan = compile_graph(graph, shapes, types, reqs, default_options(), ctx=ctx)
-    for name, grad, eid in zip(arg_names, grad_list, plan.arg_eids):
-        if grad is not None and reqs[name] != "null" and grad.shape != tuple(plan.shapes[eid]):
-            raise BindError("bind: gradient array for '%s' has shape %s, the argument is %s"
-                            % (name, grad.shape, plan.shapes[eid]))
+    bound = {n: a.context for n, a in zip(arg_names + aux_names, arg_list + aux_list)}
+    plan = compile_graph(graph, shapes, types, reqs, default_options(), ctx=ctx,
+                         placement=placement_for(graph, group2ctx, ctx, bound))
+    _check_grads(plan, grad_list, reqs, ctx)
     pool = shared_exec._pool if shared_exec is not None else None
     return Executor(symbol, plan, ctx, arg_list, grad_list, aux_list, pool=pool)
+
+
+def _check_grads(plan: Plan, grad_list: list, reqs: dict, ctx: Context) -> None:
+    """Each gradient array `bind` was given fits its argument's shape, and, in a placed plan,
+    lives on its argument's device (MXNet refuses one elsewhere too)."""
+    for name, grad, eid in zip(plan.arg_names, grad_list, plan.arg_eids):
+        if grad is None or reqs[name] == "null":
+            continue
+        if grad.shape != tuple(plan.shapes[eid]):
+            raise BindError("bind: gradient array for '%s' has shape %s, the argument is %s"
+                            % (name, grad.shape, plan.shapes[eid]))
+        if plan.devices is not None and grad.context != context_of(plan, eid, ctx):
+            raise BindError("bind: gradient array for '%s' is on %s but the argument is on %s; "
+                            "give it one on %s" % (name, grad.context, plan.devices[eid],
+                                                   plan.devices[eid]))
 
 
 def _as_nd(value, ctx) -> NDArray:

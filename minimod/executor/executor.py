@@ -9,7 +9,8 @@ planned entries are views into the blocks of a `MemoryPool`, and every op node b
 no allocation of their own. The monitor and the NaN guard wrap the steps when they are on
 (monitoring.py, `minimod.numerics`). Executors made with `shared_exec` (buckets, reshapes)
 draw on the same pool; a pool that must grow replaces its blocks and every executor on it
-re-derives its views and steps before its next run.
+re-derives its views and steps before its next run. A plan placed over several devices
+(model parallelism, `group2ctx`) gives each entry its own device (placing.py).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from ..ndarray.ndarray import NDArray
 from ..passes import Plan, compile_graph, infer_graph_shapes
 from .listing import plan_listing
 from .monitoring import monitored
+from .placing import context_of, grad_copies, head_grad_arrays, step_context
 from .pool import MemoryPool, zeros
 from .steps import Step, StepLists, bind_steps
 
@@ -55,21 +57,19 @@ class Executor:
         self.aux_arrays = list(aux_arrays)
         self._grad_req = dict(plan.grad_req)
         self._pool = pool if pool is not None else MemoryPool(ctx)
-        self._placement = self._pool.place(plan.memory.block_bytes)
+        self._placement = self._pool.place(plan.memory.block_bytes, plan.memory.block_devices)
         self._monitor: Optional[Callable] = None
         self._monitor_all = False
         self._forward_done = False  # see `backward`
-        with backend.device_scope(ctx):
-            self._head_grads = {
-                i: self._xp.zeros(plan.shapes[eid], dtype=plan.dtypes[eid])
-                for i, eid in enumerate(plan.head_grad_eids) if eid is not None}
+        self._head_grads = head_grad_arrays(plan, ctx)
         # made by `_materialize` from the pool's blocks, again whenever the pool grows
         self._generation = -1
         self._arrays: list = []  # the array of each entry id
         self._steps = StepLists((), (), ())
         self._watched: dict = {}  # guard on? -> the steps wrapped by the monitor and/or guard
         self.outputs: list = []
-        self._grad_copies: list = []  # (user's gradient, req, planned gradient)
+        # per device, [(user's gradient, req, planned gradient)]
+        self._grad_copies: list = []
         self._materialize()
         self._arg_dict = self._grad_dict = self._aux_dict = None  # made on first use
         self._reshaped: dict = {}  # see `reshape`
@@ -81,13 +81,12 @@ class Executor:
         """Give every entry its array and bind every node into a Step over them."""
         plan = self._plan
         arrays = self._arrays = self._entry_arrays()
-        self._steps = bind_steps(plan, arrays, self._xp)
+        self._steps = bind_steps(plan, arrays, self._xp, self._ctx)
         self._watched = {}
-        self.outputs = [NDArray(arrays[eid], self._ctx) for eid in plan.output_eids]
-        self._grad_copies = [
-            (grad._data, self._grad_req[name], arrays[plan.grad_eids[name]])
-            for name, grad in zip(plan.arg_names, self.grad_arrays)
-            if grad is not None and name in plan.grad_eids and name not in plan.direct_grads]
+        self.outputs = [NDArray(arrays[eid], context_of(plan, eid, self._ctx))
+                        for eid in plan.output_eids]
+        self._grad_copies = grad_copies(plan, self.grad_arrays, self._grad_req, arrays,
+                                        self._ctx)
         self._generation = self._pool.generation
 
     def _entry_arrays(self) -> list:
@@ -128,7 +127,7 @@ class Executor:
         return watched
 
     def _watch(self, step: Step, guard: bool) -> Step:
-        plan, ctx = self._plan, self._ctx
+        plan, ctx = self._plan, step_context(self._plan, step, self._ctx)
         inputs = None
         forward = self._steps.forward
         if forward and step.nid == forward[0].nid:  # the guard checks what forward reads
@@ -136,7 +135,8 @@ class Executor:
                       + list(zip(plan.aux_names, self.aux_arrays)))
         if self._monitor is not None:
             step = monitored(step, plan, ctx, self._monitor, self._monitor_all)
-        return _numerics.guarded(step, plan, self._xp, ctx, inputs) if guard else step
+        return (_numerics.guarded(step, plan, backend.xp_for(ctx), ctx, inputs) if guard
+                else step)
 
     def _run(self, steps: tuple, is_train: bool) -> None:
         """Run `steps` in order: the one loop through which every op of a plan executes.
@@ -159,7 +159,8 @@ class Executor:
     def _where(self, step: Optional[Step]) -> str:
         if step is None:
             return "before the first step on %s" % self._ctx
-        return "while running %s (%s) on %s" % (step.node.name, step.node.op.name, self._ctx)
+        return "while running %s (%s) on %s" % (step.node.name, step.node.op.name,
+                                                 step_context(self._plan, step, self._ctx))
 
     def forward(self, is_train: bool = False, **kwargs) -> list:
         """Run the forward steps; keyword arrays are copied into the named arguments first."""
@@ -215,9 +216,9 @@ class Executor:
 
     def _copy_grads(self) -> None:
         """Gradients not written straight into the user's arrays: copied or added there."""
-        if self._grad_copies:
-            with backend.device_scope(self._ctx):
-                for dst, req, src in self._grad_copies:
+        for ctx, copies in self._grad_copies:
+            with backend.device_scope(ctx):
+                for dst, req, src in copies:
                     assign(dst, req, src)
 
     def forward_backward(self) -> None:
@@ -344,7 +345,7 @@ class Executor:
 
         def resized(name, arr, nid, what, named):
             return _resized(name, arr, inferred[fwd.row_ptr[nid]], what,
-                            named or partial_shaping, allow_up_sizing, self._ctx)
+                            named or partial_shaping, allow_up_sizing)
 
         args, grads = [], []
         for name, arr, grad, nid in zip(plan.arg_names, self.arg_arrays, self.grad_arrays,
@@ -355,7 +356,8 @@ class Executor:
                for name, arr, nid in zip(plan.aux_names, self.aux_arrays, fwd.aux_ids())]
         shapes = {n: a.shape for n, a in zip(plan.arg_names + plan.aux_names, args + aux)}
         types = {n: a.dtype for n, a in zip(plan.arg_names + plan.aux_names, args + aux)}
-        new_plan = compile_graph(fwd, shapes, types, plan.grad_req, plan.options, ctx=self._ctx)
+        new_plan = compile_graph(fwd, shapes, types, plan.grad_req, plan.options, ctx=self._ctx,
+                                 placement=plan.placement)
         new = Executor(self._symbol, new_plan, self._ctx, args, grads, aux, pool=self._pool)
         new.flat_params = self.flat_params
         return new
@@ -367,8 +369,8 @@ class Executor:
         return plan_listing(self._plan)
 
 
-def _resized(name: str, arr, shape, what: str, may_change: bool, allow_up_sizing: bool,
-             ctx) -> Optional[NDArray]:
+def _resized(name: str, arr, shape, what: str, may_change: bool,
+             allow_up_sizing: bool) -> Optional[NDArray]:
     """`arr` itself, a view of it, or a new array for `shape` (see `Executor.reshape`)."""
     if arr is None or shape is None or None in shape or tuple(shape) == arr.shape:
         return arr
@@ -378,13 +380,13 @@ def _resized(name: str, arr, shape, what: str, may_change: bool, allow_up_sizing
             "partial_shaping=True if this is intended" % (what, name, arr.shape, tuple(shape)))
     size = int(np.prod(shape, dtype=np.int64))
     if size <= arr.size:
-        return NDArray(arr._data.reshape(-1)[:size].reshape(shape), ctx)
+        return NDArray(arr._data.reshape(-1)[:size].reshape(shape), arr.context)
     if not allow_up_sizing:
         raise BindError(
             "reshape: new shape %s of %s '%s' is larger than %s; making the largest executor "
             "first and shrinking it is cheaper; pass allow_up_sizing=True to allocate new "
             "arrays" % (tuple(shape), what, name, arr.shape))
-    return zeros(tuple(shape), arr.dtype, ctx)
+    return zeros(tuple(shape), arr.dtype, arr.context)
 
 
 def _copy_into(dst: NDArray, src, name: str) -> None:

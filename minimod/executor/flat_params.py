@@ -7,7 +7,7 @@ holds the layout only: what runs over the buffers lives in `minimod.flat`.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -55,15 +55,26 @@ class FlatParams:
         return self.weights.get(name) is weight and self.grads.get(name) is grad
 
 
-def flat_buffers(params: Sequence[tuple], ctx: Context) -> dict:
+def flat_buffers(params: Sequence[tuple], ctx: Context,
+                 contexts: Optional[Mapping[str, Context]] = None) -> dict:
     """One FlatParams with gradients on `ctx` per dtype of `params` [(name, shape, dtype)]:
     {name: the buffer holding it}.
 
     The names the optimizer decays by default come first (`Optimizer.decays_by_default`:
     weights and gammas, then biases and betas), so that with MXNet's default multipliers a
     buffer is two runs of equal hyperparameters for the fused update.
+
+    `contexts` ({name: Context}, a model-parallel bind's) puts each parameter on its own
+    device: one buffer per device and dtype. The fused update then steps each buffer on its
+    device, and the kvstore sums each across the data-parallel copies, as for one device.
     """
-    flats: dict = {}
+    if contexts is not None:
+        flats: dict = {}
+        for device in dict.fromkeys(contexts.get(p[0], ctx) for p in params):
+            flats.update(flat_buffers([p for p in params if contexts.get(p[0], ctx) == device],
+                                      device))
+        return flats
+    flats = {}
     for dtype in dict.fromkeys(np.dtype(d) for _, _, d in params):
         members = sorted((p for p in params if np.dtype(p[2]) == dtype),
                          key=lambda p: not Optimizer.decays_by_default(p[0]))

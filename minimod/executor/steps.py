@@ -8,6 +8,10 @@ the op's reference `forward` (for a gradient node, its forward op's `backward`).
 made here, once per memory plan; the op is never asked which way to go, and running a step
 costs one call.
 
+In a plan placed over several devices (`Plan.devices`), each step runs with the array module
+of its own device, inside that device's scope where it differs from the executor's (a GPU
+other than the executor's, or the host beside a GPU); the executor's own steps stay plain.
+
 The monitor (`executor.monitoring`) and the NaN guard (`minimod.numerics`) wrap steps: a
 wrapped step is the same record with another `run`, so the executor's loop stays the same
 plain loop whatever is switched on.
@@ -17,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, NamedTuple
 
-from .. import kernels
+from .. import backend, kernels
 from ..graph import Node
 
 __all__ = ["Step", "StepLists", "bind_steps"]
@@ -58,8 +62,9 @@ class StepLists(NamedTuple):
         return StepLists(forward, backward, forward + backward)
 
 
-def bind_steps(plan, arrays: list, xp) -> StepLists:
-    """The steps of `plan` (a `passes.Plan`) over `arrays`, the array of each entry id."""
+def bind_steps(plan, arrays: list, xp, ctx=None) -> StepLists:
+    """The steps of `plan` (a `passes.Plan`) over `arrays`, the array of each entry id; `xp`
+    and `ctx` are the executor's array module and Context."""
     graph = plan.graph
     steps = []
     for nid, node in enumerate(graph.nodes):
@@ -67,8 +72,12 @@ def bind_steps(plan, arrays: list, xp) -> StepLists:
             continue
         ins = [arrays[e] for e in graph.input_eids[nid]]
         outs = [arrays[e] for e in range(graph.row_ptr[nid], graph.row_ptr[nid + 1])]
+        if plan.devices is None:
+            run = bind_run(xp, node.op, ins, outs)
+        else:
+            run = _bind_run_on(plan.devices[graph.row_ptr[nid]], xp, ctx, node.op, ins, outs)
         steps.append(Step(nid, node, nid < plan.num_forward_nodes, tuple(ins), tuple(outs),
-                          bind_run(xp, node.op, ins, outs)))
+                          run))
     forward = tuple(s for s in steps if s.forward)
     backward = tuple(s for s in steps if not s.forward)
     return StepLists(forward, backward, forward + backward)
@@ -99,3 +108,19 @@ def bind_run(xp, op, ins: list, outs: list) -> Callable:
     def run(xp, is_train):
         forward(xp, args, aux, outs, is_train)
     return run
+
+
+def _bind_run_on(device, xp, ctx, op, ins: list, outs: list) -> Callable:
+    """`run` for a node placed on `device` by an executor on `ctx` (array module `xp`): bound
+    with `device`'s array module, and run in `device`'s scope where that is not the
+    executor's."""
+    device_xp = backend.xp_for(device)
+    run = bind_run(device_xp, op, ins, outs)
+    if device_xp is xp and (device.device_type != "gpu" or device == ctx):
+        return run
+    scope = backend.device_scope(device)
+
+    def run_there(_xp, is_train):
+        with scope:
+            run(device_xp, is_train)
+    return run_there

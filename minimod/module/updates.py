@@ -78,7 +78,8 @@ def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
     """Update each device's weights with the updater (after summing gradients in the kvstore).
 
     Updater keys are `index * num_device + device`, and each device is updated in one batched
-    call `updater(indices, grads, weights)`.
+    call `updater(indices, grads, weights)`, or, where its parameters are spread over several
+    devices (model parallelism, `group2ctx`), one call per device they live on.
     """
     updates = [[] for _ in range(num_device)]
     live = [i for i, grads in enumerate(grad_arrays) if grads[0] is not None]
@@ -91,7 +92,10 @@ def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
         for k, (weight, grad) in enumerate(zip(arg_list, grad_list)):
             updates[k].append((index * num_device + k, grad, weight))
     for dev_updates in updates:
-        if dev_updates:
-            indices, grads, weights = zip(*dev_updates)
-            with backend.device_scope(weights[0].context):  # kernels on the weights' device
+        by_context: dict = {}
+        for update in dev_updates:
+            by_context.setdefault(update[2].context, []).append(update)
+        for ctx, members in by_context.items():
+            indices, grads, weights = zip(*members)
+            with backend.device_scope(ctx):  # kernels on the weights' device
                 updater(list(indices), list(grads), list(weights))

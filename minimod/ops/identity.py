@@ -1,13 +1,15 @@
 """Identity-like operators: the value passes through unchanged (_copy / identity), with its
-gradient stopped (BlockGrad / stop_gradient), or converted to another dtype (Cast)."""
+gradient stopped (BlockGrad / stop_gradient), converted to another dtype (Cast), or moved to
+another device (_CrossDeviceCopy, which only the placement pass makes)."""
 from __future__ import annotations
 
 import dataclasses
 
+from .. import backend
 from .helpers import DTypeName, dtype_of, zero_grads
 from .registry import Op, register
 
-__all__ = ["CopyOp", "BlockGradOp", "CastOp", "CastAttrs"]
+__all__ = ["CopyOp", "BlockGradOp", "CastOp", "CastAttrs", "CrossDeviceCopyOp"]
 
 
 @register
@@ -78,3 +80,23 @@ class CastOp(Op):
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         if in_grads[0] is not None:
             xp.copyto(in_grads[0], out_grads[0], casting="unsafe")
+
+
+class CrossDeviceCopyOp(Op):
+    """out = data, moved to another device: MXNet's `_CrossDeviceCopy`, the node the placement
+    pass (`minimod.passes.placement`) puts on every edge between two devices of a
+    model-parallel graph. Its input lives on one device and its output on the other, so it
+    never works in place; its gradient is the same copy the other way. It is not registered:
+    as in MXNet, a user builds no such node, it exists only in placed plans."""
+
+    name = "_CrossDeviceCopy"
+    positional_inputs = True
+    backward_inputs = ()
+    backward_outputs = ()
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        backend.copy_into(out[0], inputs[0])
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            backend.copy_into(in_grads[0], out_grads[0])

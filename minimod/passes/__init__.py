@@ -6,7 +6,8 @@
   `default_options()` and the `fusion()` / `layouts()` blocks that switch rewrites off;
 - infer.py: shape and dtype inference; gradient.py: the gradient pass and `BackwardOp`;
   liveness.py and memory.py: the memory planner;
-- the rewrites: cse.py, device.py, fuse.py, layout.py.
+- the rewrites: cse.py, device.py, fuse.py, layout.py;
+- placement.py: the placement pass of model-parallel binds (`group2ctx`), devices and copies.
 
 Passes are pure functions of graphs and side tables indexed by entry id; nothing here
 allocates an array.
@@ -32,9 +33,11 @@ from .options import (
     fusion,
     layouts,
 )
+from .placement import Placement, placement_for
 
 __all__ = ["Plan", "Facts", "compile_graph", "CompileOptions", "Rewrite", "CSE", "DEVICE",
            "FUSE", "BATCH_LAST", "REWRITES", "default_options", "fusion", "layouts",
            "infer_graph_shapes", "infer_graph_types", "build_gradient", "last_use",
            "plan_memory", "MemoryPlan", "BackwardOp", "GradientGraph", "normalize_grad_req",
-           "GRAD_REQS", "specialize", "fuse", "batch_last", "eliminate_common_expr"]
+           "GRAD_REQS", "specialize", "fuse", "batch_last", "eliminate_common_expr",
+           "Placement", "placement_for"]

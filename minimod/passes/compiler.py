@@ -12,6 +12,11 @@ Stages, in order: inference -> rewrites -> gradient -> memory plan.
   not 'null'; their entries take the shapes and dtypes of forward entries.
 - Memory plan (`passes.memory`): a storage block per entry, reusing dead ones.
 
+A model-parallel bind (`group2ctx`) passes a `Placement`: the placement pass
+(`passes.placement`) then runs after the gradient pass, as MXNet's does, giving every node a
+device and putting copy nodes between devices, and the memory plan keeps the blocks of each
+device apart. Without one the plan is the single-device plan, unchanged.
+
 It allocates nothing: the executor binds a plan to a device. (DESIGN lists Plan under
 executor/; it is defined here so that the passes, which build it, do not import the executor,
 which runs it.)
@@ -31,6 +36,7 @@ from .gradient import build_gradient
 from .infer import infer_graph_shapes, infer_graph_types
 from .memory import MemoryPlan, entry_nbytes, plan_memory
 from .options import CompileOptions
+from .placement import Placement, place
 
 __all__ = ["Plan", "Facts", "compile_graph", "normalize_grad_req", "GRAD_REQS"]
 
@@ -46,7 +52,9 @@ class Plan:
     each rewrite that ran, in order. `symbol_graph` is the forward graph after the leading
     rewrites that keep MXNet's ops (common-subexpression elimination), before the device,
     fusion and layout rewrites: what `Executor.get_optimized_symbol` returns. `options` are
-    the ones the plan was compiled with (a reshape compiles with them again).
+    the ones the plan was compiled with (a reshape compiles with them again), and so is
+    `placement`. `devices` is None for a plan on one device, else the Context of every entry
+    (a node runs on the device of its first output).
     """
 
     graph: Graph
@@ -68,6 +76,8 @@ class Plan:
     head_grad_eids: tuple
     external: frozenset
     memory: MemoryPlan
+    placement: Optional[Placement] = None
+    devices: Optional[tuple] = None
 
     @property
     def unplanned_bytes(self) -> int:
@@ -198,6 +208,11 @@ class _Backward(NamedTuple):
     grad_eids: dict
     head_grad_eids: tuple
     num_forward_nodes: int
+    sources: dict  # backward entry id -> the forward entry whose shape and dtype it has
+    # placed plans: the device of every entry, and the id of each entry of the graph before
+    # the copies were put in
+    devices: Optional[tuple] = None
+    entry_map: Optional[tuple] = None
 
 
 def _differentiate(facts: Facts, wrt: list) -> _Backward:
@@ -205,7 +220,7 @@ def _differentiate(facts: Facts, wrt: list) -> _Backward:
     fwd, shapes, types = facts.graph, facts.shapes, facts.types
     if not wrt:
         return _Backward(fwd, list(shapes), list(types), {}, tuple(None for _ in fwd.outputs),
-                         len(fwd.nodes))
+                         len(fwd.nodes), {})
     gg = build_gradient(fwd, wrt)
     full = gg.graph
     all_shapes = list(shapes) + [None] * (full.num_entries - fwd.num_entries)
@@ -216,7 +231,34 @@ def _differentiate(facts: Facts, wrt: list) -> _Backward:
     head_grad_eids = tuple(None if nid is None else full.row_ptr[nid]
                            for nid in gg.head_grad_nodes)
     return _Backward(full, all_shapes, all_types, dict(zip(wrt, gg.grad_eids)), head_grad_eids,
-                     gg.num_forward_nodes)
+                     gg.num_forward_nodes, gg.shape_source)
+
+
+def _placed(bwd: _Backward, fwd: Graph, wrt: list, placement: Placement) -> _Backward:
+    """`bwd` with its nodes placed on devices and copy nodes between them."""
+    placed = place(bwd.graph, fwd, bwd.sources, wrt, placement)
+    graph, old_shapes = placed.graph, bwd.shapes
+    # a gradient may now come out of the copy that brings it to its variable
+    grad_eids = {name: graph.output_eids[len(fwd.outputs) + i] for i, name in enumerate(wrt)}
+    return _Backward(
+        graph, [old_shapes[e] for e in placed.origins], [bwd.dtypes[e] for e in placed.origins],
+        grad_eids, tuple(None if e is None else placed.entry_map[e] for e in bwd.head_grad_eids),
+        placed.num_forward_nodes, {}, placed.devices, placed.entry_map)
+
+
+def _rewrites_for(options: CompileOptions, placement: Optional[Placement]) -> tuple:
+    """The rewrites to run: all the options name, less those made for one device type
+    (`Rewrite.per_device`) when the placement mixes device types."""
+    if placement is None or placement.one_device_type:
+        return options.rewrites
+    return tuple(r for r in options.rewrites if not r.per_device)
+
+
+def _final_ids(bwd: _Backward, eids) -> tuple:
+    """Entry ids of the graph before placement as ids of `bwd.graph`."""
+    if bwd.entry_map is None:
+        return tuple(eids)
+    return tuple(bwd.entry_map[e] for e in eids)
 
 
 def _direct_grads(bwd: _Backward, grad_req: Mapping[str, str]) -> set:
@@ -238,36 +280,42 @@ def _direct_grads(bwd: _Backward, grad_req: Mapping[str, str]) -> set:
 
 def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str, np.dtype],
                   grad_req: Mapping[str, str], options: CompileOptions = CompileOptions(),
-                  ctx=None) -> Plan:
+                  ctx=None, placement: Optional[Placement] = None) -> Plan:
     """Infer, rewrite, differentiate and plan `graph` for the given input shapes and dtypes.
 
     `options` say which rewrites run, in which order, and how memory is planned; `ctx` is the
     Context the plan will run on (the device rewrite picks each op's variant for it, and
-    fusion and batch-last storage apply on CPUs). The outputs keep the names the symbol gives
-    them whatever the rewrites do.
+    fusion and batch-last storage apply on CPUs). `placement` spreads the nodes over devices
+    (`passes.placement`; `ctx` is then the default device); where it mixes device types, the
+    rewrites made for one device type (`Rewrite.per_device`) do not run. The outputs keep the
+    names the symbol gives them whatever the rewrites do.
     """
     output_names = tuple(_output_names(graph))
     facts = Facts(graph, shapes, dtypes, options.default_dtype)
-    symbol_graph, ran = _rewrite(facts, options.rewrites, ctx)
+    symbol_graph, ran = _rewrite(facts, _rewrites_for(options, placement), ctx)
     fwd = facts.graph  # the rewrites keep the variables, in their order
     arg_names = tuple(fwd.nodes[i].name for i in fwd.argument_ids())
-    bwd = _differentiate(facts, [n for n in arg_names if grad_req.get(n, "null") != "null"])
+    wrt = [n for n in arg_names if grad_req.get(n, "null") != "null"]
+    bwd = _differentiate(facts, wrt)
+    if placement is not None:
+        bwd = _placed(bwd, fwd, wrt, placement)
     direct = _direct_grads(bwd, grad_req)
     full = bwd.graph
     external = {full.row_ptr[i] for i in full.variable_ids()} | {bwd.grad_eids[n]
                                                                  for n in direct}
     pinned = set(full.output_eids) - external
     memory = plan_memory(full, bwd.shapes, bwd.dtypes, external, pinned, options.inplace,
-                         options.reuse_memory)
+                         options.reuse_memory, bwd.devices)
     return Plan(graph=full, symbol_graph=symbol_graph, options=options, rewrites=ran,
                 num_forward_nodes=bwd.num_forward_nodes, arg_names=arg_names,
                 aux_names=tuple(fwd.nodes[i].name for i in fwd.aux_ids()),
-                arg_eids=tuple(fwd.row_ptr[i] for i in fwd.argument_ids()),
-                aux_eids=tuple(fwd.row_ptr[i] for i in fwd.aux_ids()),
-                output_eids=tuple(fwd.output_eids), output_names=output_names,
+                arg_eids=_final_ids(bwd, (fwd.row_ptr[i] for i in fwd.argument_ids())),
+                aux_eids=_final_ids(bwd, (fwd.row_ptr[i] for i in fwd.aux_ids())),
+                output_eids=_final_ids(bwd, fwd.output_eids), output_names=output_names,
                 shapes=tuple(bwd.shapes), dtypes=tuple(bwd.dtypes), grad_req=dict(grad_req),
                 grad_eids=bwd.grad_eids, direct_grads=frozenset(direct),
-                head_grad_eids=bwd.head_grad_eids, external=frozenset(external), memory=memory)
+                head_grad_eids=bwd.head_grad_eids, external=frozenset(external), memory=memory,
+                placement=placement, devices=bwd.devices)
 
 
 def _output_names(graph: Graph) -> list:

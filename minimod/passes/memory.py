@@ -6,11 +6,15 @@ free block that fits, or the largest free block grown to fit, or a new block. Af
 runs, the blocks of entries it was the last to read go back to the free list. External entries
 (variables, head gradients, gradients bound straight into user arrays) are not planned; pinned
 entries (the graph's outputs) are planned but never freed, because the user reads them.
+
+A plan placed over several devices (`passes.placement`) gives the device of every entry: a
+block then holds values of one device only (`MemoryPlan.block_devices`), each device reusing
+its own blocks, and the executor allocates each block on its device.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Collection, Sequence
+from typing import Collection, Optional, Sequence
 
 import numpy as np
 
@@ -22,11 +26,13 @@ __all__ = ["MemoryPlan", "plan_memory", "entry_nbytes"]
 
 @dataclasses.dataclass(frozen=True)
 class MemoryPlan:
-    """`storage[eid]` is a block id (-1: external); `block_bytes[sid]` its size."""
+    """`storage[eid]` is a block id (-1: external); `block_bytes[sid]` its size;
+    `block_devices[sid]` its device, or None when the plan is for one device."""
 
     storage: tuple
     block_bytes: tuple
     inplace_hits: int
+    block_devices: Optional[tuple] = None
 
     @property
     def planned_bytes(self) -> int:
@@ -39,30 +45,34 @@ def entry_nbytes(shape, dtype) -> int:
 
 def plan_memory(graph: Graph, shapes: Sequence, dtypes: Sequence, external: Collection[int],
                 pinned: Collection[int], enable_inplace: bool = True,
-                reuse: bool = True) -> MemoryPlan:
+                reuse: bool = True, devices: Optional[Sequence] = None) -> MemoryPlan:
     """Assign blocks; with reuse=False every entry gets a fresh block (the unplanned baseline
-    that the safety tests compare against)."""
+    that the safety tests compare against). `devices`, when given, is the device of every
+    entry: values of different devices never share a block."""
     external = set(external)
     pinned = set(pinned)
     dies_at = last_use(graph)
     nbytes = [entry_nbytes(s, t) if s is not None else 0 for s, t in zip(shapes, dtypes)]
     storage = [-1] * graph.num_entries
     block_bytes: list = []
+    block_device: list = []
     holders: list = []          # live entries per block
-    free: list = []             # block ids
+    free: dict = {}             # device (None: the one device) -> block ids
     inplace_hits = 0
 
-    def take_block(size: int) -> int:
-        if free and reuse:
-            fitting = [b for b in free if block_bytes[b] >= size]
+    def take_block(size: int, device) -> int:
+        pool = free.get(device)
+        if pool and reuse:
+            fitting = [b for b in pool if block_bytes[b] >= size]
             if fitting:
                 sid = min(fitting, key=lambda b: block_bytes[b])
             else:
-                sid = max(free, key=lambda b: block_bytes[b])
+                sid = max(pool, key=lambda b: block_bytes[b])
                 block_bytes[sid] = size
-            free.remove(sid)
+            pool.remove(sid)
             return sid
         block_bytes.append(size)
+        block_device.append(device)
         holders.append(0)
         return len(block_bytes) - 1
 
@@ -72,7 +82,7 @@ def plan_memory(graph: Graph, shapes: Sequence, dtypes: Sequence, external: Coll
             return
         holders[sid] -= 1
         if holders[sid] == 0:
-            free.append(sid)
+            free.setdefault(block_device[sid], []).append(sid)
 
     for nid, node in enumerate(graph.nodes):
         if node.op is None:
@@ -86,7 +96,8 @@ def plan_memory(graph: Graph, shapes: Sequence, dtypes: Sequence, external: Coll
             dst = first + pos_out
             if (src in external or src in pinned or dst in external or dies_at[src] != nid
                     or storage[src] < 0 or nbytes[src] != nbytes[dst] or src in taken
-                    or holders[storage[src]] != 1 or in_eids.count(src) != 1):
+                    or holders[storage[src]] != 1 or in_eids.count(src) != 1
+                    or (devices is not None and devices[src] != devices[dst])):
                 continue
             storage[dst] = storage[src]
             holders[storage[src]] += 1
@@ -95,7 +106,7 @@ def plan_memory(graph: Graph, shapes: Sequence, dtypes: Sequence, external: Coll
         for dst in range(first, graph.row_ptr[nid + 1]):
             if dst in external or storage[dst] >= 0:
                 continue
-            sid = take_block(nbytes[dst])
+            sid = take_block(nbytes[dst], None if devices is None else devices[dst])
             storage[dst] = sid
             holders[sid] += 1
         for src in set(in_eids):
@@ -105,4 +116,5 @@ def plan_memory(graph: Graph, shapes: Sequence, dtypes: Sequence, external: Coll
             if dies_at[dst] == -1 and dst not in external:
                 release(dst)
     return MemoryPlan(storage=tuple(storage), block_bytes=tuple(block_bytes),
-                      inplace_hits=inplace_hits)
+                      inplace_hits=inplace_hits,
+                      block_devices=None if devices is None else tuple(block_device))

@@ -42,12 +42,16 @@ class Rewrite:
     (`minimod.passes.compiler.Facts`). `stale` names the facts a new graph invalidates: the
     compiler infers them again, but only when something reads them next. `mxnet_ops` is True
     when the result still holds only MXNet's operators, so `get_optimized_symbol` may show it.
+    `per_device` is True when what it does suits one device type only (cuDNN variants on
+    GPUs, fusion and batch-last storage on CPUs): a plan placed over CPUs and GPUs together
+    (`passes.placement`) leaves it out.
     """
 
     name: str
     run: Callable
     stale: tuple
     mxnet_ops: bool = False
+    per_device: bool = False
 
 
 def _run_cse(facts, ctx):
@@ -69,11 +73,11 @@ def _run_batch_last(facts, ctx):
 #: merged nodes leave the graph: every later entry id moves, so shapes and types are stale
 CSE = Rewrite("cse", _run_cse, stale=("shapes", "types"), mxnet_ops=True)
 #: the same entries, but a device variant may size its hidden outputs differently
-DEVICE = Rewrite("device", _run_device, stale=("shapes",))
+DEVICE = Rewrite("device", _run_device, stale=("shapes",), per_device=True)
 #: the absorbed activations' entries leave the graph: entry ids move
-FUSE = Rewrite("fuse", _run_fuse, stale=("shapes", "types"))
+FUSE = Rewrite("fuse", _run_fuse, stale=("shapes", "types"), per_device=True)
 #: the same entries, some of them batch-last now: their shapes are permuted
-BATCH_LAST = Rewrite("batch_last", _run_batch_last, stale=("shapes",))
+BATCH_LAST = Rewrite("batch_last", _run_batch_last, stale=("shapes",), per_device=True)
 
 #: every rewrite, in the order a bind runs them
 REWRITES = (CSE, DEVICE, FUSE, BATCH_LAST)

@@ -403,14 +403,14 @@ class Symbol:
         from ..executor.binding import simple_bind
         return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
                            shared_arg_names=shared_arg_names, shared_exec=shared_exec,
-                           shared_buffer=shared_buffer, shapes=kwargs)
+                           shared_buffer=shared_buffer, shapes=kwargs, group2ctx=group2ctx)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
              shared_exec=None):
         """Bind given arrays (lists in argument order, or dicts by name) into an Executor."""
         from ..executor.binding import bind
         return bind(self, ctx, args, args_grad=args_grad, grad_req=grad_req,
-                    aux_states=aux_states, shared_exec=shared_exec)
+                    aux_states=aux_states, shared_exec=shared_exec, group2ctx=group2ctx)
 
     def eval(self, ctx=None, **kwargs):
         from ..context import current_context
