@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("benchutil.py", "workloads.py", "bench_minimod.py")
+SCRIPTS = ("benchutil.py", "workloads.py", "workloads_more.py", "bench_minimod.py")
 
 
 SIDES = ("before", "after")

@@ -108,10 +108,10 @@ def run_torch(args, graphs: bool = False) -> dict:
     if not torch.cuda.is_available():
         raise SystemExit("PyTorch %s sees no CUDA device (a CPU-only build?)" % torch.__version__)
     device = torch.device("cuda:0")
-    model, _, batches = build(args.net, args.batch)
+    model, _, batches, _ = build(args.net, args.batch)
     model = model.to(device)
     opt = torch.optim.SGD(model.parameters(), lr=wl.LR, momentum=wl.MOMENTUM)
-    batches = [(x.to(device), y.to(device)) for x, y in batches]
+    batches = [(x.to(device), y.to(device)) for (x,), y in batches]  # one input each
     loss_fn = torch.nn.CrossEntropyLoss()
     state = {"i": 0}
 

@@ -23,7 +23,7 @@ def main() -> None:
     benchutil.add_common_args(parser)
     args = parser.parse_args()
     args.batch = args.batch or benchutil.default_batch(args.net)
-    if args.mode != "module" or args.net == "lstm":
+    if args.mode != "module" or args.net not in ("mlp", "lenet", "lstm_fused"):
         sys.exit("bench_numpy: only training steps (--mode module) of mlp, lenet and "
                  "lstm_fused have a hand-written step")
     kind = "lstm" if args.net.startswith("lstm") else args.net

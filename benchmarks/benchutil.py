@@ -290,9 +290,11 @@ def measure(step, timer: WindowTimer) -> dict:
 
 
 def add_common_args(parser) -> None:
-    parser.add_argument("--net", required=True, choices=["mlp", "lenet", "lstm", "lstm_fused"])
+    parser.add_argument("--net", required=True, choices=["mlp", "lenet", "lstm", "lstm_fused",
+                                                          "sdnet", "w2v_nce", "lstm_nce"])
     parser.add_argument("--batch", type=int, default=None,
-                        help="default: 128 (mlp), 64 (lenet), 32 (lstm, lstm_fused)")
+                        help="default: 128 (mlp, sdnet), 64 (lenet), 256 (w2v_nce), 32 (lstm, "
+                             "lstm_fused, lstm_nce)")
     parser.add_argument("--mode", default="module", choices=["module", "fit", "infer"],
                         help="module: training steps through Module (PyTorch: a plain loop); "
                              "fit: Module.fit over an NDArrayIter (MXNet-API libs, mlp only); "
@@ -309,7 +311,8 @@ def add_common_args(parser) -> None:
 
 
 def default_batch(net: str) -> int:
-    return {"mlp": 128, "lenet": 64, "lstm": 32, "lstm_fused": 32}[net]
+    return {"mlp": 128, "lenet": 64, "lstm": 32, "lstm_fused": 32, "sdnet": 128,
+            "w2v_nce": 256, "lstm_nce": 32}[net]
 
 
 def emit(lib: str, args, result: dict, **extra) -> None:

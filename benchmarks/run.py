@@ -47,7 +47,8 @@ sys.path.insert(0, str(HERE))
 import benchutil  # noqa: E402  (threads and BLAS kernels for every process started below)
 
 DEFAULT_WORKLOADS = ("mlp:128:module mlp:32:module mlp:128:fit lenet:64:module "
-                     "lstm:32:module lstm_fused:32:module mlp:128:infer lenet:64:infer")
+                     "lstm:32:module lstm_fused:32:module sdnet:128:module w2v_nce:256:module "
+                     "lstm_nce:32:module mlp:128:infer lenet:64:infer")
 PEER_PACKAGES = {
     "mxnet": (["mxnet==1.9.1", "numpy==1.23.5"], "import mxnet, numpy; print(mxnet.__version__)"),
     "torch": (["torch==2.13.0", "numpy"], "import torch; print(torch.__version__)"),

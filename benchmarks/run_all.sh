@@ -35,7 +35,7 @@ MXNET_PY="${MXNET_PY:-/tmp/mxenv/bin/python}"
 TORCH_PY="${TORCH_PY:-/tmp/ptenv/bin/python}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-300}"
 LOCKSTEP="${LOCKSTEP:-1}"
-WORKLOADS="${WORKLOADS:-mlp:128:module mlp:32:module mlp:128:fit lenet:64:module lstm:32:module lstm_fused:32:module mlp:128:infer lenet:64:infer}"
+WORKLOADS="${WORKLOADS:-mlp:128:module mlp:32:module mlp:128:fit lenet:64:module lstm:32:module lstm_fused:32:module sdnet:128:module w2v_nce:256:module lstm_nce:32:module mlp:128:infer lenet:64:infer}"
 
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "$1" ]; }
 
@@ -63,7 +63,7 @@ echo "# $(date -Is) run_all.sh $ROUNDS rounds -> $OUT" | tee -a "$LOG" >&2
 
 # Once: minimod and MXNet must build the same graphs (compared as parsed JSON).
 if peer_ok minimod && peer_ok mxnet; then
-    for net in mlp lenet lstm lstm_fused; do
+    for net in mlp lenet lstm lstm_fused sdnet w2v_nce lstm_nce; do  # sdnet: its block
         a="$(mktemp)"; b="$(mktemp)"
         $(peer_cmd minimod) --net "$net" --dump-symbol >"$a" 2>>"$LOG"
         $(peer_cmd mxnet) --net "$net" --dump-symbol >"$b" 2>>"$LOG"
@@ -85,7 +85,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
         runnable=()
         for peer in "${peers[@]}"; do
             if [ "$peer" = torch ] && [ "$mode" = fit ]; then continue; fi
-            if [ "$peer" = numpy ] && { [ "$mode" != module ] || [ "$net" = lstm ]; }; then
+            if [ "$peer" = numpy ] && { [ "$mode" != module ] || [ "$net" = lstm ] \
+                || [ "$net" = sdnet ] || [ "$net" = w2v_nce ] || [ "$net" = lstm_nce ]; }; then
                 continue
             fi
             if peer_ok "$peer"; then runnable+=("$peer"); fi

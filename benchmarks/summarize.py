@@ -27,6 +27,12 @@ TITLES = {
     ("lenet", 64, "train"): "LeNet (tanh), batch 64, training",
     ("lstm", 32, "train"): "LSTM LM (vocab 2000, embed 200, hidden 200, T=35), batch 32, "
                            "training (BucketingModule)",
+    ("sdnet", 128, "train"): "Stochastic-depth net (SequentialModule of 6 residual "
+                             "conv3x3x16 + BatchNorm modules) on 1x28x28, batch 128, training",
+    ("w2v_nce", 256, "train"): "word2vec CBOW with NCE (vocab 50000, dim 100, 1 + 5 "
+                               "samples), batch 256, training",
+    ("lstm_nce", 32, "train"): "LSTM LM with NCE (vocab 50000, embed/hidden 200, T=35, "
+                               "1 + 5 samples), batch 32, training",
     ("mlp", 128, "infer"): "MLP 784-512-512-10, batch 128, inference",
     ("lenet", 64, "infer"): "LeNet (tanh), batch 64, inference",
 }
@@ -70,7 +76,7 @@ def peer_of(rec: dict) -> str:
 
 
 def family_of(net: str) -> str:
-    return "lstm" if net.startswith("lstm") else net
+    return "lstm" if net in ("lstm", "lstm_fused") else net
 
 
 def fmt_n(x: float) -> str:

@@ -12,12 +12,15 @@ Workloads (float32, synthetic data from a fixed seed, 8 batches cycled):
               mx.rnn.LSTMCell(...).unroll(35, merge_outputs=True) in a BucketingModule
               (one bucket, key 35, as a language model over bucketed sentences runs it)
   lstm_fused  the same LM through mx.rnn.FusedRNNCell (one mx.sym.RNN op, TNC layout)
+  sdnet, w2v_nce, lstm_nce   a stochastic-depth residual network of conv + BatchNorm modules
+              and two word models with NCE losses: see workloads_more.py
 One step = forward + backward + SGD update (lr 0.01, momentum 0.9); in mode "infer" one step is
 a forward pass in inference mode (is_train=False) of a module bound for inference.
 """
 from __future__ import annotations
 
 import numpy as np
+import workloads_more as more
 
 VOCAB, EMBED, HIDDEN, SEQ_LEN = 2000, 200, 200, 35
 N_BATCHES = 8
@@ -37,7 +40,9 @@ def label_shape(net: str, batch: int) -> tuple:
 
 def numpy_batches(net: str, batch: int, n: int = N_BATCHES, seed: int = SEED) -> list:
     """`n` (data, label) pairs of float32 arrays; token ids and class labels are float32-valued
-    integers (MXNet's convention)."""
+    integers (MXNet's convention). The NCE nets give (data, label, label_weight) triples."""
+    if net in more.NETS:
+        return more.numpy_batches(net, batch, n, seed)
     rng = np.random.RandomState(seed)
     out = []
     for _ in range(n):
@@ -97,6 +102,8 @@ def lstm_symbol(mx, fused: bool, seq_len: int = SEQ_LEN):
 
 
 def symbol(mx, net: str):
+    if net in more.NETS:
+        return more.symbol(mx, net)
     if net == "mlp":
         return mlp_symbol(mx)
     if net == "lenet":
@@ -117,6 +124,9 @@ def make_module(mx, net: str, batch: int, for_training: bool = True, context=Non
     optimizer), and its 8 DataBatches. The LSTM LMs run in a BucketingModule. `context`
     (default cpu()) is where the module runs (bench_gpu.py passes gpu(0))."""
     context = context or mx.cpu()
+    if net in more.NETS:
+        return more.make_module(mx, net, batch, for_training, context, SEED, LR, MOMENTUM,
+                                N_BATCHES)
     mx.random.seed(SEED)
     data_shapes = [("data", data_shape(net, batch))]
     label_shapes = [("softmax_label", label_shape(net, batch))]

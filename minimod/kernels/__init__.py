@@ -3,7 +3,7 @@
 
 - bound fast paths (`fast_path`): closures over a step's planned arrays, registered against op
   classes and chosen once, at bind time, by the executor (`bind_forward`, `bind_backward`);
-  dense.py, activation.py, loss.py;
+  dense.py, activation.py, loss.py, batchnorm.py, shifted_conv.py (stride-1 convolutions);
 - batch-last forms (layout.py, dense.py, activation.py, convolution.py, fused.py): op
   classes the layout pass puts in a plan's graph where data may stay (C, *spatial, N);
 - fused ops (fused.py): op classes the fusion pass puts in place of a pattern of nodes;
@@ -13,7 +13,17 @@
 
 An op never asks which way it runs: the executor and the passes ask this package.
 """
-from . import activation, convolution, cudnn, dense, fused, layout, loss  # noqa: F401
+from . import (  # noqa: F401
+    activation,
+    batchnorm,
+    convolution,
+    cudnn,
+    dense,
+    fused,
+    layout,
+    loss,
+    shifted_conv,
+)
 from .registry import (
     bind_backward,
     bind_forward,
