@@ -33,7 +33,7 @@ def test_report_counts_in_scope_passes_and_names_each_failure_with_its_reason(tm
                                    known)
     text = report.read_text()
     assert new == ["test_b.py::test_three"]
-    assert "**1 of 3**" in text
+    assert "**conformance: 1 of 3**" in text
     assert "| test_a.py | 1 | 2 |" in text and "| test_b.py | 0 | 1 |" in text
     assert "`test_a.py::test_two`: an MXNet bug, not copied" in text
     assert "not in the known-failures list) failed: KeyError: x" in text
