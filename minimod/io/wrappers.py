@@ -11,7 +11,23 @@ from typing import Any, Optional
 from .base import DataBatch, DataDesc, DataIter, DataIterError
 
 
-class ResizeIter(DataIter):
+class _FromCurrentBatch:
+    """The accessors of an iterator that keeps its batch in `current_batch`: each reads it."""
+
+    def getdata(self) -> list:
+        return self.current_batch.data
+
+    def getlabel(self) -> list:
+        return self.current_batch.label
+
+    def getindex(self) -> Any:
+        return self.current_batch.index
+
+    def getpad(self) -> Optional[int]:
+        return self.current_batch.pad
+
+
+class ResizeIter(_FromCurrentBatch, DataIter):
     """`size` batches per epoch from `data_iter`, restarting it whenever it runs out.
 
     `reset()` resets the inner iterator too unless `reset_internal` is False (then the next
@@ -55,18 +71,6 @@ class ResizeIter(DataIter):
                          bucket_key=getattr(inner, "bucket_key", None),
                          provide_data=getattr(inner, "provide_data", None),
                          provide_label=getattr(inner, "provide_label", None))
-
-    def getdata(self) -> list:
-        return self.current_batch.data
-
-    def getlabel(self) -> list:
-        return self.current_batch.label
-
-    def getindex(self) -> Any:
-        return self.current_batch.index
-
-    def getpad(self) -> Optional[int]:
-        return self.current_batch.pad
 
 
 # ---------------------------------------------------------------------------------- prefetching
@@ -140,7 +144,7 @@ def _renamed(descs: list, renames: Optional[Mapping[str, str]], what: str) -> li
     return out
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_FromCurrentBatch, DataIter):
     """Reads ahead from one or more iterators, one background thread each.
 
     Each batch concatenates the data lists (and label lists) of the inner iterators' batches,
@@ -227,15 +231,3 @@ class PrefetchingIter(DataIter):
         if self.iter_next():
             return self.current_batch
         raise StopIteration
-
-    def getdata(self) -> list:
-        return self.current_batch.data
-
-    def getlabel(self) -> list:
-        return self.current_batch.label
-
-    def getindex(self) -> Any:
-        return self.current_batch.index
-
-    def getpad(self) -> Optional[int]:
-        return self.current_batch.pad

@@ -20,6 +20,7 @@ from .. import backend
 from ..context import Context, current_context
 from ..ops.random import PARAMETERS
 from .core import NDArray, as_backend_operand, device_scope, wrap
+from .imperative import invoke
 from .rules import normalize_dtype
 
 __all__ = ["normal", "randint", "shuffle", "uniform", "randn", "exponential", "gamma", "poisson",
@@ -116,7 +117,6 @@ def randn(*shape, loc: float | NDArray = 0, scale: float | NDArray = 1, dtype: A
 
 def _via_op(dist: str, params: dict, sample_names: tuple, shape: ShapeArg, dtype: Any,
             ctx: Context | None, out: NDArray | None) -> NDArray:
-    from .imperative import invoke
     values = list(params.values())
     extra = {"dtype": None if dtype is None else np.dtype(normalize_dtype(dtype)).name,
              "out": out}
@@ -169,7 +169,6 @@ def generalized_negative_binomial(mu: float | NDArray = 1, alpha: float | NDArra
 
 def _like(dist: str, names: tuple):
     def sample_like(data: NDArray, *args, out: NDArray | None = None, **kwargs) -> NDArray:
-        from .imperative import invoke
         kwargs.pop("name", None)
         return invoke("_random_%s_like" % dist, (data,),
                       dict(kwargs, out=out, **dict(zip(names, args))))

@@ -156,53 +156,12 @@ _ARITHMETIC = {
 
 # ============================================================================ same-shape binary
 
-class _SameShapeBinary(Op):
-    """Base of `lhs (op) rhs` on two arrays of one shape (output shape = that shape)."""
-
-    ARGUMENTS = ("lhs", "rhs")
-    inplace = ((0, 0), (1, 0))
-    spec: Optional[BinaryMath] = None
-
-    def forward(self, xp, inputs, aux, out, is_train):
-        self.spec.fwd(xp, inputs[0], inputs[1], out[0])
-
-    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        m = self.spec
-        if m.grad_lhs is None:
-            zero_grads(in_grads)
-            return
-        dy, lhs, rhs, y = out_grads[0], inputs[0], inputs[1], outputs[0]
-        if in_grads[0] is not None:
-            m.grad_lhs(xp, dy, lhs, rhs, y, in_grads[0])
-        if in_grads[1] is not None:
-            m.grad_rhs(xp, dy, lhs, rhs, y, in_grads[1])
-
-
-def _binary_members(m: BinaryMath) -> dict:
-    return dict(spec=m, no_gradient=m.grad_lhs is None, backward_inputs=m.reads_inputs,
-                backward_outputs=(0,) if m.reads_output else ())
-
-
-def define_same_shape(namespace: dict, name: str, aliases: tuple, m: BinaryMath):
-    """Register `name`: out = lhs (m) rhs on two arrays of one shape."""
-    return define_op(namespace, _SameShapeBinary, name, aliases,
-                     "out = %s, elementwise. lhs, rhs and out have one shape (inferred both "
-                     "ways)." % m.doc, _binary_members(m))
-
-
-# ============================================================================ broadcast binary
-
-class _BroadcastBinary(Op):
-    """Base of `lhs (op) rhs` with NumPy broadcasting; gradients are summed back to each shape."""
+class _Binary(Op):
+    """Base of `lhs (op) rhs` (its math in `spec`). A gradient of another shape than the
+    output's (an input that was broadcast) is the elementwise gradient summed back to it."""
 
     ARGUMENTS = ("lhs", "rhs")
     spec: Optional[BinaryMath] = None
-
-    def infer_shape(self, in_shapes, out_shapes):
-        self.set_out(out_shapes, 0, broadcast_shape(in_shapes[0], in_shapes[1]),
-                     "broadcasting lhs %s with rhs %s" % (fmt_shape(in_shapes[0]),
-                                                         fmt_shape(in_shapes[1])))
-        return in_shapes, out_shapes
 
     def forward(self, xp, inputs, aux, out, is_train):
         self.spec.fwd(xp, inputs[0], inputs[1], out[0])
@@ -220,6 +179,36 @@ class _BroadcastBinary(Op):
                 grad_fn(xp, dy, lhs, rhs, y, dx)
             else:
                 reduce_to_shape(xp, grad_fn(xp, dy, lhs, rhs, y, None), dx.shape, dx)
+
+
+class _SameShapeBinary(_Binary):
+    """Base of `lhs (op) rhs` on two arrays of one shape (output shape = that shape)."""
+
+    inplace = ((0, 0), (1, 0))
+
+
+def _binary_members(m: BinaryMath) -> dict:
+    return dict(spec=m, no_gradient=m.grad_lhs is None, backward_inputs=m.reads_inputs,
+                backward_outputs=(0,) if m.reads_output else ())
+
+
+def define_same_shape(namespace: dict, name: str, aliases: tuple, m: BinaryMath):
+    """Register `name`: out = lhs (m) rhs on two arrays of one shape."""
+    return define_op(namespace, _SameShapeBinary, name, aliases,
+                     "out = %s, elementwise. lhs, rhs and out have one shape (inferred both "
+                     "ways)." % m.doc, _binary_members(m))
+
+
+# ============================================================================ broadcast binary
+
+class _BroadcastBinary(_Binary):
+    """Base of `lhs (op) rhs` with NumPy broadcasting; gradients are summed back to each shape."""
+
+    def infer_shape(self, in_shapes, out_shapes):
+        self.set_out(out_shapes, 0, broadcast_shape(in_shapes[0], in_shapes[1]),
+                     "broadcasting lhs %s with rhs %s" % (fmt_shape(in_shapes[0]),
+                                                         fmt_shape(in_shapes[1])))
+        return in_shapes, out_shapes
 
 
 def define_broadcast(namespace: dict, name: str, aliases: tuple, m: BinaryMath):

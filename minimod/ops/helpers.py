@@ -98,6 +98,16 @@ def data_axis(axis: int, ndim: int, shape) -> int:
     return axis % ndim
 
 
+def attr_axis(op: Op, ndim: int) -> int:
+    """`op.attrs.axis` (BatchNorm, LayerNorm, softmax ...) of input 'data' of rank `ndim`,
+    normalised into [0, ndim)."""
+    axis = op.attrs.axis + ndim if op.attrs.axis < 0 else op.attrs.axis
+    if not 0 <= axis < ndim:
+        raise ShapeError("input 'data' has %d dims but %s has axis=%d"
+                         % (ndim, op.name, op.attrs.axis))
+    return axis
+
+
 def check_rank(shape, rank: int, what: str) -> None:
     """A ShapeError unless the data `shape` (None: rank unknown) has `rank` dims."""
     if shape is not None and len(shape) != rank:

@@ -148,8 +148,31 @@ class Stack(VariadicOp):
                 xp.copyto(g, og[lead + (i,)])
 
 
+class _Split(Op):
+    """A split of input 'data' into parts: output i is data[self._parts(shape)[i]], and the
+    gradient writes each head gradient back into its part (a missing one counts as zero)."""
+
+    backward_inputs = ()
+    backward_outputs = ()
+
+    def _parts(self, shape: tuple) -> list:
+        raise NotImplementedError
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x = inputs[0]
+        for o, part in zip(out, self._parts(x.shape)):
+            xp.copyto(o, x[part])
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        g = in_grads[0]
+        if g is None:
+            return
+        for og, part in zip(out_grads, self._parts(g.shape)):
+            g[part] = 0 if og is None else og
+
+
 @register
-class SliceChannel(Op):
+class SliceChannel(_Split):
     """Split along `axis` into `num_outputs` equal parts (outputs output0, output1, ...).
 
     With `squeeze_axis` the split axis must have size `num_outputs` and is dropped from each
@@ -158,8 +181,6 @@ class SliceChannel(Op):
 
     name = "SliceChannel"
     aliases = ("split",)
-    backward_inputs = ()
-    backward_outputs = ()
 
     @dataclasses.dataclass(frozen=True)
     class Attrs:
@@ -227,24 +248,9 @@ class SliceChannel(Op):
             self._slicers[shape] = parts
         return parts
 
-    def forward(self, xp, inputs, aux, out, is_train):
-        x = inputs[0]
-        for o, part in zip(out, self._parts(x.shape)):
-            xp.copyto(o, x[part])
-
-    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        g = in_grads[0]
-        if g is None:
-            return
-        for og, part in zip(out_grads, self._parts(g.shape)):
-            if og is None:
-                g[part] = 0
-            else:
-                g[part] = og
-
 
 @register
-class SplitV2(Op):
+class SplitV2(_Split):
     """Split along `axis` at given boundaries (MXNet's `_split_v2`, behind `split_v2`).
 
     With sections > 0 the axis (size n) is cut into `sections` consecutive parts, the first
@@ -256,8 +262,6 @@ class SplitV2(Op):
     """
 
     name = "_split_v2"
-    backward_inputs = ()
-    backward_outputs = ()
 
     @dataclasses.dataclass(frozen=True)
     class Attrs:
@@ -330,15 +334,3 @@ class SplitV2(Op):
         if self.attrs.squeeze_axis:
             return [lead + (begin,) for begin, _ in self._bounds(shape[ax])]
         return [lead + (slice(begin, end),) for begin, end in self._bounds(shape[ax])]
-
-    def forward(self, xp, inputs, aux, out, is_train):
-        x = inputs[0]
-        for o, part in zip(out, self._parts(x.shape)):
-            xp.copyto(o, x[part])
-
-    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        g = in_grads[0]
-        if g is None:
-            return
-        for og, part in zip(out_grads, self._parts(g.shape)):
-            g[part] = 0 if og is None else og

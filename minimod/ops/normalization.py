@@ -11,7 +11,7 @@ import math
 from typing import Optional
 
 from ..base import DTypeError, ShapeError
-from .helpers import bias_view, dtype_of, param_error, reduce_axes, write_grad
+from .helpers import attr_axis, bias_view, dtype_of, param_error, reduce_axes, write_grad
 from .registry import Op, fmt_shape, register
 
 __all__ = ["BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm"]
@@ -66,11 +66,7 @@ class BatchNorm(Op):
         return 3 if self.attrs.output_mean_var else 1
 
     def _axis(self, ndim: int) -> int:
-        axis = self.attrs.axis + ndim if self.attrs.axis < 0 else self.attrs.axis
-        if not 0 <= axis < ndim:
-            raise ShapeError("input 'data' has %d dims but BatchNorm has axis=%d"
-                             % (ndim, self.attrs.axis))
-        return axis
+        return attr_axis(self, ndim)
 
     def infer_shape(self, in_shapes: list, out_shapes: list):
         if in_shapes[0] is None:  # as MXNet: nothing is deduced before the data's rank is known
@@ -185,11 +181,7 @@ class LayerNorm(Op):
         return 3 if self.attrs.output_mean_var else 1
 
     def _axis(self, ndim: int) -> int:
-        axis = self.attrs.axis + ndim if self.attrs.axis < 0 else self.attrs.axis
-        if not 0 <= axis < ndim:
-            raise ShapeError("input 'data' has %d dims but LayerNorm has axis=%d"
-                             % (ndim, self.attrs.axis))
-        return axis
+        return attr_axis(self, ndim)
 
     def infer_shape(self, in_shapes: list, out_shapes: list):
         self.same_shape(in_shapes, out_shapes, in_idx=[0], out_idx=[0])

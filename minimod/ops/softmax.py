@@ -6,7 +6,7 @@ import dataclasses
 from typing import Literal, Optional
 
 from ..base import ShapeError
-from .helpers import same_dtype_types, write_grad
+from .helpers import attr_axis, same_dtype_types, write_grad
 from .registry import Op, fmt_shape, register
 
 __all__ = ["Softmax", "LogSoftmax", "Softmin", "SoftmaxActivation"]
@@ -47,11 +47,7 @@ class Softmax(Op):
         return ["data", "length"] if self.attrs.use_length else ["data"]
 
     def _axis(self, ndim: int) -> int:
-        axis = self.attrs.axis + ndim if self.attrs.axis < 0 else self.attrs.axis
-        if not 0 <= axis < ndim:
-            raise ShapeError("input 'data' has %d dims but %s has axis=%d"
-                             % (ndim, self.name, self.attrs.axis))
-        return axis
+        return attr_axis(self, ndim)
 
     def infer_shape(self, in_shapes: list, out_shapes: list):
         self.same_shape(in_shapes, out_shapes, in_idx=[0])
