@@ -7,15 +7,38 @@ touch only the N labelled entries (and ignored rows): `index_grad_into`, bound f
 arrays, with the same numbers. Its common case (one class index per row of 2-D data, no
 ignoring, smoothing or 'valid' normalisation) binds with every array and scale resolved, and
 checks the labels' range on every call.
+
+On CuPy the index-label gradient is one fused kernel (`SOFTMAX_OUTPUT_GRAD`, see
+`_bind_fused`) instead of the op's chain of one-hot, subtract, mask, scale and copy passes.
 """
 from __future__ import annotations
 
+import contextlib
+
+import numpy as np
+
+from .. import backend
 from ..backend import const
+from ..context import gpu
 from ..ops.loss import SoftmaxOutput, data_grad, softmax_into
 from ..ops.scratch import _row_starts
 from .registry import fast_path, plain_numpy
 
-__all__ = ["index_grad_into"]
+__all__ = ["index_grad_into", "SOFTMAX_OUTPUT_GRAD"]
+
+# dx = (p - t) * keep * scale for index labels, one element of p per thread: t is `on` where
+# the element's class (cls) equals its row's label and `off` elsewhere (1 and 0 unsmoothed);
+# keep is 0 where use_ignore is 1 and the label is `ignore`. The labels come in truncated and
+# broadcast along the class axis, cls as a broadcast arange: the kernel body has no integer
+# casts and no element index. Each of hit, miss and keep is exactly 0 or 1, so every product
+# below equals the op's (p - t) * keep * scale bit for bit.
+SOFTMAX_OUTPUT_GRAD = backend.ElementwiseSpec(
+    "softmax_output_grad", "T p, T label, T cls, T on, T off, T ignore, T use_ignore, T scale",
+    "T dx",
+    "T hit = (T)(cls == label);"
+    "T miss = (T)(cls != label);"
+    "T keep = (T)1 - use_ignore * (T)(label == ignore);"
+    "dx = (p - (hit * on + miss * off)) * keep * scale;")
 
 
 def _bound_case(op, label, out, other, xp) -> bool:
@@ -42,6 +65,9 @@ def bind_forward(op, xp, inputs, aux, out):
 @fast_path(SoftmaxOutput, stage="backward")
 def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
     g, out, label = in_grads[0], outputs[0], inputs[1]
+    fused = _bind_fused(op, xp, out, label, in_grads)
+    if fused is not None:
+        return fused
     a = op.attrs
     if (g is None or xp.__name__ != "numpy" or label.shape == out.shape or a.smooth_alpha
             or a.out_grad or not g.flags.c_contiguous):
@@ -145,3 +171,86 @@ def _index_grad_rows(op, xp, label, gv) -> bool:
     if scale != 1.0:
         gv *= scale
     return True
+
+
+def _fused_case(op, out, label, g) -> bool:
+    """Whether `_bind_fused` reproduces the op's backward exactly for these arrays: index
+    labels, no head gradient, float32/64 p and g of one dtype, these and the labels
+    C-contiguous (so every reshape bound here is a view), and class counts and ignore_label
+    the dtype holds exactly."""
+    a = op.attrs
+    if (g is None or label.shape == out.shape or a.out_grad or out.dtype != g.dtype
+            or out.dtype not in (np.float32, np.float64) or label.dtype.kind not in "fiu"
+            or not (g.flags.c_contiguous and out.flags.c_contiguous
+                    and label.flags.c_contiguous)):
+        return False
+    exact = 2 ** np.finfo(out.dtype).nmant
+    classes = op._views(out)[0].shape[1]
+    return classes <= exact and abs(op.ignore) < exact and not (a.smooth_alpha
+                                                                and classes == 1)
+
+
+def _bind_fused(op, xp, out, label, in_grads):
+    """SoftmaxOutput's index-label backward as the one kernel SOFTMAX_OUTPUT_GRAD (CuPy, or
+    NumPy under `backend.emulate_fused_kernels`), or None. Per call, besides the kernel: the
+    labels truncated into a T array (one value per row: N, or N * positions), and for
+    'valid' the scale made from their count on the device (`_valid_scale`)."""
+    g = in_grads[0]
+    kernel = backend.elementwise(xp, SOFTMAX_OUTPUT_GRAD) if _fused_case(op, out, label, g) \
+        else None
+    if kernel is None:
+        return None
+    a, dtype = op.attrs, out.dtype
+    p = op._views(out)[0]
+    gv = g.reshape(p.shape)
+    labels = op._labels(p, label)
+    classes = p.shape[1]
+    on, off = (1.0 - a.smooth_alpha, a.smooth_alpha / (classes - 1)) if a.smooth_alpha \
+        else (1.0, 0.0)
+    c = [const(xp, v, dtype) for v in (on, off, float(op.ignore), float(a.use_ignore))]
+    truncate = label.dtype.kind == "f"
+    label_grad = in_grads[1] if len(in_grads) > 1 else None
+    # binding runs outside the executor's device scope: the work arrays go on out's GPU
+    with _scope_of(out):
+        lab = xp.empty(labels.shape, dtype)
+        cls = xp.arange(classes, dtype=dtype).reshape(1, -1, *(1,) * (p.ndim - 2))
+        scale, refresh_scale = _valid_scale(op, xp, lab, c[2]) if a.normalization == "valid" \
+            else (const(xp, op._label_scale(label.size, out.shape[0], p.shape[0]), dtype), None)
+    lab_b = lab.reshape(p.shape[0], 1, *p.shape[2:])  # broadcast along the class axis
+
+    def run(xp, is_train):
+        if truncate:
+            xp.trunc(labels, out=lab)  # toward zero, as the op's astype(int64)
+        else:
+            xp.copyto(lab, labels, casting="unsafe")
+        if refresh_scale is not None:
+            refresh_scale(xp)
+        if label_grad is not None:
+            label_grad.fill(0)
+        kernel(p, lab_b, cls, *c, scale, gv)
+    return run
+
+
+def _valid_scale(op, xp, lab, ignore) -> tuple:
+    """'valid' normalization's factor as a 0-d array of lab's dtype, and `refresh(xp)`, which
+    sets it to grad_scale / max(number of labels in `lab` other than `ignore`, 1) without
+    leaving the device. Each step rounds as the op's backward does."""
+    kept = xp.empty(lab.shape, bool)
+    count = xp.empty((), "int64")
+    scale = xp.empty((), lab.dtype)
+    grad_scale, one = const(xp, op.attrs.grad_scale, lab.dtype), const(xp, 1, lab.dtype)
+
+    def refresh(xp):
+        xp.not_equal(lab, ignore, out=kept)
+        backend.sum_into(xp, kept, None, count)
+        xp.copyto(scale, count, casting="unsafe")
+        xp.maximum(scale, one, out=scale)
+        xp.divide(grad_scale, scale, out=scale)
+    return scale, refresh
+
+
+def _scope_of(arr):
+    """A `with` block making the GPU that holds `arr` current; a no-op for a host array."""
+    if backend.is_gpu_array(arr):
+        return backend.device_scope(gpu(backend.device_of(arr)))
+    return contextlib.nullcontext()

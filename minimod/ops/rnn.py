@@ -1,6 +1,7 @@
 """MXNet's fused recurrent operator `RNN` (rnn_relu, rnn_tanh, lstm, gru; stacked layers,
 bidirectional, dropout between layers). The layout of its flat parameters and of its hidden
-`reserve` output is in rnn_layout.py, the per-direction cell kernels in rnn_cells.py.
+`reserve` output is in rnn_layout.py, the per-direction cell kernels in rnn_cells.py (their
+fused GPU form in rnn_fused.py).
 
 `RNN` shape contract (T time steps, N batch, C input features, H = state_size, L = num_layers,
 D = 2 if bidirectional else 1, G gates: 1 for rnn_*, 4 for lstm, 3 for gru):

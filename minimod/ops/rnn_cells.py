@@ -9,12 +9,18 @@ dW_h, the biases and dx are each one product over all steps (`_weight_grads`).
 
 Every pass takes `scratch(xp, role, shape, dtype)`, the op's work-array cache, and the views
 `res` of its piece of the reserve (rnn_layout.py), which forward writes and backward reads.
+
+The elementwise work of each step is written here as NumPy passes, the reference; where
+`backend.elementwise` gives a kernel (CuPy), the step loops of rnn_fused.py run it instead,
+one kernel per step each way, with the same arithmetic (LSTM with state clipping excepted).
 """
 from __future__ import annotations
 
 from .. import backend
 from ..backend import const as _const
 from ..backend import sum_into as _sum
+from . import rnn_fused as _fused
+from .rnn_layout import prev_state
 
 __all__ = ["forward_direction", "backward_direction"]
 
@@ -32,38 +38,6 @@ def _dsigmoid_into(xp, s, out) -> None:
     """out = s * (1 - s), the logistic function's derivative from its value s."""
     xp.subtract(_const(xp, 1, s.dtype), s, out=out)
     out *= s
-
-
-# One LSTM step's elementwise work as one CuPy kernel each way (backend.elementwise), the same
-# arithmetic in the same order as the NumPy passes in _lstm_forward_unfused and
-# _lstm_backward_unfused; NumPy runs those passes (backend.elementwise gives it no kernel).
-# Gate order i, f, c (candidate), o; `gi` not `i`, which CuPy's kernels reserve for the element
-# index.
-_LSTM_STEP = backend.ElementwiseSpec(
-    "lstm_step", "T c_prev", "T gi, T gf, T gc, T go, T c, T tc, T h",
-    "gi = tanh(gi * (T)0.5) * (T)0.5 + (T)0.5;"
-    "gf = tanh(gf * (T)0.5) * (T)0.5 + (T)0.5;"
-    "gc = tanh(gc);"
-    "go = tanh(go * (T)0.5) * (T)0.5 + (T)0.5;"
-    "c = gf * c_prev + gi * gc;"
-    "tc = tanh(c);"
-    "h = go * tc;")
-_LSTM_STEP_GRAD = backend.ElementwiseSpec(
-    "lstm_step_grad", "T dh, T gi, T gf, T gc, T go, T tc, T c_prev",
-    "T dc, T da_i, T da_f, T da_c, T da_o",
-    "dc = dc + ((T)1 - tc * tc) * go * dh;"
-    "da_o = dh * tc * (((T)1 - go) * go);"
-    "da_i = dc * gc * (((T)1 - gi) * gi);"
-    "da_f = dc * c_prev * (((T)1 - gf) * gf);"
-    "da_c = dc * gi * ((T)1 - gc * gc);"
-    "dc = dc * gf;")
-
-
-def _prev(seq, start, t: int, reverse: bool):
-    """The state before step t of a pass over `seq` (T, ...) that began from `start`."""
-    if reverse:
-        return seq[t + 1] if t + 1 < seq.shape[0] else start
-    return seq[t - 1] if t > 0 else start
 
 
 def _step_order(steps: int, reverse: bool):
@@ -94,15 +68,25 @@ def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) 
     if attrs.mode == "lstm":
         _lstm_forward(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf)
     elif attrs.mode == "gru":
-        _gru_forward(xp, gates, wh_t, w["bh"], res["hn"], hs, h0, order, rec_buf)
+        fused = backend.elementwise(xp, _fused.GRU_STEP)
+        if fused is not None:
+            _fused.gru_forward(xp, fused, gates, wh_t, w["bh"], res["hn"], hs, h0, order,
+                               rec_buf)
+        else:
+            _gru_forward(xp, gates, wh_t, w["bh"], res["hn"], hs, h0, order, rec_buf)
     else:
-        _vanilla_forward(xp, attrs.mode == "rnn_relu", gates, wh_t, hs, h0, order, rec_buf)
+        fused = backend.elementwise(xp, _fused.VANILLA_STEP[attrs.mode])
+        if fused is not None:
+            _fused.vanilla_forward(xp, fused, gates, wh_t, hs, h0, order, rec_buf)
+        else:
+            _vanilla_forward(xp, attrs.mode == "rnn_relu", gates, wh_t, hs, h0, order,
+                             rec_buf)
 
 
 def _lstm_forward(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf) -> None:
-    fused = None if "clip" in res else backend.elementwise(xp, _LSTM_STEP)
+    fused = None if "clip" in res else backend.elementwise(xp, _fused.LSTM_STEP)
     if fused is not None:
-        _lstm_forward_fused(xp, fused, gates, wh_t, res, hs, h0, c0, order, rec_buf)
+        _fused.lstm_forward(xp, fused, gates, wh_t, res, hs, h0, c0, order, rec_buf)
     else:
         _lstm_forward_unfused(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf)
 
@@ -133,20 +117,6 @@ def _lstm_forward_unfused(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_bu
         xp.tanh(c, out=tc)
         xp.multiply(g[:, 3 * hidden:], tc, out=hs[t])
         h_prev, c_prev = hs[t], c
-
-
-def _lstm_forward_fused(xp, fused, gates, wh_t, res, hs, h0, c0, order, rec_buf) -> None:
-    """The LSTM steps with the gate math in one fused kernel per step (no clipping)."""
-    cs, tanh_cs = res["c"], res["tanh_c"]
-    hidden = hs.shape[-1]
-    h_prev, c_prev = h0, c0
-    for t in order:
-        g = gates[t]
-        xp.matmul(h_prev, wh_t, out=rec_buf)
-        g += rec_buf
-        fused(c_prev, g[:, :hidden], g[:, hidden:2 * hidden], g[:, 2 * hidden:3 * hidden],
-              g[:, 3 * hidden:], cs[t], tanh_cs[t], hs[t])
-        h_prev, c_prev = hs[t], cs[t]
 
 
 def _gru_forward(xp, gates, wh_t, bh, hns, hs, h0, order, rec_buf) -> None:
@@ -217,20 +187,30 @@ def backward_direction(xp, attrs, x, res, hs, w, gw, dy, h0, c0, dh_last, dc_las
         _lstm_backward(xp, res, w["wh"], dy, c0, dh, dc0, d_gates, tmp, tmp2, order, reverse)
         d_gates_h = d_gates
     elif attrs.mode == "gru":
-        d_gates_h = xp.empty_like(d_gates)
-        _gru_backward(xp, res, hs, w["wh"], dy, h0, dh, d_gates, d_gates_h, tmp, order,
-                      reverse)
+        d_gates_h = scratch(xp, "d_gates_h", (steps, batch, gh), dtype)
+        fused = backend.elementwise(xp, _fused.GRU_STEP_GRAD)
+        if fused is not None:
+            _fused.gru_backward(xp, fused, res, hs, w["wh"], dy, h0, dh, d_gates, d_gates_h,
+                                tmp, order, reverse)
+        else:
+            _gru_backward(xp, res, hs, w["wh"], dy, h0, dh, d_gates, d_gates_h, tmp, order,
+                          reverse)
     else:
-        _vanilla_backward(xp, attrs.mode == "rnn_relu", hs, w["wh"], dy, dh, d_gates, order)
+        fused = backend.elementwise(xp, _fused.VANILLA_STEP_GRAD[attrs.mode])
+        if fused is not None:
+            _fused.vanilla_backward(xp, fused, hs, w["wh"], dy, dh, d_gates, order)
+        else:
+            _vanilla_backward(xp, attrs.mode == "rnn_relu", hs, w["wh"], dy, dh, d_gates,
+                              order)
         d_gates_h = d_gates
     _weight_grads(xp, x, hs, w, gw, h0, d_gates, d_gates_h, dx, reverse, scratch)
     return dh, dc0
 
 
 def _lstm_backward(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, order, reverse) -> None:
-    fused = None if "clip" in res else backend.elementwise(xp, _LSTM_STEP_GRAD)
+    fused = None if "clip" in res else backend.elementwise(xp, _fused.LSTM_STEP_GRAD)
     if fused is not None:
-        _lstm_backward_fused(xp, fused, res, wh, dy, c0, dh, dc, d_gates, order, reverse)
+        _fused.lstm_backward(xp, fused, res, wh, dy, c0, dh, dc, d_gates, order, reverse)
     else:
         _lstm_backward_unfused(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, order,
                                reverse)
@@ -265,7 +245,7 @@ def _lstm_backward_unfused(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, orde
         _dsigmoid_into(xp, i_g, tmp2)
         da_i *= tmp2
         da_f = da[:, hidden:2 * hidden]
-        xp.multiply(dc, _prev(cs, c0, t, reverse), out=da_f)
+        xp.multiply(dc, prev_state(cs, c0, t, reverse), out=da_f)
         _dsigmoid_into(xp, f_g, tmp2)
         da_f *= tmp2
         da_c = da[:, 2 * hidden:3 * hidden]
@@ -274,22 +254,6 @@ def _lstm_backward_unfused(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, orde
         xp.subtract(one, tmp2, out=tmp2)
         da_c *= tmp2
         dc *= f_g
-        xp.matmul(da, wh, out=dh)
-
-
-def _lstm_backward_fused(xp, fused, res, wh, dy, c0, dh, dc, d_gates, order, reverse) -> None:
-    """The LSTM backward steps with the gate math in one fused kernel per step (no
-    clipping)."""
-    gates, cs, tanh_cs = res["gates"], res["c"], res["tanh_c"]
-    hidden = dh.shape[-1]
-    for t in reversed(order):
-        dh += dy[t]
-        g = gates[t]
-        da = d_gates[t]
-        fused(dh, g[:, :hidden], g[:, hidden:2 * hidden], g[:, 2 * hidden:3 * hidden],
-              g[:, 3 * hidden:], tanh_cs[t], _prev(cs, c0, t, reverse), dc,
-              da[:, :hidden], da[:, hidden:2 * hidden], da[:, 2 * hidden:3 * hidden],
-              da[:, 3 * hidden:])
         xp.matmul(da, wh, out=dh)
 
 
@@ -313,7 +277,7 @@ def _gru_backward(xp, res, hs, wh, dy, h0, dh, d_gates, d_gates_h, tmp, order,
         xp.multiply(da_n, hns[t], out=da_r)
         da_r *= r_g * (1 - r_g)
         da_z = dax[:, hidden:2 * hidden]
-        xp.subtract(_prev(hs, h0, t, reverse), n_g, out=da_z)
+        xp.subtract(prev_state(hs, h0, t, reverse), n_g, out=da_z)
         da_z *= dh
         da_z *= z_g * (1 - z_g)
         dah[:, :2 * hidden] = dax[:, :2 * hidden]

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["GATES", "rnn_param_size", "rnn_param_slices", "rnn_reserve_layout",
-           "rnn_reserve_size", "view"]
+__all__ = ["GATES", "prev_state", "rnn_param_size", "rnn_param_slices",
+           "rnn_reserve_layout", "rnn_reserve_size", "view"]
 
 #: gates per mode (G above)
 GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
@@ -133,3 +133,11 @@ def view(flat, spec):
     for d in shape:
         size *= d
     return flat[offset:offset + size].reshape(shape)
+
+
+def prev_state(seq, start, t: int, reverse: bool):
+    """The state before step t of a pass over `seq` (T, ...) that began from `start`: the
+    neighbouring step's entry, or `start` at the pass's first step."""
+    if reverse:
+        return seq[t + 1] if t + 1 < seq.shape[0] else start
+    return seq[t - 1] if t > 0 else start

@@ -1,11 +1,13 @@
 """The fused CuPy kernels (backend.ElementwiseSpec), checked without a GPU.
 
-On CuPy, Activation (sigmoid forward; tanh, sigmoid and relu gradients), the RNN op's LSTM step
-(forward and backward) and SGD's update run one ElementwiseKernel each instead of a chain of
-ufunc passes. On NumPy the ops run their passes. `backend.emulate_fused_kernels(True)` makes
-NumPy callers take the fused path too, with each kernel's CUDA body evaluated by NumPy, so
+On CuPy, Activation (sigmoid forward; tanh, sigmoid and relu gradients), the RNN op's steps
+(lstm, gru, rnn_tanh, rnn_relu; forward and backward), SoftmaxOutput's index-label gradient
+and SGD's update run one ElementwiseKernel each instead of a chain of ufunc passes. On NumPy
+the ops run their passes. `backend.emulate_fused_kernels(True)` makes NumPy callers take the
+fused path too, with each kernel's CUDA body evaluated by NumPy, so
 these tests run the fused code paths (which arrays go where, in-place outputs, the body's
-arithmetic) against the ufunc passes on the CPU. NVRTC (CUDA's runtime compiler, a wheel in
+arithmetic) against the ufunc passes on the CPU (the GRU and vanilla RNN steps in
+test_fused_kernels_rnn.py). NVRTC (CUDA's runtime compiler, a wheel in
 the `nvrtc` extra that CI installs) needs no GPU, so every body is also compiled here, for float
 and double, in a wrapper shaped like the code CuPy generates around it. Running the compiled
 kernels needs a GPU: test_fused_kernels_compile_and_match_on_gpu does that where one is present.
@@ -18,9 +20,10 @@ import numpy as np
 import pytest
 
 import minimod as mx
-from minimod import backend, kernels  # noqa: F401  (kernels: registers Activation's kernels)
+from minimod import backend, kernels  # (kernels: registers Activation's, SoftmaxOutput's)
 from minimod.ndarray import update_steps  # noqa: F401  (registers SGD's kernels)
-from minimod.ops import rnn  # noqa: F401  (registers the LSTM step's kernels)
+from minimod.ops import rnn  # noqa: F401  (registers the RNN steps' kernels)
+from minimod.ops.registry import create_op
 
 from ..conftest import ctx_params
 
@@ -37,7 +40,9 @@ def emulated():
 def test_every_kernel_body_reads_in_the_checked_subset():
     names = set(backend.FUSED_SPECS)
     assert {"sigmoid", "tanh_grad", "sigmoid_grad", "relu_grad", "lstm_step",
-            "lstm_step_grad", "sgd", "sgd_mom", "sgd_clip", "sgd_mom_clip"} <= names
+            "lstm_step_grad", "gru_step", "gru_step_grad", "rnn_tanh_step",
+            "rnn_tanh_step_grad", "rnn_relu_step", "rnn_relu_step_grad", "softmax_output_grad",
+            "sgd", "sgd_mom", "sgd_clip", "sgd_mom_clip"} <= names
     for spec in backend.FUSED_SPECS.values():
         kernel = backend._EmulatedKernel(spec)  # raises on statements outside the subset
         inputs, outputs = spec.param_names()
@@ -98,19 +103,130 @@ def test_fused_lstm_step_equals_the_ufunc_passes(layers, bidirectional):
     _compare(sym, shapes, True)
 
 
-def test_the_lstm_kernels_really_run_under_emulation(monkeypatch, emulated):
+def _softmax_output_case(attrs, data_shape, label_shape, dtype="float32", seed=0):
+    """SoftmaxOutput `op`, data, labels (in range, out of range both ways, fractional, and
+    ignore_label = 1 among them) and the forward's probabilities."""
+    rng = np.random.RandomState(seed)
+    op = create_op("SoftmaxOutput", attrs)
+    x = (rng.randn(*data_shape) * 3).astype(dtype)
+    classes = data_shape[-1] if op.mode == "preserve" else data_shape[1]
+    label = rng.randint(-1, classes + 1, label_shape) + 0.25 * rng.randint(0, 4, label_shape)
+    label.reshape(-1)[:2] = [1.0, 1.5]  # ignored either way when use_ignore is on
+    label = label.astype("float32")
+    prob = np.empty_like(x)
+    op.forward(np, [x, label], [], [prob], True)
+    return op, x, label, prob
+
+
+def _softmax_output_grads(op, x, label, prob, fused: bool):
+    """(data gradient, label gradient) of one backward, through the bound step."""
+    grads = [np.full(x.shape, 7, x.dtype), np.full(label.shape, 7, np.float32)]
+    previous = backend.emulate_fused_kernels(fused)
+    try:
+        run = kernels.bind_backward(np, op, [None], [x, label], [prob], grads, [])
+        run(np, True)
+    finally:
+        backend.emulate_fused_kernels(previous)
+    return grads
+
+
+_SOFTMAX_LAYOUTS = [({}, (6, 5), (6,)), ({}, (4, 2, 3), (4,)),
+                    ({"multi_output": "True"}, (3, 4, 5), (3, 5)),
+                    ({"preserve_shape": "True"}, (2, 3, 4), (2, 3))]
+
+
+@pytest.mark.parametrize("layout", range(len(_SOFTMAX_LAYOUTS)))
+@pytest.mark.parametrize("normalization", ["null", "batch", "valid"])
+@pytest.mark.parametrize("use_ignore,smooth_alpha,grad_scale", [
+    (False, 0.0, 1.0), (True, 0.0, 0.3), (False, 0.1, 2.0), (True, 0.2, 1.0)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_softmax_output_gradient_equals_the_op(layout, normalization, use_ignore,
+                                                     smooth_alpha, grad_scale, dtype,
+                                                     monkeypatch):
+    extra, data_shape, label_shape = _SOFTMAX_LAYOUTS[layout]
+    attrs = dict(extra, normalization=normalization, use_ignore=str(use_ignore),
+                 ignore_label="1", smooth_alpha=str(smooth_alpha), grad_scale=str(grad_scale))
+    op, x, label, prob = _softmax_output_case(attrs, data_shape, label_shape, dtype)
+    want = [np.empty_like(x), np.empty_like(label)]
+    op.backward(np, [None], [x, label], [prob], want, [])
     calls = []
     real = backend.elementwise
+    monkeypatch.setattr(backend, "elementwise",
+                        lambda xp, spec: calls.append(spec.name) or real(xp, spec))
+    grad, label_grad = _softmax_output_grads(op, x, label, prob, fused=True)
+    assert calls == ["softmax_output_grad"]
+    np.testing.assert_array_equal(grad, want[0])  # bit for bit (up to the sign of zero)
+    assert not label_grad.any()
+    if use_ignore:
+        ignored = (op._labels(*op._views(prob)[:1], label).astype(int) == 1)
+        assert ignored.any() and not np.take(grad.reshape(op._views(prob)[0].shape), 0,
+                                             axis=1)[ignored].any()
 
-    def spy(xp, spec):
-        calls.append(spec.name)
-        return real(xp, spec)
 
-    monkeypatch.setattr(backend, "elementwise", spy)
-    sym = mx.sym.RNN(V("data"), V("params"), V("state"), V("state_cell"), state_size=3,
-                     num_layers=1, mode="lstm", name="rnn")
-    _fwd_bwd(sym, {"data": (2, 2, 3), "state": (1, 2, 3), "state_cell": (1, 2, 3)})
-    assert "lstm_step" in calls and "lstm_step_grad" in calls
+def test_fused_softmax_output_reads_the_labels_at_every_call(emulated):
+    """The labels (and, for 'valid', their count) are read when the step runs, not when it
+    is bound."""
+    op, x, label, prob = _softmax_output_case(
+        {"normalization": "valid", "use_ignore": "True", "ignore_label": "1"}, (5, 4), (5,))
+    grad = np.empty_like(x)
+    run = kernels.bind_backward(np, op, [None], [x, label], [prob], [grad], [])
+    run(np, True)
+    label[:] = [1, 1, 1, 3, 0]  # two valid labels now
+    run(np, True)
+    want = np.empty_like(x)
+    op.backward(np, [None], [x, label], [prob], [want], [])
+    np.testing.assert_array_equal(grad, want)
+    np.testing.assert_allclose(grad[3], (prob[3] - np.eye(4)[3]) / 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("attrs,label_like_data", [({"out_grad": "True"}, False),
+                                                   ({}, True)])
+def test_softmax_output_cases_the_kernel_does_not_cover_keep_the_op(attrs, label_like_data,
+                                                                    monkeypatch, emulated):
+    """A head gradient (out_grad) or probability labels: the op's own backward runs."""
+    calls = []
+    real = backend.elementwise
+    monkeypatch.setattr(backend, "elementwise",
+                        lambda xp, spec: calls.append(spec.name) or real(xp, spec))
+    op, x, label, prob = _softmax_output_case(attrs, (4, 3), (4,))
+    if label_like_data:
+        label = np.random.RandomState(2).dirichlet(np.ones(3), 4).astype(np.float32)
+    grads = [np.empty_like(x), np.empty_like(label)]
+    head = np.full_like(x, 0.5)
+    run = kernels.bind_backward(np, op, [head], [x, label], [prob], grads, [])
+    assert "softmax_output_grad" not in calls
+    if run is None:  # the executor runs op.backward itself
+        return
+    run(np, True)
+    want = [np.empty_like(x), np.empty_like(label)]
+    op.backward(np, [head], [x, label], [prob], want, [])
+    np.testing.assert_array_equal(grads[0], want[0])
+
+
+@pytest.mark.parametrize("ctx", [p for p in ctx_params() if p.id != "cpu"])
+@pytest.mark.parametrize("normalization", ["null", "valid"])
+def test_fused_softmax_output_on_the_device_reads_nothing_back(ctx, normalization):
+    """On a GPU (or the stand-in CuPy, which counts host reads) the fused gradient, 'valid's
+    count included, stays on the device, and equals the CPU's."""
+    net = mx.sym.SoftmaxOutput(V("data"), V("softmax_label"), normalization=normalization,
+                               use_ignore=True, ignore_label=2, name="softmax")
+    rng = np.random.RandomState(5)
+    x = rng.randn(8, 6).astype(np.float32)
+    label = rng.randint(0, 6, 8).astype(np.float32)
+    grads = {}
+    for where in (mx.cpu(), ctx):
+        exe = net.simple_bind(where, data=x.shape, softmax_label=label.shape)
+        exe.arg_dict["data"][:] = x
+        exe.arg_dict["softmax_label"][:] = label
+        exe.forward(is_train=True)
+        cupy = backend._cupy if where is ctx else None
+        if hasattr(cupy, "reset_host_reads"):
+            cupy.reset_host_reads()
+        exe.backward()
+        if hasattr(cupy, "host_reads"):
+            assert cupy.host_reads() == []
+        grads[where.device_type] = exe.grad_dict["data"].asnumpy()
+    np.testing.assert_allclose(grads["gpu"], grads["cpu"], rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
