@@ -1,4 +1,5 @@
-"""GPU benchmark: minimod with context=mx.gpu(0) (CuPy) against PyTorch CUDA, eager and with the
+"""GPU benchmark: minimod with context=mx.gpu(0) (CuPy), with its steps replayed as CUDA graphs
+(the default) and eager (MINIMOD_CUDA_GRAPHS=0), against PyTorch CUDA, eager and with the
 step captured as a CUDA graph, one training step (forward + backward + SGD-momentum update) of
 the MLP (batch 128), LeNet (batch 64) and LSTM language-model (batch 32) workloads, with each
 library's summed GPU kernel time per step beside its step time (the gap is launch and host
@@ -40,7 +41,7 @@ import workloads as wl
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 NETS = ("mlp", "lenet", "lstm")
-LIBS = ("minimod", "torch", "torch-graph")
+LIBS = ("minimod", "minimod-eager", "torch", "torch-graph")
 #: steps the profiler watches to sum the GPU's kernel time per step
 KERNEL_STEPS = 20
 MIN_WINDOWS = 5
@@ -59,6 +60,8 @@ def run_minimod(args) -> dict:
     if mx.num_gpus() == 0:
         raise SystemExit("minimod sees no GPU: %s" % mx.backend.cupy_status())
     import cupy
+
+    from minimod import gemm
     ctx = mx.gpu(0)
     mod, batches = wl.make_module(mx, args.net, args.batch, context=ctx)
     for b in batches:  # on the GPU before timing
@@ -70,8 +73,17 @@ def run_minimod(args) -> dict:
     name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
     return dict(result, version=mx.__minimod_version__, cupy=cupy.__version__,
                 device=name.decode() if isinstance(name, bytes) else str(name),
-                convolution=mx.backend.cudnn_status(),
-                **kernel_time(step, mx.nd.waitall))
+                convolution=mx.backend.cudnn_status(), gemm=gemm.blas_status(),
+                graphs=graph_summary(mod), **kernel_time(step, mx.nd.waitall))
+
+
+def graph_summary(mod) -> str:
+    """How the first device's executor ran its step lists: 'train: graph' and the like, or
+    why it stayed eager."""
+    inner = getattr(mod, "_curr_module", mod)  # a BucketingModule's current bucket
+    status = inner._exec_group.execs[0].graph_status()
+    return "; ".join("%s: %s" % (k if isinstance(k, str) else k[0], v)
+                     for k, v in sorted(status.items(), key=str))
 
 
 def kernel_time(step, synchronize) -> dict:
@@ -161,7 +173,10 @@ def _graph_step(torch, model, opt, loss_fn, batches):
 def run_one(args) -> None:
     args.batch = args.batch or benchutil.default_batch(args.net)
     args.mode = "module"
-    run = {"minimod": run_minimod, "torch": run_torch, "torch-graph": run_torch_graph}
+    if args.one == "minimod-eager":
+        os.environ["MINIMOD_CUDA_GRAPHS"] = "0"  # read when the executors bind
+    run = {"minimod": run_minimod, "minimod-eager": run_minimod, "torch": run_torch,
+           "torch-graph": run_torch_graph}
     result = run[args.one](args)
     if result["windows"] < MIN_WINDOWS:
         result["too_few_windows"] = True
@@ -196,19 +211,27 @@ def table(records: list) -> str:
              "synchronisation; kernels: the GPU's summed kernel time per step (PyTorch's "
              "profiler over %d steps)" % (device, ", ".join(versions) or "no run", MIN_WINDOWS,
                                           KERNEL_STEPS), "",
-             "| net | batch | minimod gpu: samples/s (ms/step) | torch cuda: samples/s "
-             "(ms/step) | minimod/torch | torch cuda graph: samples/s (ms/step) | "
-             "minimod/torch graph |",
-             "|---|---|---|---|---|---|---|"]
+             "| net | batch | minimod gpu: samples/s (ms/step) | minimod eager (no graphs) | "
+             "torch cuda: samples/s (ms/step) | minimod/torch | torch cuda graph: samples/s "
+             "(ms/step) | minimod/torch graph |",
+             "|---|---|---|---|---|---|---|---|"]
     for net in nets:
-        mm, pt, pg = (by.get((lib, net)) for lib in ("minimod-gpu", "torch-gpu",
-                                                      "torch-graph-gpu"))
-        batch = next((r["batch"] for r in (mm, pt, pg) if r and r.get("batch")), "-")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-            net, batch, _cell(mm), _cell(pt), _ratio(mm, pt), _cell(pg), _ratio(mm, pg)))
+        mm, me, pt, pg = (by.get((lib, net)) for lib in (
+            "minimod-gpu", "minimod-eager-gpu", "torch-gpu", "torch-graph-gpu"))
+        batch = next((r["batch"] for r in (mm, me, pt, pg) if r and r.get("batch")), "-")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            net, batch, _cell(mm), _cell(me), _cell(pt), _ratio(mm, pt), _cell(pg),
+            _ratio(mm, pg)))
     paths = sorted({r["convolution"] for r in records if r.get("convolution")})
     if paths:  # whether minimod's convolution and pooling ran through cuDNN or im2col
         lines += ["", "minimod's convolution and pooling: %s" % "; ".join(paths)]
+    graphs = ["%s: %s" % (r["net"], r["graphs"]) for r in records
+              if r.get("lib") == "minimod-gpu" and r.get("graphs")]
+    if graphs:  # which of minimod's step lists replayed as CUDA graphs
+        lines += ["", "minimod's CUDA graphs: %s" % " | ".join(graphs)]
+    gemms = sorted({r["gemm"] for r in records if r.get("gemm")})
+    if gemms:
+        lines += ["", "minimod's matrix products: %s" % "; ".join(gemms)]
     return "\n".join(lines)
 
 

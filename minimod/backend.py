@@ -5,8 +5,12 @@ Context (`xp_for`) and for the few helpers whose NumPy and CuPy spellings differ
 between devices (`to_context`, `copy_into`), waiting for queued device work (`synchronize`),
 scatter-adds, random generators, the NCCL bindings (`nccl_module`), cuDNN's convolution and
 pooling (`cudnn_library`, called by `minimod.kernels.cudnn`), fused elementwise kernels
-(`elementwise`), and the few array calls whose fast spelling differs (`const`, `sum_into`,
-`clip_into`, `take_rows` ...), so that operators hold one code path for both.
+(`elementwise`), matrix products (`matmul`: on CuPy through minimod's own cuBLAS handle,
+`minimod.gemm`, which CUDA graphs can capture), and the few array calls whose fast spelling
+differs (`const`, `sum_into`, `clip_into`, `take_rows` ...), so that operators hold one code
+path for both. While a CUDA graph records a step (`minimod.cuda_graph`), the helpers that
+would read the device on the host, copy host data in, wait for the GPU or draw random numbers
+refuse with a CaptureError.
 
 Without CuPy (or without a usable CUDA driver) minimod imports and runs on the CPU as before;
 only using a `gpu(i)` context raises an MXNetError that says why.
@@ -19,14 +23,16 @@ from typing import Any
 
 import numpy as np
 
+from . import gemm as _gemm
 from .base import MXNetError
+from .cuda_graph import forbid_in_capture
 
 __all__ = [
     "xp_for", "to_context", "copy_into", "asnumpy", "gpu_count", "gpu_available", "synchronize",
     "is_gpu_array", "scatter_add", "rng", "seed", "empty_cache", "array_module_of",
     "device_scope", "device_of", "current_device", "nccl_module", "cupy_status",
     "cudnn_library", "cudnn_status", "elementwise", "ElementwiseSpec", "const", "sum_into",
-    "max_into", "pools_memory", "read_only", "clip_into", "take_rows",
+    "max_into", "pools_memory", "read_only", "clip_into", "take_rows", "matmul",
 ]
 
 _CUPY_ERROR = ""
@@ -169,6 +175,7 @@ def to_context(arr, ctx, copy: bool = False):
         _require_gpu(ctx)
         return _to_gpu(arr, ctx.device_id, copy)
     if is_gpu_array(arr):
+        forbid_in_capture("reading device values on the host")
         return _cupy.asnumpy(arr)
     return np.array(arr, copy=True) if copy else np.asarray(arr)
 
@@ -190,6 +197,7 @@ def copy_into(dst, src) -> None:
                     src = src.copy()  # peer copy onto dst's device
                 dst[...] = src
             else:
+                forbid_in_capture("copying host data to the device")
                 host = np.asarray(src)
                 if (host.shape == dst.shape and host.dtype == dst.dtype
                         and dst.flags.c_contiguous):
@@ -206,6 +214,7 @@ def asnumpy(arr) -> np.ndarray:
     """A NumPy array with the values of `arr` (no copy for NumPy input). For a CuPy array this
     waits for the work queued on its device."""
     if is_gpu_array(arr):
+        forbid_in_capture("reading device values on the host")
         return _cupy.asnumpy(arr)
     return np.asarray(arr)
 
@@ -215,6 +224,7 @@ def synchronize(ctx=None) -> None:
     work is synchronous, so CPU contexts return at once)."""
     if _cupy is None or not _GPU_COUNT:
         return
+    forbid_in_capture("waiting for the GPU")
     if ctx is None:
         for device_id in range(_GPU_COUNT):
             with _cupy.cuda.Device(device_id):
@@ -280,6 +290,8 @@ def rng(xp):
     CuPy keeps one generator per GPU (a generator's state lives on its device), all seeded
     alike: the current device picks it.
     """
+    if xp is not np:
+        forbid_in_capture("drawing random numbers (the generator's state would be frozen)")
     key = xp if xp is np else (xp, _cupy.cuda.runtime.getDevice())
     gen = _RNGS.get(key)
     if gen is None:
@@ -307,6 +319,14 @@ def const(xp, value, dtype):
         arr = _CONSTS[key] = np.array(value, dtype=dtype)
         arr.flags.writeable = False
     return arr
+
+
+def matmul(xp, a, b, out=None):
+    """a @ b (into `out` when given), as `xp.matmul`. On CuPy, 2-D float products go through
+    our own cuBLAS handle (`minimod.gemm`), which CUDA graphs can capture."""
+    if xp is np:
+        return np.matmul(a, b, out=out)
+    return _gemm.matmul(xp, a, b, out)
 
 
 def sum_into(xp, a, axis, out, keepdims: bool = False):

@@ -13,15 +13,19 @@ what real CuPy refuses, so the GPU code paths' data movement is checked:
   which on a real GPU waits for the queued work, is recorded (`host_reads`).
 Arithmetic is NumPy's, so results equal the CPU path's; `cupyx.cudnn` is tests/ops/fake_cudnn.py
 and `ElementwiseKernel` evaluates the kernel body with NumPy (backend's emulation), so the
-cuDNN variants and fused kernels run too. It does not model asynchrony, memory pools, NCCL or
-which NumPy functions CuPy lacks: a pass here says the device paths move data correctly, not
-that real CuPy accepts every call.
+cuDNN variants and fused kernels run too. Streams, CUDA-graph capture (nothing runs while a
+stream captures; a launch runs what was recorded) and a column-major cuBLAS GEMM come from
+tests/fake_cuda_graphs.py. It does not model asynchrony, NCCL or which NumPy functions CuPy
+lacks: a pass here says the device paths move data correctly, not that real CuPy accepts
+every call.
 """
 import builtins
 import sys
 import types
 
 import numpy as _np
+
+from tests import fake_cuda_graphs as _graphs
 
 __version__ = "13.0.0+fake"
 _STATE = {"device": 0, "count": 2, "host_reads": []}
@@ -43,6 +47,7 @@ def _host_read(what: str, method: str = ""):
 
     def read(self, *args):
         _STATE["host_reads"].append(what)
+        _graphs.refuse("reading a device value on the host (%s)" % what)
         return host_method(self, *args)
     return read
 
@@ -69,6 +74,8 @@ class ndarray(_np.ndarray):
         args = [_host_view(a) for a in inputs]
         if out is not None:
             kwargs["out"] = tuple(_host_view(o) for o in out)
+        if _graphs.capturing():
+            return _captured_ufunc(ufunc, method, args, kwargs, out)
         result = getattr(ufunc, method)(*args, **kwargs)
         if out is not None:
             return out[0] if len(out) == 1 else out
@@ -80,13 +87,20 @@ class ndarray(_np.ndarray):
     def __setitem__(self, key, value):
         _check_operands((self, value), "__setitem__")
         _check_devices(key, "__setitem__")
-        _np.ndarray.__setitem__(self.view(_np.ndarray), _host_view(key), _host_view(value))
+        target, key, value = self.view(_np.ndarray), _host_view(key), _host_view(value)
+        if _graphs.capturing():
+            _graphs.record(lambda: _np.ndarray.__setitem__(target, key, value))
+            return
+        _np.ndarray.__setitem__(target, key, value)
 
     def __getitem__(self, key):
         _check_devices(key, "__getitem__")
         out = _np.ndarray.__getitem__(self, _host_view(key))
         if isinstance(out, _np.generic):  # an element stays on the device, as a 0-d array
-            return _on_device(out, self._dev)
+            out = _on_device(out, self._dev)
+        if _graphs.capturing():
+            host, hkey = self.view(_np.ndarray), _host_view(key)
+            _graphs.fresh(out.view(_np.ndarray), lambda: host[hkey], (host,), "getitem")
         return out
 
     def __array__(self, dtype=None, copy=None):
@@ -95,11 +109,48 @@ class ndarray(_np.ndarray):
 
     def copy(self, order="C"):
         # CuPy copies onto the current device (a peer copy when the source lives elsewhere)
-        return _on_device(_np.ndarray.copy(self.view(_np.ndarray), order=order),
-                          _STATE["device"])
+        host = self.view(_np.ndarray)
+        out = _on_device(_np.ndarray.copy(host, order=order), _STATE["device"])
+        if _graphs.capturing():
+            _graphs.fresh(out.view(_np.ndarray), lambda: host, (host,), "copy")
+        return out
+
+    # methods NumPy runs in C without asking __array_ufunc__/__array_function__: made here
+    # so that a capture records them
+    def astype(self, dtype, *args, **kwargs):
+        return self._method("astype", dtype, *args, **kwargs)
+
+    def ravel(self, *args, **kwargs):
+        return self._method("ravel", *args, **kwargs)
+
+    def flatten(self, *args, **kwargs):
+        return self._method("flatten", *args, **kwargs)
+
+    def reshape(self, *args, **kwargs):
+        return self._method("reshape", *args, **kwargs)
+
+    def dot(self, other, out=None):
+        return _call(_np.dot, (self, other), {} if out is None else {"out": out})
+
+    def fill(self, value):
+        if _graphs.capturing():
+            host = self.view(_np.ndarray)
+            _graphs.record(lambda: host.fill(value))
+            return
+        _np.ndarray.fill(self, value)
+
+    def _method(self, name, *args, **kwargs):
+        out = getattr(_np.ndarray, name)(self, *args, **kwargs)
+        if _graphs.capturing() and isinstance(out, ndarray):
+            host = self.view(_np.ndarray)
+            _graphs.fresh(out.view(_np.ndarray),
+                          lambda: getattr(_np.ndarray, name)(host, *args, **kwargs), (host,),
+                          name)
+        return out
 
     def get(self):
         _STATE["host_reads"].append("get %s" % (self.shape,))
+        _graphs.refuse("copying device data to the host")
         return _np.ndarray.copy(self.view(_np.ndarray))
 
     # reading a device value on the host waits for the GPU: each such call is recorded
@@ -113,6 +164,7 @@ class ndarray(_np.ndarray):
     def set(self, arr):
         if isinstance(arr, ndarray):
             raise TypeError("ndarray.set takes host data")
+        _graphs.refuse("copying host data to the device")
         self.view(_np.ndarray)[...] = arr
 
 
@@ -165,13 +217,54 @@ _METADATA = {"shape", "ndim", "size", "result_type", "can_cast", "isscalar", "is
              "isrealobj"}  # read no element: any device will do, as in CuPy
 
 
+_MUTATING = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"}
+
+
 def _call(func, args, kwargs):
     name = getattr(func, "__name__", "call")
     if name in _METADATA:
         return func(*_host_view(tuple(args)), **kwargs)
     _check_operands(tuple(args) + tuple(kwargs.values()), name)
-    return _wrap(func(*_host_view(tuple(args)), **{k: _host_view(v) for k, v in
-                                                   kwargs.items()}))
+    hargs, hkwargs = _host_view(tuple(args)), {k: _host_view(v) for k, v in kwargs.items()}
+    if _graphs.capturing():
+        if hkwargs.get("out") is not None or name in _MUTATING:
+            _graphs.record(lambda: func(*hargs, **hkwargs))
+            return kwargs.get("out")
+        with _np.errstate(all="ignore"):
+            result = _wrap(func(*hargs, **hkwargs))
+        if isinstance(result, ndarray):
+            _graphs.fresh(result.view(_np.ndarray), lambda: func(*hargs, **hkwargs),
+                          _arrays_in(hargs, hkwargs), name)
+        return result
+    return _wrap(func(*hargs, **hkwargs))
+
+
+def _arrays_in(args, kwargs) -> list:
+    found = []
+    for value in list(args) + list(kwargs.values()):
+        if isinstance(value, (list, tuple)):
+            found.extend(_arrays_in(value, {}))
+        elif isinstance(value, _np.ndarray):
+            found.append(value)
+    return found
+
+
+def _captured_ufunc(ufunc, method, args, kwargs, out):
+    """A ufunc call during capture: recorded (writing an existing array) or a graph
+    temporary (see fake_cuda_graphs.fresh)."""
+    def run():
+        return getattr(ufunc, method)(*args, **kwargs)
+    if out is not None or method == "at":
+        _graphs.record(run)
+        return None if out is None else out[0] if len(out) == 1 else out
+    with _np.errstate(all="ignore"):
+        result = run()
+    if isinstance(result, tuple):
+        raise NotImplementedError("the stand-in cannot capture %s, which returns several "
+                                  "arrays" % ufunc.__name__)
+    result = _wrap(result)
+    _graphs.fresh(result.view(_np.ndarray), run, _arrays_in(args, {}), ufunc.__name__)
+    return result
 
 
 def _device_fn(func):
@@ -186,6 +279,13 @@ def _from_host(func):
     def run(*args, **kwargs):
         if builtins.any(isinstance(a, ndarray) for a in args):
             return _call(func, args, kwargs)
+        if _graphs.capturing():
+            if func.__name__ in ("array", "asarray", "ascontiguousarray"):
+                _graphs.refuse("copying host data to the device (cupy.%s)" % func.__name__)
+            result = _wrap(func(*args, **kwargs))
+            _graphs.fresh(result.view(_np.ndarray), lambda: func(*args, **kwargs), (),
+                          func.__name__)
+            return result
         return _wrap(func(*args, **kwargs))
     return run
 
@@ -210,7 +310,7 @@ class Device:
         _STATE["device"] = self._saved.pop()
 
     def synchronize(self):
-        pass
+        _graphs.refuse("synchronising the device")
 
 
 class _Runtime:
@@ -224,7 +324,7 @@ class _Runtime:
 
     @staticmethod
     def deviceSynchronize():
-        pass
+        _graphs.refuse("synchronising the device")
 
     @staticmethod
     def deviceCanAccessPeer(a, b):
@@ -255,7 +355,11 @@ class ElementwiseKernel:
 
     def __call__(self, *args):
         _check_operands(args, self._kernel.spec.name)
-        self._kernel(*[_host_view(a) for a in args])
+        hosts = [_host_view(a) for a in args]
+        if _graphs.capturing():
+            _graphs.record(lambda: self._kernel(*hosts))
+            return
+        self._kernel(*hosts)
 
 
 class _RandomState:
@@ -290,6 +394,11 @@ def _build():
     cuda = types.ModuleType("cupy.cuda")
     cuda.Device = Device
     cuda.runtime = _Runtime
+    cuda.Stream = _graphs.Stream
+    cuda.MemoryPool = _graphs.MemoryPool
+    cuda.using_allocator = _graphs.using_allocator
+    cuda.get_current_stream = _graphs.get_current_stream
+    cuda.minimod_stand_in_blas = _graphs.Blas()
     me.cuda = cuda
     me.__name__ = "cupy"
     return me
@@ -302,7 +411,11 @@ def _as_strided(x, shape=None, strides=None, **kwargs):
 
 def scatter_add(target, indices, values):
     _check_operands((target, indices, values), "scatter_add")
-    _np.add.at(target.view(_np.ndarray), _host_view(indices), _host_view(values))
+    args = (target.view(_np.ndarray), _host_view(indices), _host_view(values))
+    if _graphs.capturing():
+        _graphs.record(lambda: _np.add.at(*args))
+        return
+    _np.add.at(*args)
 
 
 def install() -> None:
@@ -328,7 +441,17 @@ def install() -> None:
 
 
 def _unwrapped(func):
+    """A library call writing into the arrays it is given (recorded during capture), or, for
+    pooling_backward, returning a new array (a graph temporary during capture)."""
     def run(*args, **kwargs):
         _check_operands(args, func.__name__)
-        return func(*_host_view(args), **kwargs)
+        hosts = _host_view(args)
+        if _graphs.capturing():
+            if func.__name__ == "pooling_backward":
+                result = func(*hosts, **kwargs)
+                return _graphs.fresh(result, lambda: func(*hosts, **kwargs), hosts,
+                                     func.__name__)
+            _graphs.record(lambda: func(*hosts, **kwargs))
+            return None
+        return func(*hosts, **kwargs)
     return run

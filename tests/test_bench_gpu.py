@@ -73,12 +73,17 @@ def test_table_names_the_device_and_says_why_a_row_did_not_run(bench_gpu, tmp_pa
 
 
 def test_table_has_the_cuda_graph_anchor_and_kernel_times(bench_gpu):
-    records = [_record("minimod", "lstm", 1000.0, kernel_ms_per_step=20.0),
+    records = [_record("minimod", "lstm", 1000.0, kernel_ms_per_step=20.0,
+                       graphs="forward: graph; backward: graph", gemm="cuBLAS direct (x)"),
+               _record("minimod-eager", "lstm", 400.0, kernel_ms_per_step=20.5),
                _record("torch", "lstm", 500.0, kernel_ms_per_step=25.0),
                _record("torch-graph", "lstm", 2000.0, kernel_ms_per_step=24.0)]
     text = bench_gpu.table(records)
     row = next(ln for ln in text.splitlines() if ln.startswith("| lstm"))
     cells = [c.strip() for c in row.split("|")[1:-1]]
-    assert cells[4] == "2.00" and cells[6] == "0.50"  # vs eager, vs the captured graph
-    assert "kernels 20.00 ms" in cells[2] and "kernels 24.00 ms" in cells[5]
+    assert cells[5] == "2.00" and cells[7] == "0.50"  # vs eager, vs the captured graph
+    assert "kernels 20.00 ms" in cells[2] and "kernels 24.00 ms" in cells[6]
+    assert cells[3].startswith("400.0")  # minimod without graphs beside it
     assert "summed kernel time per step" in text
+    assert "minimod's CUDA graphs: lstm: forward: graph; backward: graph" in text
+    assert "minimod's matrix products: cuBLAS direct (x)" in text

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device check, as one prepared script (run from the repository root on a GPU machine):
 # what the backend finds, the whole suite with its GPU cases, then bench_gpu.py's table.
-# Logs go to $OUT (or ./gpu_check_out). Budgeted to end in about 6 minutes.
+# Logs go to $OUT (or ./gpu_check_out). Budgeted to end in about 7 minutes.
 set -u
 out=${OUT:-gpu_check_out}; mkdir -p "$out"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 HYPOTHESIS_PROFILE=ci
@@ -13,12 +13,39 @@ from minimod import backend
 print("numpy", numpy.__version__, "|", backend.cupy_status(), "|", backend.cudnn_status())
 print(mx.runtime.Features())
 PY
+# a first look at the new GPU paths: a few training steps per net, then how each ran (CUDA
+# graphs or why not, cuBLAS direct or not, which cuDNN binding) and whether graphs on/off agree
+timeout "${PROBE_S:-90}" $python - <<'PY' 2>&1 | tee "$out/probe.txt"
+import os, sys, traceback
+import numpy as np
+sys.path.insert(0, "benchmarks")
+import minimod as mx, workloads as wl
+from minimod import backend, gemm
+for net in ("mlp", "lenet", "lstm"):
+    params = {}
+    for graphs in ("0", "1"):
+        os.environ["MINIMOD_CUDA_GRAPHS"] = graphs
+        try:
+            mod, batches = wl.make_module(mx, net, 8, context=mx.gpu(0))
+            for b in batches[:4]:
+                mod.forward_backward(b); mod.update()
+            params[graphs] = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+            exe = getattr(mod, "_curr_module", mod)._exec_group.execs[0]
+            print(net, "graphs=%s" % graphs, exe.graph_status())
+        except Exception:
+            print(net, "graphs=%s FAILED" % graphs); traceback.print_exc()
+    if len(params) == 2:
+        diff = max(float(np.max(np.abs(params["0"][k] - params["1"][k]))) for k in params["0"])
+        print(net, "max |graphs on - off| over the parameters:", diff)
+print("gemm:", gemm.blas_status()); print("cudnn:", backend.cudnn_status())
+PY
 # the suite, GPU cases included; xdist spreads it over the machine's cores
 workers=${WORKERS:-8}; xdist=""; [ "$workers" != 0 ] && xdist="-n $workers"
-timeout "${SUITE_S:-240}" $python -m pytest -q -m "not slow" -p no:cacheprovider $xdist \
+timeout "${SUITE_S:-180}" $python -m pytest -q -m "not slow" -p no:cacheprovider $xdist \
   2>&1 | tee "$out/suite.log" | tail -25
 echo "suite exit: ${PIPESTATUS[0]}"
-# the benchmark (minimod, PyTorch eager, PyTorch with CUDA graphs), short windows
-timeout "${BENCH_S:-150}" $python benchmarks/bench_gpu.py --nets "${NETS:-mlp,lenet,lstm,lstm_fused}" \
+# the benchmark (minimod with and without CUDA graphs, PyTorch eager and with CUDA graphs),
+# short windows; the table says which of minimod's steps replayed as graphs, and why not
+timeout "${BENCH_S:-230}" $python benchmarks/bench_gpu.py --nets "${NETS:-mlp,lenet,lstm,lstm_fused}" \
   --warmup 1 --max-s 6 --quiet-windows 5 2>&1 | tee "$out/bench.log" | tail -20
 echo "bench exit: ${PIPESTATUS[0]}"

@@ -25,6 +25,7 @@ from ..context import Context
 from ..graph import graph_from_json, graph_to_json
 from ..ndarray.ndarray import NDArray
 from ..passes import Plan, compile_graph, infer_graph_shapes
+from .graphs import StepGraphs
 from .listing import plan_listing
 from .monitoring import monitored
 from .placing import context_of, grad_copies, head_grad_arrays, step_context
@@ -62,6 +63,7 @@ class Executor:
         self._monitor_all = False
         self._forward_done = False  # see `backward`
         self._head_grads = head_grad_arrays(plan, ctx)
+        self._graphs = StepGraphs(self._xp, ctx, plan.placement is not None)
         # made by `_materialize` from the pool's blocks, again whenever the pool grows
         self._generation = -1
         self._arrays: list = []  # the array of each entry id
@@ -88,6 +90,7 @@ class Executor:
         self._grad_copies = grad_copies(plan, self.grad_arrays, self._grad_req, arrays,
                                         self._ctx)
         self._generation = self._pool.generation
+        self._graphs.reset()
 
     def _entry_arrays(self) -> list:
         """Per entry id: the user's bound array, a head gradient, or a view into the pool."""
@@ -138,7 +141,17 @@ class Executor:
         return (_numerics.guarded(step, plan, backend.xp_for(ctx), ctx, inputs) if guard
                 else step)
 
-    def _run(self, steps: tuple, is_train: bool) -> None:
+    def _run(self, kind: str, is_train: bool) -> None:
+        """Run the step list `kind` ('forward', 'backward' or 'train'): as a CUDA graph
+        once one is captured (graphs.py), else through `_run_steps`."""
+        lists = self._step_lists()
+        steps = getattr(lists, kind)
+        if lists is self._steps and self._graphs.active:
+            self._graphs.run((kind, is_train), lambda: self._run_steps(steps, is_train))
+        else:
+            self._run_steps(steps, is_train)
+
+    def _run_steps(self, steps: tuple, is_train: bool) -> None:
         """Run `steps` in order: the one loop through which every op of a plan executes.
         An error is raised again naming the node, its op and the device."""
         xp = self._xp
@@ -175,7 +188,7 @@ class Executor:
                                 % (name, tuple(np.shape(src)), dst.shape))
             dst[:] = value
         self._check_pool()
-        self._run(self._step_lists().forward, bool(is_train))
+        self._run("forward", bool(is_train))
         self._pool.last_forward = self
         self._forward_done = True
         return self.outputs
@@ -194,7 +207,7 @@ class Executor:
                 "needs are gone; run forward on this executor again first")
         self._copy_head_grads(self._normalize_out_grads(out_grads))
         self._check_pool()
-        self._run(self._step_lists().backward, True)
+        self._run("backward", True)
         self._copy_grads()
 
     def _copy_head_grads(self, grads: list) -> None:
@@ -230,7 +243,7 @@ class Executor:
             self.backward()
             return
         self._check_pool()
-        self._run(self._step_lists().train, True)
+        self._run("train", True)
         self._pool.last_forward = self
         self._forward_done = True
         self._copy_grads()
@@ -367,6 +380,11 @@ class Executor:
         """The plan: the rewrites that ran, one line per step of the graph that runs, and,
         like MXNet's, `Total N MB allocated` third from the end (`listing.plan_listing`)."""
         return plan_listing(self._plan)
+
+    def graph_status(self) -> dict:
+        """How each step list runs on a GPU: as a replayed CUDA graph, or eagerly and why
+        (keys are (step list, is_train); see executor/graphs.py)."""
+        return self._graphs.status()
 
 
 def _resized(name: str, arr, shape, what: str, may_change: bool,

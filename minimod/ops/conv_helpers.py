@@ -18,6 +18,7 @@ import itertools
 import math
 from typing import Literal, Optional
 
+from ..backend import matmul
 from .helpers import param_error
 
 __all__ = [
@@ -180,8 +181,8 @@ def row_sums(op, xp, a, out=None):
     ones = op._scratch(xp, "ones", (a.shape[1],), a.dtype)
     ones.fill(1)
     if out is not None and out.flags.c_contiguous and out.dtype == a.dtype:
-        return xp.matmul(a, ones, out=out.reshape(a.shape[0]))
-    return xp.matmul(a, ones)
+        return matmul(xp, a, ones, out=out.reshape(a.shape[0]))
+    return matmul(xp, a, ones)
 
 
 def gemm(op, xp, role: str, a, b, into=None):
@@ -189,7 +190,7 @@ def gemm(op, xp, role: str, a, b, into=None):
     array of the product's size) when given."""
     shape = a.shape[:-1] + b.shape[-1:]
     res = op._scratch(xp, role, shape, b.dtype) if into is None else into.reshape(shape)
-    xp.matmul(a, b, out=res)
+    matmul(xp, a, b, out=res)
     return res
 
 

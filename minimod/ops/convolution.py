@@ -11,6 +11,7 @@ import dataclasses
 import math
 from typing import Optional
 
+from ..backend import matmul
 from ..base import ShapeError
 from .conv_helpers import (
     CudnnTune,
@@ -381,7 +382,7 @@ class Deconvolution(_ConvBase):
                                            -1, 0)
         if in_grads[1] is not None:
             xbl = to_work(self, xp, "x", x, (0,) * len(spatial), False)
-            write_reshaped(xp, in_grads[1], xp.matmul(data_panel(xbl, g, npix),
+            write_reshaped(xp, in_grads[1], matmul(xp, data_panel(xbl, g, npix),
                                                       transposed(cols)))
         if not self.attrs.no_bias:
             write_grad(in_grads[2], gy.sum(axis=reduce_axes(gy.ndim, 1)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..backend import sum_into
+from ..backend import matmul, sum_into
 from ..base import ShapeError
 from .helpers import param_error, prod_or_none
 from .registry import Op, fmt_shape, register
@@ -93,9 +93,9 @@ class FullyConnected(Op):
         direct = y.flags.c_contiguous and y.dtype == x2.dtype
         if direct:
             y2 = y.reshape(x2.shape[0], -1)  # a view: the GEMM writes straight into out
-            xp.matmul(x2, inputs[1].T, out=y2)
+            matmul(xp, x2, inputs[1].T, out=y2)
         else:
-            y2 = xp.matmul(x2, inputs[1].T)
+            y2 = matmul(xp, x2, inputs[1].T)
         if not self.attrs.no_bias:
             y2 += inputs[2]
         if not direct:
@@ -109,14 +109,14 @@ class FullyConnected(Op):
         # where the gradient array takes the GEMM's result as it is, the GEMM writes into it
         if dx is not None:
             if dx.flags.c_contiguous and dx.dtype == g2.dtype:
-                xp.matmul(g2, weight, out=dx.reshape(g2.shape[0], -1))
+                matmul(xp, g2, weight, out=dx.reshape(g2.shape[0], -1))
             else:
-                dx[...] = xp.matmul(g2, weight).reshape(x.shape)
+                dx[...] = matmul(xp, g2, weight).reshape(x.shape)
         if dw is not None:
             if dw.flags.c_contiguous and dw.dtype == g2.dtype:
-                xp.matmul(g2.T, self._as_2d(x), out=dw)
+                matmul(xp, g2.T, self._as_2d(x), out=dw)
             else:
-                dw[...] = xp.matmul(g2.T, self._as_2d(x))
+                dw[...] = matmul(xp, g2.T, self._as_2d(x))
         if db is not None:
             if db.flags.c_contiguous and db.dtype == g2.dtype:
                 sum_into(xp, g2, 0, db)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal, Optional
 
+from ..backend import matmul
 from ..base import ShapeError
 from .registry import Op, fmt_shape, register
 
@@ -70,7 +71,7 @@ class DotOp(Op):
 
     def forward(self, xp, inputs, aux, out, is_train):
         a, b, _, m, n = self._matrices(inputs[0], inputs[1])
-        xp.matmul(a, b, out=out[0].reshape(m, n))
+        matmul(xp, a, b, out=out[0].reshape(m, n))
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         a, b, k, m, n = self._matrices(inputs[0], inputs[1])
@@ -78,14 +79,14 @@ class DotOp(Op):
         da, db = in_grads
         if da is not None:
             if self.attrs.transpose_a:
-                xp.matmul(b, dy.T, out=da.reshape(k, m))
+                matmul(xp, b, dy.T, out=da.reshape(k, m))
             else:
-                xp.matmul(dy, b.T, out=da.reshape(m, k))
+                matmul(xp, dy, b.T, out=da.reshape(m, k))
         if db is not None:
             if self.attrs.transpose_b:
-                xp.matmul(dy.T, a, out=db.reshape(n, k))
+                matmul(xp, dy.T, a, out=db.reshape(n, k))
             else:
-                xp.matmul(a.T, dy, out=db.reshape(k, n))
+                matmul(xp, a.T, dy, out=db.reshape(k, n))
 
 
 @register

@@ -56,9 +56,9 @@ def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) 
     x2 = x.reshape(steps * batch, -1)
     if "gates" in res:
         gates = res["gates"]
-        xp.matmul(x2, w["wx"].T, out=gates.reshape(steps * batch, gh))
+        backend.matmul(xp, x2, w["wx"].T, out=gates.reshape(steps * batch, gh))
     else:
-        gates = xp.matmul(x2, w["wx"].T).reshape(steps, batch, gh)
+        gates = backend.matmul(xp, x2, w["wx"].T).reshape(steps, batch, gh)
     gates += w["bx"]
     if attrs.mode != "gru":
         gates += w["bh"]
@@ -97,7 +97,7 @@ def _lstm_forward_unfused(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_bu
     h_prev, c_prev = h0, c0
     for t in order:
         g = gates[t]
-        xp.matmul(h_prev, wh_t, out=rec_buf)
+        backend.matmul(xp, h_prev, wh_t, out=rec_buf)
         g += rec_buf
         _sigmoid_(xp, g[:, :2 * hidden])
         xp.tanh(g[:, 2 * hidden:3 * hidden], out=g[:, 2 * hidden:3 * hidden])
@@ -124,7 +124,7 @@ def _gru_forward(xp, gates, wh_t, bh, hns, hs, h0, order, rec_buf) -> None:
     h_prev = h0
     for t in order:
         g = gates[t]
-        xp.matmul(h_prev, wh_t, out=rec_buf)
+        backend.matmul(xp, h_prev, wh_t, out=rec_buf)
         rec_buf += bh
         g[:, :2 * hidden] += rec_buf[:, :2 * hidden]
         _sigmoid_(xp, g[:, :2 * hidden])
@@ -145,7 +145,7 @@ def _gru_forward(xp, gates, wh_t, bh, hns, hs, h0, order, rec_buf) -> None:
 def _vanilla_forward(xp, relu: bool, gates, wh_t, hs, h0, order, rec_buf) -> None:
     h_prev = h0
     for t in order:
-        xp.matmul(h_prev, wh_t, out=rec_buf)
+        backend.matmul(xp, h_prev, wh_t, out=rec_buf)
         h = hs[t]
         xp.add(gates[t], rec_buf, out=h)
         if relu:
@@ -254,7 +254,7 @@ def _lstm_backward_unfused(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, orde
         xp.subtract(one, tmp2, out=tmp2)
         da_c *= tmp2
         dc *= f_g
-        xp.matmul(da, wh, out=dh)
+        backend.matmul(xp, da, wh, out=dh)
 
 
 def _gru_backward(xp, res, hs, wh, dy, h0, dh, d_gates, d_gates_h, tmp, order,
@@ -282,7 +282,7 @@ def _gru_backward(xp, res, hs, wh, dy, h0, dh, d_gates, d_gates_h, tmp, order,
         da_z *= z_g * (1 - z_g)
         dah[:, :2 * hidden] = dax[:, :2 * hidden]
         dh *= z_g
-        xp.matmul(dah, wh, out=tmp)
+        backend.matmul(xp, dah, wh, out=tmp)
         dh += tmp
 
 
@@ -297,7 +297,7 @@ def _vanilla_backward(xp, relu: bool, hs, wh, dy, dh, d_gates, order) -> None:
             xp.multiply(h, h, out=da)
             xp.subtract(1, da, out=da)
             da *= dh
-        xp.matmul(da, wh, out=dh)
+        backend.matmul(xp, da, wh, out=dh)
 
 
 def _weight_grads(xp, x, hs, w, gw, h0, d_gates, d_gates_h, dx, reverse, scratch) -> None:
@@ -306,17 +306,17 @@ def _weight_grads(xp, x, hs, w, gw, h0, d_gates, d_gates_h, dx, reverse, scratch
     gh = d_gates.shape[-1]
     dtype = hs.dtype
     flat_x = d_gates.reshape(steps * batch, gh)
-    xp.matmul(flat_x.T, x.reshape(steps * batch, -1), out=gw["wx"])
+    backend.matmul(xp, flat_x.T, x.reshape(steps * batch, -1), out=gw["wx"])
     # dW_h = sum_t da_h[t]^T h_prev[t]: the steps whose h_prev is a hidden state of this
     # pass in one product, plus the step that started from h0
     first, rest, prev = (steps - 1, slice(0, steps - 1), slice(1, steps)) if reverse \
         else (0, slice(1, steps), slice(0, steps - 1))
-    xp.matmul(d_gates_h[rest].reshape(-1, gh).T, hs[prev].reshape(-1, hidden),
+    backend.matmul(xp, d_gates_h[rest].reshape(-1, gh).T, hs[prev].reshape(-1, hidden),
               out=gw["wh"])
     first_wh = scratch(xp, "first_wh", gw["wh"].shape, dtype)
-    gw["wh"] += xp.matmul(d_gates_h[first].T, h0, out=first_wh)
+    gw["wh"] += backend.matmul(xp, d_gates_h[first].T, h0, out=first_wh)
     _sum(xp, flat_x, 0, gw["bx"])
     _sum(xp, d_gates_h.reshape(steps * batch, gh), 0, gw["bh"])
     if dx is not None:
         dx_step = scratch(xp, "dx_step", (steps * batch, x.shape[-1]), dtype)
-        dx += xp.matmul(flat_x, w["wx"], out=dx_step).reshape(dx.shape)
+        dx += backend.matmul(xp, flat_x, w["wx"], out=dx_step).reshape(dx.shape)

@@ -106,7 +106,7 @@ def lstm_forward(xp, fused, gates, wh_t, res, hs, h0, c0, order, rec_buf) -> Non
     h_prev, c_prev = h0, c0
     for t in order:
         g = gates[t]
-        xp.matmul(h_prev, wh_t, out=rec_buf)
+        backend.matmul(xp, h_prev, wh_t, out=rec_buf)
         g += rec_buf
         fused(c_prev, *_blocks(g, 4), cs[t], tanh_cs[t], hs[t])
         h_prev, c_prev = hs[t], cs[t]
@@ -117,7 +117,7 @@ def gru_forward(xp, fused, gates, wh_t, bh, hns, hs, h0, order, rec_buf) -> None
     b_h = _blocks(bh, 3)
     h_prev = h0
     for t in order:
-        xp.matmul(h_prev, wh_t, out=rec_buf)
+        backend.matmul(xp, h_prev, wh_t, out=rec_buf)
         fused(*_blocks(rec_buf, 3), *b_h, h_prev, *_blocks(gates[t], 3), hns[t], hs[t])
         h_prev = hs[t]
 
@@ -126,7 +126,7 @@ def vanilla_forward(xp, fused, gates, wh_t, hs, h0, order, rec_buf) -> None:
     """The rnn_tanh / rnn_relu steps of one pass."""
     h_prev = h0
     for t in order:
-        xp.matmul(h_prev, wh_t, out=rec_buf)
+        backend.matmul(xp, h_prev, wh_t, out=rec_buf)
         fused(gates[t], rec_buf, hs[t])
         h_prev = hs[t]
 
@@ -140,7 +140,7 @@ def lstm_backward(xp, fused, res, wh, dy, c0, dh, dc, d_gates, order, reverse) -
         da = d_gates[t]
         fused(dy[t], *_blocks(gates[t], 4), tanh_cs[t], prev_state(cs, c0, t, reverse), dh, dc,
               *_blocks(da, 4))
-        xp.matmul(da, wh, out=dh)
+        backend.matmul(xp, da, wh, out=dh)
 
 
 def gru_backward(xp, fused, res, hs, wh, dy, h0, dh, d_gates, d_gates_h, rec, order,
@@ -152,7 +152,7 @@ def gru_backward(xp, fused, res, hs, wh, dy, h0, dh, d_gates, d_gates_h, rec, or
         dah = d_gates_h[t]
         fused(dy[t], rec, *_blocks(gates[t], 3), hns[t], prev_state(hs, h0, t, reverse), dh,
               *_blocks(d_gates[t], 3), *_blocks(dah, 3))
-        xp.matmul(dah, wh, out=rec)
+        backend.matmul(xp, dah, wh, out=rec)
     dh += rec
 
 
@@ -161,4 +161,4 @@ def vanilla_backward(xp, fused, hs, wh, dy, dh, d_gates, order) -> None:
     for t in reversed(order):
         da = d_gates[t]
         fused(dy[t], hs[t], dh, da)
-        xp.matmul(da, wh, out=dh)
+        backend.matmul(xp, da, wh, out=dh)

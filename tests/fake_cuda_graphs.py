@@ -1,0 +1,201 @@
+"""Streams, CUDA-graph capture and cuBLAS for the NumPy stand-in of CuPy (tests/fake_cupy.py).
+
+Capture is modelled as the GPU does it: while a stream captures, nothing runs. Every kernel
+the stand-in would launch (a ufunc, a function, an assignment, an ElementwiseKernel, a GEMM)
+is recorded as a thunk over the very arrays it reads and writes, and `Graph.launch` runs the
+thunks in order. An operation that writes into an existing array is only recorded; one that
+makes a new array (a temporary) computes it from the stale values of now, to know its shape,
+fills it with NaN (garbage, as fresh GPU memory is) and records the computation into that
+same array. So a step that uses a value it computed during capture outside the graph, or
+whose results depend on Python state that changes between replays (a learning rate baked in
+as a number), gives different results from an eager run: what the tests compare.
+
+What a real capture refuses raises here too: synchronising, reading device values on the
+host (`get`, `item`, `float` ...), copying host data to the device, and capturing on the
+default stream. Each temporary allocated during capture is noted with the allocator that
+served it (`allocations()`): "private" under `using_allocator(pool.malloc)`, else
+"default".
+"""
+import contextlib
+
+import numpy as _np
+
+_STATE = {"thunks": None, "allocator": "default", "allocations": [], "streams": [],
+          "gemms": 0}
+
+
+def capturing() -> bool:
+    return _STATE["thunks"] is not None
+
+
+def record(thunk) -> None:
+    _STATE["thunks"].append(thunk)
+
+
+def allocations() -> list:
+    """(allocator, what) for every temporary made during the captures so far."""
+    return list(_STATE["allocations"])
+
+
+def reset_allocations() -> None:
+    _STATE["allocations"].clear()
+
+
+def refuse(what: str) -> None:
+    """Raise as CUDA does for an operation a capturing stream forbids."""
+    if capturing():
+        raise RuntimeError("cudaErrorStreamCaptureUnsupported: %s while a stream captures"
+                           % what)
+
+
+def _poison(arr) -> None:
+    if arr.dtype.kind in "fc":
+        arr.fill(_np.nan)
+    elif arr.dtype.kind in "iu":
+        arr.fill(-7 if arr.dtype.kind == "i" else 7)
+    elif arr.dtype.kind == "b":
+        arr.fill(True)
+
+
+def fresh(result, recompute, inputs, what: str):
+    """During capture: `result` (a host NumPy array just computed from stale values) as a
+    temporary of the graph (poisoned, and recomputed on each launch), unless it is a view of
+    one of `inputs`, which costs no kernel."""
+    if not isinstance(result, _np.ndarray) or result.size == 0:
+        return result
+    for arr in inputs:
+        if isinstance(arr, _np.ndarray) and _np.may_share_memory(result, arr):
+            return result
+    _STATE["allocations"].append((_STATE["allocator"], what))
+    _poison(result)
+
+    def run():
+        result[...] = recompute()
+    record(run)
+    return result
+
+
+class Graph:
+    def __init__(self, thunks):
+        self.thunks = thunks
+        self.launches = 0
+
+    def launch(self, stream=None):
+        refuse("launching a graph")
+        self.launches += 1
+        for thunk in self.thunks:
+            thunk()
+
+
+class Stream:
+    """A stream: the current one inside `with`, and the one that captures."""
+
+    null = None
+
+    def __init__(self, null=False, non_blocking=False, ptds=False):
+        self.ptr = 0 if null else id(self)
+        self.non_blocking = non_blocking
+        self._capturing = False
+
+    def __enter__(self):
+        _STATE["streams"].append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _STATE["streams"].pop()
+
+    def begin_capture(self, mode=None):
+        if self.ptr == 0:
+            raise RuntimeError("cannot capture on the default (legacy) stream")
+        if capturing():
+            raise RuntimeError("a capture is already recording")
+        _STATE["thunks"] = []
+        self._capturing = True
+
+    def end_capture(self):
+        if not self._capturing:
+            raise RuntimeError("this stream is not capturing")
+        thunks, _STATE["thunks"] = _STATE["thunks"], None
+        self._capturing = False
+        return Graph(thunks)
+
+    def is_capturing(self):
+        return self._capturing
+
+    def synchronize(self):
+        refuse("synchronising a stream")
+
+
+Stream.null = Stream(null=True)
+
+
+def get_current_stream():
+    return _STATE["streams"][-1] if _STATE["streams"] else Stream.null
+
+
+class MemoryPool:
+    def malloc(self, nbytes):
+        raise NotImplementedError("the stand-in allocates through NumPy")
+
+    def free_all_blocks(self):
+        pass
+
+
+@contextlib.contextmanager
+def using_allocator(allocator=None):
+    previous = _STATE["allocator"]
+    _STATE["allocator"] = "default" if allocator is None else "private"
+    try:
+        yield
+    finally:
+        _STATE["allocator"] = previous
+
+
+class Blas:
+    """cuBLAS's column-major GEMM (`minimod.gemm.CublasLib.gemm`'s interface) on NumPy: each
+    operand is read from its array's first element with the plan's leading dimension, as
+    cuBLAS reads the pointer it is given, and a read past the array's memory raises."""
+
+    path = "stand-in"
+
+    def gemm(self, xp, dtype, plan, a, b, c):
+        from tests.fake_cupy import _check_operands
+        _check_operands((a, b, c), "gemm")
+        _STATE["gemms"] += 1
+        if capturing():
+            record(lambda: self._gemm(plan, a, b, c))
+        else:
+            self._gemm(plan, a, b, c)
+
+    @staticmethod
+    def _gemm(plan, a, b, c):
+        ta, tb, m, n, k, lda, ldb, ldc = plan
+        op_a = _colmajor(a, (m, k) if ta == 0 else (k, m), lda)
+        op_b = _colmajor(b, (k, n) if tb == 0 else (n, k), ldb)
+        out = _colmajor(c, (m, n), ldc)
+        out[...] = (op_a if ta == 0 else op_a.T) @ (op_b if tb == 0 else op_b.T)
+
+
+_byte_bounds = getattr(getattr(_np.lib, "array_utils", None), "byte_bounds", None) or getattr(
+    _np, "byte_bounds", None)
+
+
+def _colmajor(arr, shape, ld):
+    """The column-major matrix of `shape` with leading dimension `ld` starting at arr's first
+    element, as a strided NumPy view; raises if it reaches outside arr's memory."""
+    rows, cols = shape
+    if ld < max(1, rows):
+        raise ValueError("leading dimension %d < %d rows" % (ld, rows))
+    host = arr.view(_np.ndarray)
+    item = host.itemsize
+    start = host.__array_interface__["data"][0]
+    base = host
+    while isinstance(base.base, _np.ndarray):
+        base = base.base
+    low, high = _byte_bounds(base)
+    last = start + ((rows - 1) + (cols - 1) * ld) * item
+    if start < low or last + item > high:
+        raise ValueError("a (%d, %d) matrix with ld %d reads outside the array" % (rows, cols,
+                                                                               ld))
+    return _np.lib.stride_tricks.as_strided(host, shape=(rows, cols),
+                                            strides=(item, ld * item))
