@@ -3,14 +3,14 @@
 This is the only module that imports CuPy. Everything else asks it for the array module of a
 Context (`xp_for`) and for the few helpers whose NumPy and CuPy spellings differ: moving data
 between devices (`to_context`, `copy_into`), waiting for queued device work (`synchronize`),
-scatter-adds, random generators, the NCCL bindings (`nccl_module`), cuDNN's convolution and
-pooling (`cudnn_library`, called by `minimod.kernels.cudnn`), fused elementwise kernels
-(`elementwise`), matrix products (`matmul`: on CuPy through minimod's own cuBLAS handle,
-`minimod.gemm`, which CUDA graphs can capture), and the few array calls whose fast spelling
-differs (`const`, `sum_into`, `clip_into`, `take_rows` ...), so that operators hold one code
-path for both. While a CUDA graph records a step (`minimod.cuda_graph`), the helpers that
-would read the device on the host, copy host data in, wait for the GPU or draw random numbers
-refuse with a CaptureError.
+scatter-adds, random generators, the NCCL bindings (`nccl_module`), the cuDNN binding
+(`cudnn_library`: CuPy's wrapper, else nvidia-cudnn-frontend; called by
+`minimod.kernels.cudnn`), fused elementwise kernels (`elementwise`), matrix products
+(`matmul`: on CuPy through minimod's own cuBLAS handle, `minimod.gemm`, which CUDA graphs can
+capture), and the few array calls whose fast spelling differs (`const`, `sum_into`,
+`clip_into`, `take_rows` ...), so that operators hold one code path for both. While a CUDA
+graph records a step (`minimod.cuda_graph`), the helpers that would read the device on the
+host, copy host data in, wait for the GPU or draw random numbers refuse with a CaptureError.
 
 Without CuPy (or without a usable CUDA driver) minimod imports and runs on the CPU as before;
 only using a `gpu(i)` context raises an MXNetError that says why.
@@ -379,20 +379,33 @@ def take_rows(xp, table, rows, out) -> None:
 
 # ---------------------------------------------------------------------------- cuDNN
 
-_CUDNN_PROBE: list = []  # [(wrapper, lib) or None, why-not text], filled on first use
+_CUDNN_PROBE: list = []  # [(kind, library) or None, why-not text], filled on first use
+
+
+def _frontend_version(frontend) -> str:
+    """'cuDNN 9.x.y through nvidia-cudnn-frontend 1.x.y'; raises where no libcudnn loads (the
+    frontend imports without one and fails at its first backend call)."""
+    text = getattr(frontend, "backend_version_string", None)
+    backend_version = text() if text is not None else str(frontend.backend_version())
+    return "cuDNN %s through nvidia-cudnn-frontend %s" % (
+        backend_version, getattr(frontend, "__version__", "(unknown version)"))
 
 
 def _probe_cudnn():
-    """CuPy's cuDNN wrapper and constants as a pair, or None, and the reason. CuPy up to v13
-    ships the wrapper (`cupyx.cudnn`, formerly `cupy.cudnn`) and it imports only where a cuDNN
-    library loads; CuPy v14 removed it."""
+    """Which cuDNN binding serves convolution (and pooling) here, and why not where none does.
+
+    The first element is None or a tagged pair: ("cupy", (wrapper, lib)) for CuPy's own cuDNN
+    wrapper and constants (`cupyx.cudnn`, formerly `cupy.cudnn`, shipped by CuPy up to v13 and
+    importable only where a libcudnn loads), preferred where present; else ("frontend", module)
+    for NVIDIA's cuDNN frontend (`import cudnn`, PyPI nvidia-cudnn-frontend) whose backend
+    library answers. The second is the status line (`cudnn_status`)."""
     if _CUDNN_PROBE:
         return _CUDNN_PROBE
-    found, why = None, ""
+    found, text = None, ""
     if _cupy is None or not _GPU_COUNT:
-        why = _CUPY_ERROR or "no GPU"
+        text = "no cuDNN: %s" % (_CUPY_ERROR or "no GPU")
     elif os.environ.get("MINIMOD_CUDNN", "1") == "0":
-        why = "MINIMOD_CUDNN=0"
+        text = "no cuDNN: MINIMOD_CUDNN=0"
     else:
         try:
             try:
@@ -400,25 +413,47 @@ def _probe_cudnn():
             except ImportError:
                 from cupy import cudnn as wrapper
             from cupy.cuda import cudnn as lib
-            found = (wrapper, lib)
+            found, text = ("cupy", (wrapper, lib)), "cuDNN via CuPy's wrapper"
         except Exception as err:  # no wrapper (CuPy >= 14) or no loadable libcudnn
-            why = "CuPy's cuDNN wrapper is unavailable (%s: %s)" % (type(err).__name__, err)
-    _CUDNN_PROBE[:] = [found, why]
+            cupy_why = "CuPy's cuDNN wrapper is unavailable (%s: %s)" % (type(err).__name__, err)
+            try:
+                import cudnn as frontend
+                text = _frontend_version(frontend)
+                found = ("frontend", frontend)
+            except Exception as ferr:  # not installed, or its libcudnn does not load
+                text = ("no cuDNN: %s; nvidia-cudnn-frontend is unavailable (%s: %s); "
+                        "convolution runs im2col + cuBLAS" % (cupy_why, type(ferr).__name__,
+                                                              ferr))
+    _CUDNN_PROBE[:] = [found, text]
     return _CUDNN_PROBE
 
 
 def cudnn_library():
-    """CuPy's cuDNN wrapper module and cuDNN's constants, as the pair (wrapper, lib), or None
-    without them (no CuPy, no GPU, CuPy >= 14, no loadable libcudnn, or MINIMOD_CUDNN=0).
-    `minimod.kernels.cudnn` makes the convolution and pooling calls through them."""
+    """The cuDNN binding that `minimod.kernels.cudnn` calls, as a tagged pair, or None.
+
+    ("cupy", (wrapper, lib)): CuPy's cuDNN wrapper module and cuDNN's constants (CuPy <= 13 with
+    a loadable libcudnn), preferred where present. ("frontend", module): the `cudnn` module of
+    nvidia-cudnn-frontend (CuPy >= 14 has no wrapper). None without either, without CuPy or a
+    GPU, or when the environment sets MINIMOD_CUDNN=0."""
     return _probe_cudnn()[0]
 
 
 def cudnn_status() -> str:
-    """One line: whether convolution and pooling run through cuDNN on GPUs here, and if not,
-    why."""
-    lib, why = _probe_cudnn()
-    return "cuDNN via CuPy's wrapper" if lib is not None else "no cuDNN: %s" % why
+    """One line: which cuDNN binding convolution and pooling run through on GPUs here ("cuDNN
+    via CuPy's wrapper", "cuDNN 9.x through nvidia-cudnn-frontend 1.x"), or "no cuDNN: " and
+    why (they then run im2col + cuBLAS), followed by what the binding refused since
+    (`note_cudnn`)."""
+    return "; ".join([_probe_cudnn()[1]] + _CUDNN_NOTES)
+
+
+_CUDNN_NOTES: list = []
+
+
+def note_cudnn(text: str) -> None:
+    """Add to `cudnn_status` what the cuDNN binding turned out not to serve (the kernels' self-
+    check, kernels/cudnn_frontend.py)."""
+    if text not in _CUDNN_NOTES:
+        _CUDNN_NOTES.append(text)
 
 
 # ---------------------------------------------------------------------------- fused kernels

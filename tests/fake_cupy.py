@@ -419,8 +419,20 @@ def scatter_add(target, indices, values):
 
 
 def install() -> None:
-    """Make `import cupy`, `cupyx` and `cupyx.cudnn` give the stand-ins (before minimod loads)."""
+    """Make `import cupy`, `cupyx` and `cupyx.cudnn` give the stand-ins (before minimod loads).
+
+    With MINIMOD_FAKE_CUDNN=frontend in the environment, CuPy's cuDNN wrapper is absent instead
+    (as in CuPy 14) and `import cudnn` gives the stand-in for nvidia-cudnn-frontend
+    (tests/ops/fake_cudnn_frontend.py)."""
+    import os
     me = _build()
+    if os.environ.get("MINIMOD_FAKE_CUDNN") == "frontend":
+        from tests.ops import fake_cudnn_frontend
+        cupyx = types.ModuleType("cupyx")
+        cupyx.scatter_add = scatter_add
+        sys.modules.update({"cupy": me, "cupy.cuda": me.cuda, "cupyx": cupyx,
+                            "cudnn": fake_cudnn_frontend})
+        return
     from tests.ops import fake_cudnn
     cudnn = types.ModuleType("cupyx.cudnn")
     for name in ("convolution_forward", "convolution_backward_data",

@@ -1,7 +1,8 @@
 """The GPU test cases on a strict NumPy stand-in for CuPy (tests/fake_cupy.py) with two
 pretend GPUs, so that every CPU-only run (CI included) exercises the GPU code paths: device
 scopes, host/device and peer copies, the executor group's slicing, the kvstores' device
-reductions, the cuDNN variants and the fused kernels. The stand-in refuses what CuPy refuses
+reductions, the cuDNN variants (through CuPy's wrapper, and through nvidia-cudnn-frontend with
+MINIMOD_FAKE_CUDNN=frontend) and the fused kernels. The stand-in refuses what CuPy refuses
 (host arrays in device operations, arrays of another GPU than the current one), so a device
 path that would move data wrongly fails here. It is no substitute for a real GPU: asynchrony,
 memory pools, NCCL and CuPy's exact API are not modelled.
@@ -49,6 +50,24 @@ def test_gpu_cases_pass_on_the_im2col_path_too():
     run their im2col code on the device arrays."""
     _run_on_stand_in(["tests/ops/test_gpu_ops.py", "tests/executor/test_gpu.py",
                       "tests/module/test_gpu_module.py"], MINIMOD_CUDNN="0")
+
+
+def test_gpu_cases_pass_on_the_cudnn_frontend_path():
+    """MINIMOD_FAKE_CUDNN=frontend: a CuPy without its cuDNN wrapper (as CuPy 14) beside the
+    stand-in for nvidia-cudnn-frontend (tests/ops/fake_cudnn_frontend.py): convolutions take
+    the cuDNN variants through `FrontendOps`, pooling its own path."""
+    env = dict(os.environ, MINIMOD_FAKE_CUPY="1", MINIMOD_FAKE_CUDNN="frontend")
+    probe = ("from tests import fake_cupy; fake_cupy.install()\n"
+             "from minimod import backend, gpu\n"
+             "from minimod.kernels.cudnn import cudnn_for\n"
+             "print(backend.cudnn_status()); print(type(cudnn_for(gpu(0))).__name__)")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    status, ops = proc.stdout.split("\n")[:2]
+    assert re.fullmatch(r"cuDNN \S+ through nvidia-cudnn-frontend \S+", status), status
+    assert ops == "FrontendOps"
+    _run_on_stand_in(GPU_TEST_FILES, MINIMOD_FAKE_CUDNN="frontend")
 
 
 def test_stand_in_refuses_what_cupy_refuses():

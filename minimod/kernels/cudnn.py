@@ -1,11 +1,15 @@
 """cuDNN's convolution and pooling, and the op variants that run through them on GPUs.
 
-`CudnnOps` makes the calls through CuPy's cuDNN wrapper (`backend.cudnn_library`). Where it
-loads, the device pass (`minimod.passes.device`) and imperative calls swap in CudnnConvolution,
-CudnnDeconvolution and CudnnPooling (`variant_chooser`) unless the op sets cudnn_off: same
-names, slots, attrs and JSON as the reference ops, reading the data (not im2col columns or
-masks) in backward. They live here, beside the other kernels, because they are another way to
-compute the same numbers, chosen per device.
+Two bindings make the calls, whichever `backend.cudnn_library` found: `CudnnOps` through CuPy's
+cuDNN wrapper (CuPy <= 13), and `cudnn_frontend.FrontendOps` through NVIDIA's cuDNN frontend
+(nvidia-cudnn-frontend, for CuPy 14, which has no wrapper). Both have the same methods and
+conventions; the frontend has no pooling backward in Python, so its `pools` is False and
+Pooling keeps its own path there. Where one loads, the device pass (`minimod.passes.device`) and
+imperative calls swap in CudnnConvolution, CudnnDeconvolution and CudnnPooling
+(`variant_chooser`) unless the op sets cudnn_off: same names, slots, attrs and JSON as the
+reference ops, reading the data (not im2col columns or masks) in backward. They live here,
+beside the other kernels, because they are another way to compute the same numbers, chosen per
+device.
 """
 from __future__ import annotations
 
@@ -18,19 +22,32 @@ from .registry import recast, variant_chooser
 
 __all__ = ["CudnnOps", "cudnn_for", "CudnnConvolution", "CudnnDeconvolution", "CudnnPooling"]
 
-_OPS: list = []  # [CudnnOps or None], made on first use
+_OPS: list = []  # [CudnnOps, FrontendOps or None], made on first use
 
 
 def cudnn_for(ctx):
-    """The cuDNN convolution and pooling calls (a `CudnnOps`) for `ctx`, or None: for CPU
-    contexts, without CuPy's cuDNN wrapper, or when the environment sets MINIMOD_CUDNN=0.
-    Ops without it take their im2col path on the GPU as on the CPU."""
+    """The cuDNN convolution and pooling calls for `ctx`: a `CudnnOps` where CuPy's cuDNN
+    wrapper loads, else a `FrontendOps` where nvidia-cudnn-frontend does, else None (also for
+    CPU contexts, and when the environment sets MINIMOD_CUDNN=0). Ops without it take their
+    im2col path on the GPU as on the CPU."""
     if ctx is None or ctx.device_typeid != 2:
         return None
     if not _OPS:
-        lib = backend.cudnn_library()
-        _OPS.append(None if lib is None else CudnnOps(*lib))
+        _OPS.append(_ops_for(backend.cudnn_library()))
     return _OPS[0]
+
+
+def _ops_for(lib):
+    """The ops object for `backend.cudnn_library()`'s tagged pair."""
+    if lib is None:
+        return None
+    kind, library = lib
+    if kind == "cupy":
+        return CudnnOps(*library)
+    if kind == "frontend":
+        from .cudnn_frontend import FrontendOps
+        return FrontendOps(library)
+    raise ValueError("unknown cuDNN binding %r" % (kind,))
 
 
 def _lift_1d(arr):
@@ -60,8 +77,16 @@ class CudnnOps:
     1-D data is lifted to 2-D with a unit height, and a destination that is not C-contiguous
     (which cuDNN's descriptors cannot describe) is computed into a temporary and copied.
     Backward calls ask for deterministic algorithms, so seeded runs repeat exactly, and
-    tensor-core math is not requested (float32 stays float32).
+    tensor-core math is not requested (float32 stays float32). The convolution calls take the
+    op's cudnn_tune and workspace (`tune`, `workspace_mb`) as FrontendOps does, and ignore them:
+    CuPy's wrapper runs its heuristic's choice, as it always did here.
     """
+
+    pools = True  # pooling forward and backward go through cuDNN too
+
+    def serves(self, ctx, dtype) -> bool:
+        """CuPy's wrapper serves half, single and double floats (see _cudnn_variant)."""
+        return True
 
     def __init__(self, wrapper, lib):
         self.wrapper = wrapper
@@ -84,19 +109,22 @@ class CudnnOps:
         if target is not dst:
             dst[...] = target
 
-    def conv_forward(self, x, w, b, y, pad, stride, dilate, groups) -> None:
+    def conv_forward(self, x, w, b, y, pad, stride, dilate, groups, tune=None,
+                     workspace_mb=None) -> None:
         pad, stride, dilate = _lift_conv(x.ndim - 2, pad, stride, dilate)
         self._into(y, lambda out: self.wrapper.convolution_forward(
             _lift_1d(x), _lift_1d(w), b, _lift_1d(out), pad, stride, dilate, groups,
             auto_tune=False, tensor_core="never"))
 
-    def conv_backward_data(self, w, gy, gx, pad, stride, dilate, groups) -> None:
+    def conv_backward_data(self, w, gy, gx, pad, stride, dilate, groups, tune=None,
+                           workspace_mb=None) -> None:
         pad, stride, dilate = _lift_conv(gy.ndim - 2, pad, stride, dilate)
         self._into(gx, lambda out: self.wrapper.convolution_backward_data(
             _lift_1d(w), _lift_1d(gy), None, _lift_1d(out), pad, stride, dilate, groups,
             deterministic=True, auto_tune=False, tensor_core="never"))
 
-    def conv_backward_filter(self, x, gy, gw, pad, stride, dilate, groups) -> None:
+    def conv_backward_filter(self, x, gy, gw, pad, stride, dilate, groups, tune=None,
+                             workspace_mb=None) -> None:
         pad, stride, dilate = _lift_conv(x.ndim - 2, pad, stride, dilate)
         self._into(gw, lambda out: self.wrapper.convolution_backward_filter(
             _lift_1d(x), _lift_1d(gy), _lift_1d(out), pad, stride, dilate, groups,
@@ -115,13 +143,19 @@ class CudnnOps:
 
 
 
-def _cudnn_variant(op, cls, ctx, dtype):
-    """`op` as its cuDNN variant `cls` (a subclass of type(op)) where cuDNN serves `ctx` and
-    computes in `dtype` (half, single and double floats), unless op sets cudnn_off; else op."""
+def _tuning(attrs) -> dict:
+    """The convolution's cudnn_tune and workspace (MB), as the ops' keyword arguments."""
+    return {"tune": attrs.cudnn_tune, "workspace_mb": attrs.workspace}
+
+
+def _cudnn_variant(op, cls, ctx, dtype, pooling: bool = False):
+    """`op` as its cuDNN variant `cls` (a subclass of type(op)) where cuDNN serves `ctx` (and,
+    for `pooling`, pools there) and computes in `dtype` (half, single and double floats), unless
+    op sets cudnn_off; else op."""
     if op.attrs.cudnn_off or str(dtype) not in ("float16", "float32", "float64"):
         return op
     cudnn = cudnn_for(ctx)
-    if cudnn is None:
+    if cudnn is None or (pooling and not cudnn.pools) or not cudnn.serves(ctx, dtype):
         return op
     variant = recast(op, cls)
     # what backward reads is the variant's own (class-level) choice, not op's per-instance one
@@ -132,8 +166,8 @@ def _cudnn_variant(op, cls, ctx, dtype):
 
 
 class CudnnConvolution(Convolution):
-    """Convolution through cuDNN (`backend.CudnnOps`), the variant the device pass picks on a GPU
-    where CuPy's cuDNN wrapper loads, unless cudnn_off.
+    """Convolution through cuDNN (`CudnnOps` or `FrontendOps`), the variant the device pass
+    picks on a GPU where either cuDNN binding loads, unless cudnn_off.
 
     Same name, slots, attrs and JSON as Convolution; what differs is the memory contract.
     cuDNN's filter gradient reads the input data, so backward declares the data (with the
@@ -151,15 +185,15 @@ class CudnnConvolution(Convolution):
     def forward(self, xp, inputs, aux, out, is_train):
         bias = None if self.attrs.no_bias else inputs[2]
         self.cudnn.conv_forward(inputs[0], inputs[1], bias, out[0], self.pad, self.stride,
-                                self.dilate, self.attrs.num_group)
+                                self.dilate, self.attrs.num_group, **_tuning(self.attrs))
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        gy = out_grads[0]
+        gy, tuning = out_grads[0], _tuning(self.attrs)
         geometry = (self.pad, self.stride, self.dilate, self.attrs.num_group)
         if in_grads[1] is not None:
-            self.cudnn.conv_backward_filter(inputs[0], gy, in_grads[1], *geometry)
+            self.cudnn.conv_backward_filter(inputs[0], gy, in_grads[1], *geometry, **tuning)
         if in_grads[0] is not None:
-            self.cudnn.conv_backward_data(inputs[1], gy, in_grads[0], *geometry)
+            self.cudnn.conv_backward_data(inputs[1], gy, in_grads[0], *geometry, **tuning)
         if not self.attrs.no_bias and in_grads[2] is not None:
             xp.sum(gy, axis=(0,) + tuple(range(2, gy.ndim)), out=in_grads[2])
 
@@ -177,7 +211,7 @@ class CudnnDeconvolution(Deconvolution):
         x, y = inputs[0], out[0]
         pad, _ = self._pad_adj(x.shape[2:])
         self.cudnn.conv_backward_data(inputs[1], x, y, pad, self.stride, self.dilate,
-                                      self.attrs.num_group)
+                                      self.attrs.num_group, **_tuning(self.attrs))
         if not self.attrs.no_bias:
             y += bias_view(inputs[2], y.ndim)
 
@@ -185,10 +219,11 @@ class CudnnDeconvolution(Deconvolution):
         x, gy = inputs[0], out_grads[0]
         pad, _ = self._pad_adj(x.shape[2:])
         geometry = (pad, self.stride, self.dilate, self.attrs.num_group)
+        tuning = _tuning(self.attrs)
         if in_grads[0] is not None:
-            self.cudnn.conv_forward(gy, inputs[1], None, in_grads[0], *geometry)
+            self.cudnn.conv_forward(gy, inputs[1], None, in_grads[0], *geometry, **tuning)
         if in_grads[1] is not None:
-            self.cudnn.conv_backward_filter(gy, x, in_grads[1], *geometry)
+            self.cudnn.conv_backward_filter(gy, x, in_grads[1], *geometry, **tuning)
         if not self.attrs.no_bias and in_grads[2] is not None:
             xp.sum(gy, axis=(0,) + tuple(range(2, gy.ndim)), out=in_grads[2])
 
@@ -196,9 +231,9 @@ class CudnnDeconvolution(Deconvolution):
 
 
 class CudnnPooling(Pooling):
-    """Max and average pooling through cuDNN (`backend.CudnnOps`), the variant the device pass
-    picks on a GPU where CuPy's cuDNN wrapper loads, for 'valid' windows (or global_pool)
-    unless cudnn_off.
+    """Max and average pooling through cuDNN (`CudnnOps`), the variant the device pass picks on
+    a GPU where CuPy's cuDNN wrapper loads (not nvidia-cudnn-frontend, which has no pooling
+    backward in Python), for 'valid' windows (or global_pool) unless cudnn_off.
 
     cuDNN's backward reads the input and the output, so both are declared for backward; max
     pooling's hidden `mask` output shrinks to one element that nothing writes. Average pooling
@@ -251,4 +286,4 @@ def _pooling_on(op, ctx, dtype):
     if a.pool_type not in ("max", "avg") or not (a.global_pool
                                                  or a.pooling_convention == "valid"):
         return op  # cuDNN's windows are 'valid' ones: 'full' and 'same' stay ours
-    return _cudnn_variant(op, CudnnPooling, ctx, dtype)
+    return _cudnn_variant(op, CudnnPooling, ctx, dtype, pooling=True)

@@ -157,15 +157,18 @@ def test_device_path_of_the_harness_on_cpu(case):
 
 
 def test_convolution_and_pooling_take_cudnn_where_it_loads(ctx):
-    """On a GPU whose CuPy has its cuDNN wrapper (CuPy <= 13 with a loadable libcudnn) the plan
-    runs the cuDNN variants, elsewhere the im2col ones; either way the results match the
-    float64 CPU run (the cases above), and here the choice itself is checked."""
+    """On a GPU whose CuPy has its cuDNN wrapper (CuPy <= 13 with a loadable libcudnn), or
+    with nvidia-cudnn-frontend, the plan runs the cuDNN variants, elsewhere the im2col ones;
+    either way the results match the float64 CPU run (the cases above), and here the choice
+    itself is checked."""
     from minimod.kernels.cudnn import CudnnConvolution, CudnnPooling, cudnn_for
     x = mx.sym.Convolution(V("data"), kernel=(3, 3), num_filter=4, name="c")
     x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="p")
     exe = x.simple_bind(ctx, data=(2, 3, 8, 8))
     kinds = {type(n.op) for n in exe._plan.graph.nodes if n.op is not None}
-    with_cudnn = cudnn_for(ctx) is not None
+    ops = cudnn_for(ctx)
+    with_cudnn = ops is not None
     assert (CudnnConvolution in kinds) == with_cudnn
-    assert (CudnnPooling in kinds) == with_cudnn
+    # nvidia-cudnn-frontend has no pooling backward: Pooling keeps its path there (ops.pools)
+    assert (CudnnPooling in kinds) == (with_cudnn and ops.pools)
     assert with_cudnn == backend.cudnn_status().startswith("cuDNN") or ctx.device_type == "cpu"
