@@ -10,7 +10,9 @@ no allocation of their own. The monitor and the NaN guard wrap the steps when th
 (monitoring.py, `minimod.numerics`). Executors made with `shared_exec` (buckets, reshapes)
 draw on the same pool; a pool that must grow replaces its blocks and every executor on it
 re-derives its views and steps before its next run. A plan placed over several devices
-(model parallelism, `group2ctx`) gives each entry its own device (placing.py).
+(model parallelism, `group2ctx`) gives each entry its own device (placing.py). On a GPU,
+each step list is captured once as a CUDA graph and replayed (graphs.py); `reshape` makes
+its new executors in reshaping.py.
 """
 from __future__ import annotations
 
@@ -24,12 +26,13 @@ from ..base import BindError, MXNetError, NonFiniteError, mxnet_error_from
 from ..context import Context
 from ..graph import graph_from_json, graph_to_json
 from ..ndarray.ndarray import NDArray
-from ..passes import Plan, compile_graph, infer_graph_shapes
+from ..passes import Plan
 from .graphs import StepGraphs
 from .listing import plan_listing
 from .monitoring import monitored
 from .placing import context_of, grad_copies, head_grad_arrays, step_context
-from .pool import MemoryPool, zeros
+from .pool import MemoryPool
+from .reshaping import reshaped
 from .steps import Step, StepLists, bind_steps
 
 __all__ = ["Executor", "assign"]
@@ -340,39 +343,11 @@ class Executor:
         key = (partial_shaping, tuple(sorted((k, tuple(v)) for k, v in kwargs.items())))
         new = self._reshaped.get(key)
         if new is None:
-            new = self._reshape(partial_shaping, allow_up_sizing, **kwargs)
+            new = reshaped(self, partial_shaping, allow_up_sizing, **kwargs)
             if len(self._reshaped) >= 8:
                 self._reshaped.pop(next(iter(self._reshaped)))
             self._reshaped[key] = new
         new.set_monitor_callback(self._monitor, self._monitor_all)  # kept, as in MXNet
-        return new
-
-    def _reshape(self, partial_shaping: bool, allow_up_sizing: bool, **kwargs) -> "Executor":
-        plan = self._plan
-        unknown = [k for k in kwargs if k not in plan.arg_names]
-        if unknown:
-            raise BindError("reshape: %s are not arguments (arguments: %s)"
-                            % (unknown, ", ".join(plan.arg_names)))
-        fwd = self._symbol._graph
-        inferred = infer_graph_shapes(fwd, {k: tuple(v) for k, v in kwargs.items()})
-
-        def resized(name, arr, nid, what, named):
-            return _resized(name, arr, inferred[fwd.row_ptr[nid]], what,
-                            named or partial_shaping, allow_up_sizing)
-
-        args, grads = [], []
-        for name, arr, grad, nid in zip(plan.arg_names, self.arg_arrays, self.grad_arrays,
-                                        fwd.argument_ids()):
-            args.append(resized(name, arr, nid, "argument", name in kwargs))
-            grads.append(resized(name, grad, nid, "argument", name in kwargs))
-        aux = [resized(name, arr, nid, "aux state", False)
-               for name, arr, nid in zip(plan.aux_names, self.aux_arrays, fwd.aux_ids())]
-        shapes = {n: a.shape for n, a in zip(plan.arg_names + plan.aux_names, args + aux)}
-        types = {n: a.dtype for n, a in zip(plan.arg_names + plan.aux_names, args + aux)}
-        new_plan = compile_graph(fwd, shapes, types, plan.grad_req, plan.options, ctx=self._ctx,
-                                 placement=plan.placement)
-        new = Executor(self._symbol, new_plan, self._ctx, args, grads, aux, pool=self._pool)
-        new.flat_params = self.flat_params
         return new
 
     # ------------------------------------------------------------------ reports
@@ -385,26 +360,6 @@ class Executor:
         """How each step list runs on a GPU: as a replayed CUDA graph, or eagerly and why
         (keys are (step list, is_train); see executor/graphs.py)."""
         return self._graphs.status()
-
-
-def _resized(name: str, arr, shape, what: str, may_change: bool,
-             allow_up_sizing: bool) -> Optional[NDArray]:
-    """`arr` itself, a view of it, or a new array for `shape` (see `Executor.reshape`)."""
-    if arr is None or shape is None or None in shape or tuple(shape) == arr.shape:
-        return arr
-    if not may_change:
-        raise BindError(
-            "reshape: the shape of unspecified %s '%s' changed from %s to %s; pass "
-            "partial_shaping=True if this is intended" % (what, name, arr.shape, tuple(shape)))
-    size = int(np.prod(shape, dtype=np.int64))
-    if size <= arr.size:
-        return NDArray(arr._data.reshape(-1)[:size].reshape(shape), arr.context)
-    if not allow_up_sizing:
-        raise BindError(
-            "reshape: new shape %s of %s '%s' is larger than %s; making the largest executor "
-            "first and shrinking it is cheaper; pass allow_up_sizing=True to allocate new "
-            "arrays" % (tuple(shape), what, name, arr.shape))
-    return zeros(tuple(shape), arr.dtype, arr.context)
 
 
 def _copy_into(dst: NDArray, src, name: str) -> None:
