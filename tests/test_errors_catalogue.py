@@ -121,6 +121,11 @@ def c_bind_missing_args():
     _mlp().bind(mx.cpu(), args={"data": mx.nd.ones((2, 3))})
 
 
+def c_bind_other_context():
+    x = mx.sym.Variable("x")
+    (x * 2).bind(mx.cpu(0), {"x": mx.nd.ones((2,), ctx=mx.cpu(1))})
+
+
 def c_forward_wrong_shape():
     ex = _mlp().simple_bind(mx.cpu(), data=(2, 3))
     ex.forward(data=mx.nd.ones((5, 3)))
@@ -353,6 +358,9 @@ CATALOGUE = [
     # Binding and running
     ("bind-missing-args", "Executor", base.BindError, c_bind_missing_args,
      "bind() needs an array for every argument."),
+    ("bind-other-context", "Executor", base.BindError, c_bind_other_context,
+     "bind() was given an argument on another device than the bind's, without a group2ctx "
+     "that places it (MXNet refuses it too)."),
     ("forward-wrong-shape", "Executor", base.BindError, c_forward_wrong_shape,
      "forward(name=array) with a shape other than the bound one (use reshape, or a Module, "
      "which rebinds for a new batch size)."),

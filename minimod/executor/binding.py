@@ -223,11 +223,38 @@ def bind(symbol, ctx: Context, args, args_grad=None, grad_req="write", aux_state
     types = {n: np.dtype(a.dtype) for n, a in zip(arg_names, arg_list)}
     types.update({n: np.dtype(a.dtype) for n, a in zip(aux_names, aux_list)})
     bound = {n: a.context for n, a in zip(arg_names + aux_names, arg_list + aux_list)}
+    placement = placement_for(graph, group2ctx, ctx, bound)
+    if placement is None:
+        _check_one_context(ctx, arg_names, arg_list, grad_list, reqs, aux_names, aux_list)
     plan = compile_graph(graph, shapes, types, reqs, default_options(), ctx=ctx,
-                         placement=placement_for(graph, group2ctx, ctx, bound))
+                         placement=placement)
     _check_grads(plan, grad_list, reqs, ctx)
     pool = shared_exec._pool if shared_exec is not None else None
     return Executor(symbol, plan, ctx, arg_list, grad_list, aux_list, pool=pool)
+
+
+def _check_one_context(ctx: Context, arg_names: list, arg_list: list, grad_list: list,
+                       reqs: dict, aux_names: list, aux_list: list) -> None:
+    """Without a placement every array must be on the bind's context, as MXNet requires of
+    arguments and gradients ("all arguments must be in global context unless group2ctx is
+    specified"). MXNet does not check aux states; here one on another device kind or GPU is
+    refused too, since an op cannot read it there (one on another CPU id reads fine)."""
+    for name, arr in zip(arg_names, arg_list):
+        if arr.context != ctx:
+            raise BindError("bind: argument '%s' is on %s but the executor binds on %s: every "
+                            "argument must be on the bind's context unless group2ctx places "
+                            "it (copy it with as_in_context(%s))" % (name, arr.context, ctx,
+                                                                     ctx))
+    for name, grad in zip(arg_names, grad_list):
+        if grad is not None and reqs[name] != "null" and grad.context != ctx:
+            raise BindError("bind: gradient array for '%s' is on %s but the executor binds on "
+                            "%s: every gradient must be on the bind's context unless group2ctx "
+                            "places it" % (name, grad.context, ctx))
+    for name, arr in zip(aux_names, aux_list):
+        if arr.context.device_typeid != ctx.device_typeid or (
+                ctx.device_typeid == 2 and arr.context != ctx):
+            raise BindError("bind: aux state '%s' is on %s but the executor binds on %s; bind "
+                            "it there" % (name, arr.context, ctx))
 
 
 def _check_grads(plan: Plan, grad_list: list, reqs: dict, ctx: Context) -> None:

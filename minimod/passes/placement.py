@@ -110,7 +110,8 @@ def placement_for(graph: Graph, group2ctx, default: Context,
                         % (group, ", ".join(users[group][:4]), ", ".join(sorted(group2ctx))))
     for group in users:
         _check_available(group, group2ctx[group])
-    if all(group2ctx[g] == default for g in users):
+    if all(group2ctx[g] == default for g in users) and all(
+            c == default for c in (bound or {}).values()):
         return None
     return Placement(default, {g: group2ctx[g] for g in users}, dict(bound or {}))
 

@@ -9,7 +9,7 @@ import minimod as mx
 from minimod import backend
 from minimod.test_utils import check_consistency
 
-from ..conftest import GPU_TOLERANCES, ctx_params
+from ..conftest import GPU_TOLERANCES, ctx_params, needs_gpu
 from ..passes.graphs import GRAPHS
 
 
@@ -51,3 +51,20 @@ def test_executor_inputs_from_any_device_land_on_its_own(ctx, src):
         assert grad.context == ctx
         np.testing.assert_allclose(grad.asnumpy(), ref.grad_dict[name].asnumpy(), rtol=tol,
                                    atol=tol, err_msg=name)
+
+
+@needs_gpu
+def test_bind_refuses_arrays_of_another_device_without_group2ctx():
+    """As MXNet 1.9.1: binding on cpu(0) with an argument on gpu(0) (an array made while the
+    default context was the GPU) is refused at bind, naming the argument and both contexts,
+    instead of failing later inside an op; an aux state on the GPU is refused too."""
+    x = mx.sym.Variable("x")
+    with pytest.raises(mx.base.BindError, match="argument 'x' is on gpu\\(0\\) but the "
+                                                "executor binds on cpu\\(0\\)"):
+        (x * 2).bind(mx.cpu(0), {"x": mx.nd.ones((2,), ctx=mx.gpu(0))})
+    bn = mx.sym.BatchNorm(mx.sym.Variable("a"), name="bn")
+    with pytest.raises(mx.base.BindError, match="aux state 'bn_moving_mean' is on gpu\\(0\\)"):
+        bn.bind(mx.cpu(0), {"a": mx.nd.ones((2, 3)), "bn_gamma": mx.nd.ones((3,)),
+                            "bn_beta": mx.nd.ones((3,))},
+                aux_states={"bn_moving_mean": mx.nd.zeros((3,), ctx=mx.gpu(0)),
+                            "bn_moving_var": mx.nd.ones((3,))})

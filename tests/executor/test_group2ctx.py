@@ -245,6 +245,47 @@ def test_no_placement_means_the_one_device_plan(group2ctx):
     assert all(a.context == mx.cpu(0) for a in exe.arg_dict.values())
 
 
+def test_without_group2ctx_every_array_must_be_on_the_binds_context():
+    """MXNet 1.9.1 refuses such a bind ("All arguments must be in global context (cpu(0))
+    unless group2ctx is specified"), for arguments and gradient arrays; it does not check aux
+    states, and neither do we for another CPU id."""
+    x = mx.sym.Variable("x")
+    with pytest.raises(BindError, match="argument 'x' is on cpu\\(1\\) but the executor binds "
+                                        "on cpu\\(0\\)"):
+        (x * 2).bind(mx.cpu(0), {"x": mx.nd.ones((2,), ctx=mx.cpu(1))})
+    with pytest.raises(BindError, match="gradient array for 'x' is on cpu\\(1\\)"):
+        (x * 2).bind(mx.cpu(0), {"x": mx.nd.ones((2,))},
+                     args_grad={"x": mx.nd.zeros((2,), ctx=mx.cpu(1))})
+    (x * 2).bind(mx.cpu(0), {"x": mx.nd.ones((2,))},  # a 'null' gradient is never written
+                 args_grad={"x": mx.nd.zeros((2,), ctx=mx.cpu(1))}, grad_req="null")
+    bn = mx.sym.BatchNorm(mx.sym.Variable("a"), name="bn")
+    exe = bn.bind(mx.cpu(0), {"a": mx.nd.ones((2, 3)), "bn_gamma": mx.nd.ones((3,)),
+                              "bn_beta": mx.nd.ones((3,))},
+                  aux_states={"bn_moving_mean": mx.nd.zeros((3,), ctx=mx.cpu(1)),
+                              "bn_moving_var": mx.nd.ones((3,))})
+    assert exe.forward()[0].shape == (2, 3)
+
+
+def test_a_group2ctx_on_the_default_still_places_arrays_bound_elsewhere():
+    """A group2ctx that puts every group on the bind's context, with an array bound on another
+    device: that variable lives there and its readers get a copy (MXNet's assignment path)."""
+    sym = two_group_mlp()
+    arg_shapes, _, aux_shapes = sym.infer_shape(data=(5, 7))
+    shapes = dict(zip(sym.list_arguments(), arg_shapes))
+    rng = np.random.RandomState(0)
+    values = {n: rng.uniform(-1, 1, s).astype(np.float32) for n, s in shapes.items()}
+    aux = lambda: {n: mx.nd.ones(s) for n, s in zip(sym.list_auxiliary_states(),  # noqa: E731
+                                                     aux_shapes)}
+    args = {n: mx.nd.array(v) for n, v in values.items()}
+    args["data"] = mx.nd.array(values["data"], ctx=mx.cpu(1))
+    exe = sym.bind(mx.cpu(0), args=args, aux_states=aux(),
+                   group2ctx={"dev1": mx.cpu(0), "dev2": mx.cpu(0)})
+    ref = sym.bind(mx.cpu(0), args={n: mx.nd.array(v) for n, v in values.items()},
+                   aux_states=aux())
+    assert exe._plan.placement is not None and "_copy" in exe.debug_str()
+    np.testing.assert_array_equal(exe.forward()[0].asnumpy(), ref.forward()[0].asnumpy())
+
+
 def test_groups_no_node_uses_are_ignored():
     g2c = dict(G2C, unused=mx.gpu(7))  # not even a device this machine has
     exe = two_group_mlp().simple_bind(mx.cpu(0), data=(5, 7), group2ctx=g2c)
