@@ -173,7 +173,10 @@ class Blas:
         op_a = _colmajor(a, (m, k) if ta == 0 else (k, m), lda)
         op_b = _colmajor(b, (k, n) if tb == 0 else (n, k), ldb)
         out = _colmajor(c, (m, n), ldc)
-        out[...] = (op_a if ta == 0 else op_a.T) @ (op_b if tb == 0 else op_b.T)
+        # contiguous copies, so NumPy multiplies through BLAS (its loop over strided views
+        # sums in another order, less accurately than cuBLAS or OpenBLAS do)
+        out[...] = (_np.ascontiguousarray(op_a if ta == 0 else op_a.T)
+                    @ _np.ascontiguousarray(op_b if tb == 0 else op_b.T))
 
 
 _byte_bounds = getattr(getattr(_np.lib, "array_utils", None), "byte_bounds", None) or getattr(

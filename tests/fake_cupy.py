@@ -389,6 +389,10 @@ def _build():
         elif not isinstance(value, types.ModuleType):
             setattr(me, name, value)  # dtypes, constants
     me.random = types.SimpleNamespace(RandomState=_RandomState)
+    me.linalg = types.SimpleNamespace(**{  # cupy.linalg: the NumPy names, on device arrays
+        name: _device_fn(getattr(_np.linalg, name)) for name in dir(_np.linalg)
+        if not name.startswith("_") and callable(getattr(_np.linalg, name))
+        and not isinstance(getattr(_np.linalg, name), type)})
     me.lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(
         as_strided=_as_strided))
     cuda = types.ModuleType("cupy.cuda")

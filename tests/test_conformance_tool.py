@@ -54,3 +54,36 @@ def test_the_project_known_failures_all_have_reasons():
 def test_missing_kit_is_not_an_error(tmp_path, capsys):
     assert conformance.main(["--kit", str(tmp_path / "nowhere")]) == 0
     assert "no kit" in capsys.readouterr().out
+
+
+def test_gpu_context_report_says_what_gpu0_was_and_has_no_cpu_headline(tmp_path):
+    wanted = conformance.read_baseline(_kit(tmp_path))
+    results = {n: ("passed", "") for n in wanted}
+    report = tmp_path / "report-gpu.md"
+    conformance.write_report(str(report), ["test_a.py", "test_b.py"], wanted, results, {},
+                             where="the NumPy stand-in for CuPy")
+    text = report.read_text()
+    assert text.startswith("# MXNet 1.9.1's own unit tests on minimod, on gpu(0)")
+    assert "**on gpu(0): 3 of 3**" in text and "gpu(0) was the NumPy stand-in" in text
+    assert "conformance:" not in text  # the CPU report's line is docs/conformance.md's alone
+
+
+def test_gpu_site_makes_gpu0_the_default_context_of_a_fresh_interpreter(tmp_path):
+    """The sitecustomize that --context gpu puts on the kit's path: in a new interpreter
+    without a GPU, the stand-in becomes gpu(0), the default context is gpu(0), and it says
+    where the tests ran."""
+    import subprocess
+    import sys
+    site = conformance.gpu_site(str(tmp_path))
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, PYTHONPATH=site, MINIMOD_KIT_CONTEXT="gpu", OUT=str(out))
+    env.pop("MINIMOD_FAKE_CUPY", None)
+    code = ("import minimod as mx; from minimod.test_utils import default_context; "
+            "print(default_context(), mx.nd.ones((2,)).context)")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["gpu(0)", "gpu(0)"]
+    where = (out / "context.txt").read_text()
+    assert where.startswith("the NumPy stand-in") or where.startswith("a real GPU"), where

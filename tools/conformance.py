@@ -3,6 +3,7 @@ checkout and write docs/conformance.md.
 
     python tools/conformance.py                      # every file of the kit
     python tools/conformance.py test_symbol.py       # some files (the report covers those)
+    python tools/conformance.py --context gpu        # test_operator.py on gpu(0)
 
 The kit's tests need NumPy 1 (they use names NumPy 1.24 removed, such as `np.int`) and
 nose, so they run in a venv of their own, `.venv-kit/` (made on first use with the pinned
@@ -14,6 +15,13 @@ MXNet 1.9.1 pass on minimod, and every in-scope test that does not, with its rea
 reason written beside it in tests/conformance/known_failures.txt, or the first line of its
 error when it is not listed there. The exit status is 1 when an in-scope test that MXNet
 passes fails and is not in the known-failures list (a regression), 0 otherwise.
+
+`--context gpu` runs the files (by default test_operator.py) as MXNet's own GPU suite ran
+them: with `set_default_context(mx.gpu(0))` before the tests, so every array and bind they
+make without naming a context is on the GPU. It writes docs/conformance-gpu.md, with its own
+known-failures list. Where the kit's interpreter has no usable CuPy GPU (the kit needs
+NumPy 1, CuPy 14 needs NumPy 2), gpu(0) is the NumPy stand-in for CuPy (tests/fake_cupy.py),
+and the report says so: that checks the device code paths, not CuPy itself.
 """
 from __future__ import annotations
 
@@ -30,6 +38,43 @@ ROOT = os.path.dirname(HERE)
 DEFAULT_KIT = os.path.join(os.path.dirname(ROOT), "shared", "mxnet-tests")
 KNOWN = os.path.join(ROOT, "tests", "conformance", "known_failures.txt")
 REPORT = os.path.join(ROOT, "docs", "conformance.md")
+KNOWN_GPU = os.path.join(ROOT, "tests", "conformance", "known_failures_gpu.txt")
+REPORT_GPU = os.path.join(ROOT, "docs", "conformance-gpu.md")
+
+#: imported at the start of every kit interpreter when --context gpu (put on its path as
+#: sitecustomize.py): gpu(0) becomes the default context, on a real GPU or on the stand-in
+GPU_SITECUSTOMIZE = '''
+import os, sys
+if os.environ.get("MINIMOD_KIT_CONTEXT") == "gpu":
+    why = ""
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            why = "CuPy sees no GPU"
+    except Exception as err:
+        why = "CuPy does not load in the kit's interpreter (%s: %s)" % (type(err).__name__, err)
+    if why:
+        from tests import fake_cupy
+        fake_cupy.install()
+    import minimod
+    from minimod import test_utils
+    test_utils.set_default_context(minimod.gpu(0))
+    where = ("the NumPy stand-in for CuPy (tests/fake_cupy.py), because " + why if why
+             else "a real GPU: " + minimod.backend.cupy_status())
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], "context.txt"), "w") as f:
+            f.write(where)
+'''
+
+
+def gpu_site(tmp: str) -> str:
+    """A directory for the kit's MINIMOD_SRC under --context gpu: this checkout's `minimod`
+    and `tests` (the stand-in) linked in, and GPU_SITECUSTOMIZE as sitecustomize.py."""
+    for name in ("minimod", "tests"):
+        os.symlink(os.path.join(ROOT, name), os.path.join(tmp, name))
+    with open(os.path.join(tmp, "sitecustomize.py"), "w") as f:
+        f.write(GPU_SITECUSTOMIZE)
+    return tmp
 VENV = os.path.join(ROOT, ".venv-kit")
 #: what the kit's tests need: MXNet 1.9.1's baseline was taken with NumPy 1.23.5
 KIT_REQUIREMENTS = ["numpy==1.23.5", "scipy<1.12", "nose", "graphviz", "pytest<9",
@@ -83,8 +128,10 @@ def read_results(out_dir: str) -> dict:
     return results
 
 
-def write_report(path: str, files: list, wanted: list, results: dict, known: dict) -> list:
-    """Write the markdown report; returns the failing tests that are not known."""
+def write_report(path: str, files: list, wanted: list, results: dict, known: dict,
+                 where: str = "") -> list:
+    """Write the markdown report; returns the failing tests that are not known. `where`, for
+    a --context gpu run, says what gpu(0) was."""
     per_file = collections.OrderedDict((f, [0, 0]) for f in files)
     failing = []
     for nodeid in wanted:
@@ -99,7 +146,8 @@ def write_report(path: str, files: list, wanted: list, results: dict, known: dic
             failing.append((nodeid, outcome, message))
     passed = sum(v[0] for v in per_file.values())
     total = sum(v[1] for v in per_file.values())
-    lines = ["# MXNet 1.9.1's own unit tests on minimod", "",
+    title = "# MXNet 1.9.1's own unit tests on minimod" + (", on gpu(0)" if where else "")
+    lines = [title, "",
              "Written by `python tools/conformance.py` on %s. The kit (`../shared/mxnet-tests`) "
              "runs MXNet 1.9.1's unit-test files unchanged, with `import mxnet` mapped to "
              "`minimod` and nothing else; a test counts when MXNet 1.9.1 passes it and it is in "
@@ -107,6 +155,9 @@ def write_report(path: str, files: list, wanted: list, results: dict, known: dic
              "quantization, the profiler or engine internals)."
              % datetime.date.today().isoformat(), "",
              # the kit's score.py prints the same "conformance: N of M" line
+             ("**on gpu(0): %d of %d** in-scope tests that pass on MXNet 1.9.1 (on its CPU) "
+              "pass on minimod with `set_default_context(mx.gpu(0))`; gpu(0) was %s."
+              % (passed, total, where)) if where else
              "**conformance: %d of %d** in-scope tests that pass on MXNet 1.9.1 pass on "
              "minimod." % (passed, total),
              "", "| file | pass on minimod | in scope, pass on MXNet |", "|---|---|---|"]
@@ -132,26 +183,38 @@ def main(argv=None) -> int:
     parser.add_argument("--kit", default=os.environ.get("MXNET_TESTS", DEFAULT_KIT))
     parser.add_argument("--python", help="interpreter with the kit's requirements "
                                          "(default: .venv-kit, made on first use)")
-    parser.add_argument("--known", default=KNOWN)
-    parser.add_argument("--report", default=REPORT)
+    parser.add_argument("--known")
+    parser.add_argument("--report")
+    parser.add_argument("--context", choices=("cpu", "gpu"), default="cpu",
+                        help="gpu: set_default_context(mx.gpu(0)) first (see the docstring)")
     args = parser.parse_args(argv)
+    gpu = args.context == "gpu"
+    args.known = args.known or (KNOWN_GPU if gpu else KNOWN)
+    args.report = args.report or (REPORT_GPU if gpu else REPORT)
     if not os.path.isdir(args.kit):
         print("conformance: no kit at %s; nothing to run" % args.kit)
         return 0
     unit = os.path.join(args.kit, "tests", "python", "unittest")
-    files = args.files or sorted(f for f in os.listdir(unit)
-                                 if f.startswith("test_") and f.endswith(".py"))
+    files = args.files or (["test_operator.py"] if gpu else sorted(
+        f for f in os.listdir(unit) if f.startswith("test_") and f.endswith(".py")))
     python = args.python or kit_python()
     env = dict(os.environ, MINIMOD_PY=python, MINIMOD_SRC=ROOT)
-    with tempfile.TemporaryDirectory(prefix="conformance_") as out:
+    where = ""
+    with tempfile.TemporaryDirectory(prefix="conformance_") as out, \
+            tempfile.TemporaryDirectory(prefix="conformance_site_") as site:
         env["OUT"] = out
+        if gpu:
+            env.update(MINIMOD_SRC=gpu_site(site), MINIMOD_KIT_CONTEXT="gpu")
         for i, name in enumerate(files, 1):
             print("conformance: [%d/%d] %s" % (i, len(files), name), flush=True)
             subprocess.run([python, os.path.join(args.kit, "run_file.py"), "minimod", name, out],
                            env=env, check=False)
         results = read_results(os.path.join(out, "minimod"))
+        if gpu:
+            marker = os.path.join(out, "context.txt")
+            where = open(marker).read() if os.path.exists(marker) else "unknown (no test ran)"
     known = read_known(args.known)
-    new = write_report(args.report, files, read_baseline(args.kit), results, known)
+    new = write_report(args.report, files, read_baseline(args.kit), results, known, where)
     print(open(args.report).read())
     fixed = [n for n in known if results.get(n, ("",))[0] == "passed"]
     if fixed:
