@@ -75,8 +75,9 @@ def matmul(xp, a, b, out=None):
 def matmul_through(blas, xp, a, b, out=None):
     """`matmul` with `blas` (a CublasLib, or None for `xp.matmul`) making the GEMM call."""
     if (blas is None or not 1 <= a.ndim <= 2 or not 1 <= b.ndim <= 2 or a.dtype != b.dtype
-            or a.dtype.char not in "fd" or (out is not None and out.dtype != a.dtype)
-            or a.shape[-1] != b.shape[0]):
+            or a.dtype.char not in "fd" or a.shape[-1] != b.shape[0]
+            or (out is not None and (out.dtype != a.dtype
+                                     or out.shape != _result_shape(a, b)))):
         if capturing():
             raise CaptureError("a %s @ %s product of %s/%s goes through cupy.matmul, which "
                                "CuPy refuses during capture" % (a.shape, b.shape, a.dtype,

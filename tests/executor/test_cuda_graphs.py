@@ -90,6 +90,8 @@ def test_gemm_vectors_and_fallbacks():
                                batched @ a.T, rtol=1e-6)
     half = a.astype(np.float16)
     assert gemm.matmul_through(Refuses(), _HOST, half, half.T).dtype == np.float16
+    with pytest.raises(ValueError):  # an `out` of another shape: never handed to cuBLAS
+        gemm.matmul_through(Refuses(), _HOST, a, a.T, np.empty((2, 8), np.float32))
 
 
 def test_operand_layout_rules():
