@@ -86,12 +86,12 @@ def capture(xp, device_id: int, run) -> StepGraph:
             try:
                 run()
             except BaseException:
-                _CAPTURING[0] = False
                 try:
                     stream.end_capture()
                 except Exception:  # an invalidated capture may also fail to end
                     pass
                 raise
-            _CAPTURING[0] = False
+            finally:
+                _CAPTURING[0] = False
             graph = stream.end_capture()
     return StepGraph(xp, graph, stream, pool, device_id)

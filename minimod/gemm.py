@@ -144,12 +144,13 @@ def _load(xp) -> tuple:
         xp.cuda.device.get_cublas_handle()
     except Exception:  # noqa: BLE001 - a CuPy without it: the other paths remain
         pass
+    why = "cupy.matmul (no libcublas found)"
     for path in _library_paths():
         try:
             return CublasLib(ctypes.CDLL(path), path), ""
         except (OSError, AttributeError) as err:
             why = "cupy.matmul (could not load %s: %s)" % (path, err)
-    return None, locals().get("why", "cupy.matmul (no libcublas found)")
+    return None, why
 
 
 def _library_paths() -> list:

@@ -343,18 +343,19 @@ def _self_check(ops, xp, dtype) -> None:
     `ops` in `dtype`, and raise unless forward matches the definition and the two gradients
     are its adjoints (<dgrad(dy), x> = <dy, conv(x)> = <wgrad(dy), w>)."""
     rng = np.random.RandomState(7)
-    x, w = rng.uniform(-1, 1, (2, 4, 7, 6)), rng.uniform(-1, 1, (6, 2, 3, 3))
+
+    def draw(shape):  # values `dtype` holds exactly, in float64
+        return rng.uniform(-1, 1, shape).astype(dtype).astype(np.float64)
+    x, w = draw((2, 4, 7, 6)), draw((6, 2, 3, 3))
     geometry = ((1, 1), (2, 1), (1, 1), 2)  # pad, stride, dilate, groups
     want = _direct_conv(x, w, geometry[0], geometry[1], geometry[3])
-    dy = rng.uniform(-1, 1, want.shape)
+    dy = draw(want.shape)
     dev = [xp.asarray(a.astype(dtype)) for a in (x, w, dy)]
     y, dx, dw = (xp.empty(shape, dtype=dtype) for shape in (want.shape, x.shape, w.shape))
     ops.conv_forward(dev[0], dev[1], None, y, *geometry)
     ops.conv_backward_data(dev[1], dev[2], dx, *geometry)
     ops.conv_backward_filter(dev[0], dev[2], dw, *geometry)
     y, dx, dw = (backend.asnumpy(a).astype(np.float64) for a in (y, dx, dw))
-    x, w, dy = (a.astype(dtype).astype(np.float64) for a in (x, w, dy))
-    want = _direct_conv(x, w, geometry[0], geometry[1], geometry[3])
     tol = 2e-2 if dtype == np.float16 else 1e-4
     inner = float(np.sum(dy * want))
     checks = {"forward": float(np.max(np.abs(y - want))) / max(float(np.max(np.abs(want))), 1),
