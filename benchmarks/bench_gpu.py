@@ -78,12 +78,16 @@ def run_minimod(args) -> dict:
 
 
 def graph_summary(mod) -> str:
-    """How the first device's executor ran its step lists: 'train: graph' and the like, or
-    why it stayed eager."""
+    """How the first device's executor ran its step lists and how the optimizer's update
+    ran: 'train: graph; update: graph' and the like, or why a part stayed eager."""
+    from minimod.flat import update_graph_status
     inner = getattr(mod, "_curr_module", mod)  # a BucketingModule's current bucket
-    status = inner._exec_group.execs[0].graph_status()
-    return "; ".join("%s: %s" % (k if isinstance(k, str) else k[0], v)
-                     for k, v in sorted(status.items(), key=str))
+    status = {(k if isinstance(k, str) else k[0]): v
+              for k, v in inner._exec_group.execs[0].graph_status().items()}
+    updater = inner._kvstore.updater if inner._update_on_kvstore else inner._updater
+    for (_, _, key), how in update_graph_status(updater).items():
+        status["update" if key == "all" else key[0]] = how
+    return "; ".join("%s: %s" % item for item in sorted(status.items()))
 
 
 def kernel_time(step, synchronize) -> dict:

@@ -10,6 +10,9 @@ executors of their own, so each keeps its own graphs.
 
 Not captured: CPU executors, model-parallel plans (their steps span devices), and steps
 while a monitor or the NaN guard wraps them (those read values on the host).
+
+The optimizer's update over a flat parameter buffer keeps its graphs in a StepGraphs too
+(`minimod.flat.step.FlatState`), under the key ('update', the form of its kernels).
 """
 from __future__ import annotations
 
@@ -22,7 +25,8 @@ WARMUP = 1
 
 
 class StepGraphs:
-    """The captured graphs of one executor (see the module docstring)."""
+    """The captured graphs of one executor, or of one flat buffer's update (see the module
+    docstring)."""
 
     __slots__ = ("xp", "device_id", "why_not", "graphs", "runs", "failed")
 
@@ -30,7 +34,7 @@ class StepGraphs:
         self.xp, self.device_id = xp, ctx.device_id
         self.why_not = ""  # why this executor captures nothing, or "" when it may
         if ctx.device_typeid != 2 or not cuda_graph.supports_graphs(xp):
-            self.why_not = "not a GPU executor"
+            self.why_not = "not on a GPU"
         elif not cuda_graph.graphs_enabled():
             self.why_not = "MINIMOD_CUDA_GRAPHS=0"
         elif placed:

@@ -15,14 +15,16 @@ out alike on every device, Module's update is, per buffer:
 
     plan.py     UpdatePlan: which buffers an update works on, made once per bind or reshape
     update.py   update_params: the one call Module.update makes; the kvstore's flat copies
-    step.py     the fused optimizer step over one buffer, and the flat optimizer states
+    step.py     the fused optimizer step over one buffer (on a GPU, replayed as a CUDA graph),
+                and the flat optimizer states
 
 Who holds what: the executors hold the buffers, Module the plan, the kvstore its flat copies
 (`KVStore.flat_copies`), the Updater the flat optimizer states (`Updater.flat_states`) and the
 say on which optimizers the fused step serves exactly (`Updater.flat_capable`).
 """
 from .plan import NO_PLAN, DeviceBuffer, SharedBuffer, UpdatePlan, plan_update
+from .step import update_graph_status
 from .update import update_params
 
 __all__ = ["NO_PLAN", "DeviceBuffer", "SharedBuffer", "UpdatePlan", "plan_update",
-           "update_params"]
+           "update_graph_status", "update_params"]

@@ -13,17 +13,27 @@ one state per key; states set from outside are copied into the flat arrays on th
 The step reads the optimizer through the hooks its own update uses (`_flat_step`, `_mult`,
 `_count_distinct_updates`, `_base_lr`, `_set_current_context`). Only optimizers the Updater
 calls `flat_capable` come here.
+
+On a GPU, where every run's step is `capturable` (SGD's kernel reading its scalars from
+device memory), the kernels of a buffer's runs are recorded as one CUDA graph after a warm-up
+(`minimod.executor.graphs.StepGraphs`, as the executors' steps are) and replayed each step.
+The host's share stays in Python every step: the update counts, and the scalars, copied to
+the device only when they change, so a new learning rate needs no new capture.
+`update_graph_status(updater)` says how each buffer's update ran.
 """
 from __future__ import annotations
 
 import itertools
 
+from .. import backend
 from ..base import MXNetError
+from ..executor.graphs import StepGraphs
 from ..ndarray.ndarray import NDArray
 
-__all__ = ["FlatState", "fused_update"]
+__all__ = ["FlatState", "fused_update", "update_graph_status"]
 
 _MISSING = object()
+_xp = backend.array_module_of
 
 
 def fused_update(updater, keys: tuple, flat) -> None:
@@ -43,8 +53,25 @@ def fused_update(updater, keys: tuple, flat) -> None:
         runs = state.make_runs(opt, counts)
     # the products _get_lrs/_get_wds form, for the first key of each run
     lr, wd = opt._base_lr(), opt.wd
-    for step, lr_mult, wd_mult in runs:
-        step(lr * lr_mult, wd * wd_mult)
+    graphs = state.graphs
+    if counts is not None or not graphs.active:
+        for step, lr_mult, wd_mult in runs:
+            step(lr * lr_mult, wd * wd_mult)
+        return
+    # the scalars go to device memory here; the kernels run as one CUDA graph, captured
+    # once per form of the runs' kernels (whether each clips)
+    forms = tuple(step.prepare(lr * lr_mult, wd * wd_mult) for step, lr_mult, wd_mult in runs)
+    graphs.run(("update", forms), state.launch)
+
+
+def update_graph_status(updater) -> dict:
+    """How the update of each flat buffer `updater` steps runs on a GPU: 'graph', 'eager
+    (warming up)' or 'eager: <why>' (StepGraphs.status), keyed by (the buffer's parameter
+    names, its device, the graph's key): ('update', whether each run's kernel clips), or
+    'all' where nothing of the buffer may be captured."""
+    return {(tuple(state.flat.names), str(state.flat.ctx), key): how
+            for state in updater.flat_states.values()
+            for key, how in state.graphs.status().items()}
 
 
 def _flat_state(updater, keys: tuple, flat) -> FlatState:
@@ -73,7 +100,8 @@ class FlatState:
     buffer (each key's state a view of it) and the prepared update runs, with the multipliers
     they were made with."""
 
-    __slots__ = ("flat", "keys", "optimizer", "state", "views", "view_list", "runs", "mults")
+    __slots__ = ("flat", "keys", "optimizer", "state", "views", "view_list", "runs", "mults",
+                 "graphs")
 
     def __init__(self, opt, keys: tuple, flat) -> None:
         self.flat = flat
@@ -112,6 +140,17 @@ class FlatState:
         those."""
         self.mults = (dict(opt.lr_mult), dict(opt.wd_mult), dict(opt.idx2name), opt.wd == 0)
         self.runs = self.make_runs(opt)
+        self.graphs = StepGraphs(_xp(self.flat.weight), self.flat.ctx, placed=False)
+        if self.graphs.active and not all(getattr(step, "capturable", False)
+                                          for step, _, _ in self.runs):
+            self.graphs.why_not = ("%s's update takes its scalars as numbers"
+                                   % type(opt).__name__)
+
+    def launch(self) -> None:
+        """Launch the kernels of every run, with the scalars their `prepare` wrote (what a
+        buffer's CUDA graph holds)."""
+        for step, _, _ in self.runs:
+            step.launch()
 
     def make_runs(self, opt, counts=None) -> list:
         """(step, lr_mult, wd_mult) for each run of consecutive parameters with equal

@@ -25,9 +25,10 @@ import numpy as np
 from .. import backend
 
 __all__ = [
-    "BlockViews", "SGD_BLOCK", "SGD_KERNELS", "SMALL_VIEWS", "clip_on", "f32", "hyper",
-    "kernel_grad", "nag_mom", "scratch_arrays", "sgd_block_views", "sgd_fused", "sgd_mom",
-    "sgd_passes", "sgd_plain", "sgd_scalars", "signsgd", "signum",
+    "BlockViews", "DeviceScalars", "SGD_BLOCK", "SGD_KERNELS", "SMALL_VIEWS", "clip_on", "f32",
+    "hyper", "kernel_grad", "nag_mom", "scratch_arrays", "sgd_block_views", "sgd_fused",
+    "sgd_kernel", "sgd_kernel_args", "sgd_mom", "sgd_passes", "sgd_plain", "sgd_scalars",
+    "signsgd", "signum",
 ]
 
 array_module_of = backend.array_module_of
@@ -247,21 +248,56 @@ def sgd_scalars(xp, ct, lr: float, wd: float, momentum: float, rescale_grad: flo
     return False, hyper(xp, ct, lr, rescale_grad), None, None, None, lr_wd, mu
 
 
-def sgd_fused(xp, w, g, mom, scalars: tuple) -> bool:
-    """SGD's update as one CuPy kernel (`SGD_KERNELS`); False, doing nothing, under NumPy
-    or when the gradient's type differs from the weight's."""
+def sgd_kernel(xp, w, g, mom, clip: bool):
+    """SGD's CuPy kernel for these arrays (`SGD_KERNELS`), or None under NumPy or when the
+    gradient's type differs from the weight's."""
+    if g.dtype != w.dtype:
+        return None
+    return backend.elementwise(xp, SGD_KERNELS[mom is not None, clip])
+
+
+def sgd_kernel_args(ct, momentum: bool, scalars: tuple) -> tuple:
+    """The scalar arguments of SGD's kernel, in its order, for `scalars` (`sgd_scalars`)."""
     clip, rescaled, _, bound, lr, lr_wd, mu = scalars
-    fused = backend.elementwise(xp, SGD_KERNELS[mom is not None, clip]) if (
-        g.dtype == w.dtype) else None
+    lr_wd = ct(0) if lr_wd is None else lr_wd
+    args = (rescaled, bound, lr, lr_wd) if clip else (rescaled, lr_wd)
+    return args + (mu,) if momentum else args
+
+
+def sgd_fused(xp, w, g, mom, scalars: tuple) -> bool:
+    """SGD's update as one CuPy kernel (`sgd_kernel`); False, doing nothing, where there is
+    none."""
+    fused = sgd_kernel(xp, w, g, mom, scalars[0])
     if fused is None:
         return False
-    lr_wd = w.dtype.type(0) if lr_wd is None else lr_wd
-    args = (rescaled, bound, lr, lr_wd) if clip else (rescaled, lr_wd)
+    args = sgd_kernel_args(w.dtype.type, mom is not None, scalars)
     if mom is not None:
-        fused(g, *args, mu, w, mom)
+        fused(g, *args, w, mom)
     else:
         fused(g, *args, w)
     return True
+
+
+class DeviceScalars:
+    """Up to `count` kernel scalars kept in device memory, for a kernel that a CUDA graph
+    replays: the graph reads them at each launch, so a new learning rate is one small copy
+    to the device, not a new capture. `write(values)` copies the values in on the current
+    stream (never during a capture: it is a host-to-device copy); `arrays` are the 0-d
+    views of the last values written, passed to the kernel in place of numbers, which it
+    reads as broadcast operands."""
+
+    __slots__ = ("buffer", "views", "arrays")
+
+    def __init__(self, xp, dtype, count: int):
+        self.buffer = xp.zeros(count, dtype)
+        self.views = tuple(self.buffer[i:i + 1].reshape(()) for i in range(count))
+        self.arrays: tuple = ()
+
+    def write(self, values: tuple) -> None:
+        host = np.zeros(len(self.views), self.buffer.dtype)
+        host[:len(values)] = values
+        self.buffer.set(host)
+        self.arrays = self.views[:len(values)]
 
 
 def sgd_passes(xp, w, mom, blocks: list, scalars: tuple) -> None:

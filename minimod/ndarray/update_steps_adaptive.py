@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .update_steps import array_module_of, clip_on, f32, kernel_grad, scratch_arrays
 
-__all__ = ["adam", "ftrl", "rmsprop", "rmspropalex"]
+__all__ = ["adam", "adam_passes", "adam_scalars", "ftrl", "rmsprop", "rmspropalex"]
 
 
 def adam(w, g, mean, var, lr: float, wd: float, beta1: float, beta2: float, epsilon: float,
@@ -15,20 +15,43 @@ def adam(w, g, mean, var, lr: float, wd: float, beta1: float, beta2: float, epsi
     """MXNet's adam_update kernel, without bias correction (Adam folds it into lr):
     `g = clip(rescale * grad + wd * w)`, `m = b1 m + (1-b1) g`, `v = b2 v + (1-b2) g^2`,
     `w -= lr m / (sqrt(v) + eps)`."""
-    xp, ct = array_module_of(w), w.dtype.type
-    grad, tmp = scratch_arrays(pool, w, 2)
-    kernel_grad(xp, g, w, wd, grad, tmp, rescale_grad, clip_gradient)
+    scalars = adam_scalars(w.dtype.type, lr, wd, beta1, beta2, epsilon, rescale_grad,
+                           clip_gradient)
+    adam_passes(array_module_of(w), w, g, mean, var, scalars, *scratch_arrays(pool, w, 2))
+
+
+def adam_scalars(ct, lr: float, wd: float, beta1: float, beta2: float, epsilon: float,
+                 rescale_grad: float, clip_gradient) -> tuple:
+    """Adam's scalars in the weight's type `ct`, in the order `adam_passes` reads them:
+    rescale, wd, b1, 1 - b1, b2, 1 - b2, eps, lr, then -clip and clip when clipping."""
     b1, b2 = f32(beta1), f32(beta2)
-    mean *= ct(b1)
-    xp.multiply(grad, ct(f32(1.0) - b1), out=tmp)
+    values = (ct(f32(rescale_grad)), ct(f32(wd)), ct(b1), ct(f32(1.0) - b1), ct(b2),
+              ct(f32(1.0) - b2), ct(f32(epsilon)), ct(f32(lr)))
+    if clip_on(clip_gradient):
+        bound = ct(f32(clip_gradient))
+        values += (-bound, bound)
+    return values
+
+
+def adam_passes(xp, w, g, mean, var, scalars: tuple, grad, tmp) -> None:
+    """Adam's update over `scalars` (`adam_scalars`: numbers, or 0-d device arrays that a
+    CUDA graph reads at each replay), with scratch arrays `grad` and `tmp` shaped like w."""
+    rescale, wd, b1, one_b1, b2, one_b2, eps, lr = scalars[:8]
+    xp.multiply(g, rescale, out=grad)
+    xp.multiply(w, wd, out=tmp)
+    grad += tmp
+    if len(scalars) > 8:
+        xp.clip(grad, scalars[8], scalars[9], out=grad)
+    mean *= b1
+    xp.multiply(grad, one_b1, out=tmp)
     mean += tmp
-    var *= ct(b2)
-    xp.multiply(grad, ct(f32(1.0) - b2), out=tmp)
+    var *= b2
+    xp.multiply(grad, one_b2, out=tmp)
     tmp *= grad
     var += tmp
     xp.sqrt(var, out=tmp)
-    tmp += ct(f32(epsilon))
-    xp.multiply(mean, ct(f32(lr)), out=grad)
+    tmp += eps
+    xp.multiply(mean, lr, out=grad)
     grad /= tmp
     w -= grad
 

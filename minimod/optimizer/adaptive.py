@@ -18,6 +18,7 @@ from ..ndarray.ndarray import NDArray, zeros
 from ..ndarray.update_steps import clip_on, f32, kernel_grad
 from ..ndarray.update_steps_adaptive import adam, ftrl, rmsprop, rmspropalex
 from .base import State, _Builtin, _xp, register
+from .flat_runs import AdamRun
 
 __all__ = ["AdaDelta", "AdaGrad", "Adam", "Adamax", "FTML", "Ftrl", "GroupAdaGrad", "LAMB",
            "Nadam", "RMSProp"]
@@ -45,6 +46,12 @@ class Adam(_Builtin):
         lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
         adam(w, g, state[0]._data, state[1]._data, lr, wd, self.beta1, self.beta2,
              self.epsilon, self.rescale_grad, self.clip_gradient, self._scratch)
+
+    def _flat_step(self, index, w, g, state):
+        """Adam's update of one run of a flat buffer, prepared (`flat_runs.AdamRun`)."""
+        if type(self)._step is not Adam._step:  # a subclass with its own arithmetic
+            return super()._flat_step(index, w, g, state)
+        return AdamRun(self, index, w, g, state[0]._data, state[1]._data)
 
 
 @register

@@ -20,15 +20,13 @@ from ..ndarray.update_steps import (
     f32,
     nag_mom,
     sgd_block_views,
-    sgd_fused,
     sgd_mom,
-    sgd_passes,
     sgd_plain,
-    sgd_scalars,
     signsgd,
     signum,
 )
 from .base import State, _as_lists, _Builtin, _xp, register
+from .flat_runs import SGDRun
 
 __all__ = ["DCASGD", "LARS", "NAG", "SGD", "SGLD", "Signum", "Test", "ccSGD"]
 
@@ -65,28 +63,10 @@ class SGD(_Builtin):
                 self._scratch)
 
     def _flat_step(self, index, w, g, state):
-        """SGD's update of one run of a flat buffer, prepared: the block views are made once
-        and the hyperparameter products are formed again only when one of their inputs
-        changes, so a step costs its ufunc calls and a tuple comparison."""
+        """SGD's update of one run of a flat buffer, prepared (`flat_runs.SGDRun`)."""
         if type(self)._step is not SGD._step:  # a subclass with its own arithmetic
             return super()._flat_step(index, w, g, state)
-        xp, ct = _xp(w), w.dtype.type
-        mom = state._data if isinstance(state, NDArray) else None
-        blocks: dict = {}  # scratch count -> block views
-        last = [None, None]  # the inputs of the last step's scalars, and those scalars
-
-        def step(lr, wd):
-            inputs = (lr, wd, self.momentum, self.rescale_grad, self.clip_gradient)
-            if inputs != last[0]:
-                last[:] = inputs, sgd_scalars(xp, ct, *inputs)
-            if sgd_fused(xp, w, g, mom, last[1]):
-                return
-            scratches = 2 if wd else 1
-            views = blocks.get(scratches)
-            if views is None:
-                views = blocks[scratches] = self._blocks(w, g, mom, scratches)
-            sgd_passes(xp, w, mom, views, last[1])
-        return step
+        return SGDRun(self, w, g, state._data if isinstance(state, NDArray) else None)
 
     def _blocks(self, w, g, mom, scratches: int) -> list:
         """SGD's block views of these arrays, kept in the scratch pool

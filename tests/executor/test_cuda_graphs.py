@@ -17,6 +17,7 @@ import pytest
 import minimod as mx
 from minimod import backend, cuda_graph, gemm
 from minimod.executor import graphs as exe_graphs
+from minimod.flat import update_graph_status
 
 from ..conftest import needs_gpu
 from ..fake_cuda_graphs import Blas
@@ -128,7 +129,7 @@ def test_cpu_executors_never_capture(monkeypatch):
     exe = sym.simple_bind(mx.cpu(), data=(2, 4))
     for _ in range(3):
         exe.forward(is_train=False)
-    assert exe.graph_status() == {"all": "eager: not a GPU executor"}
+    assert exe.graph_status() == {"all": "eager: not on a GPU"}
 
 
 # ----------------------------------------------------------------------------- on a GPU
@@ -187,6 +188,11 @@ def test_training_with_graphs_is_bit_identical(net, monkeypatch):
     assert (status.get(("train", True)) == "graph" or status.get(("forward", True)) ==
             status.get(("backward", True)) == "graph"), status
     assert all(v == "graph" for v in status.values()), status
+    # the optimizer's update too: one graph per flat buffer, its scalars in device memory,
+    # so the learning rate halved mid-run reached the replays without a new capture
+    update = update_graph_status(getattr(mod, "_curr_module", mod)._updater)
+    assert update and all(v == "graph" for v in update.values()), update
+    assert len(update) == len(_executor(mod).flat_params), update
     for i, (a, b) in enumerate(zip(want_out, got_out)):
         same(b, a, err_msg="step %d output" % i)
     for name in want:
