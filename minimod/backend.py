@@ -23,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from . import device_rng as _device_rng
 from . import gemm as _gemm
 from .base import MXNetError
 from .cuda_graph import forbid_in_capture
 
 __all__ = [
     "xp_for", "to_context", "copy_into", "asnumpy", "gpu_count", "gpu_available", "synchronize",
-    "is_gpu_array", "scatter_add", "rng", "seed", "empty_cache", "array_module_of",
+    "is_gpu_array", "scatter_add", "rng", "seed", "uniform", "empty_cache", "array_module_of",
     "device_scope", "device_of", "current_device", "nccl_module", "cupy_status",
     "cudnn_library", "cudnn_status", "elementwise", "ElementwiseSpec", "const", "sum_into",
     "max_into", "pools_memory", "read_only", "clip_into", "take_rows", "matmul",
@@ -281,6 +282,7 @@ def seed(seed_state: int) -> None:
     """Reseed every backend generator (used by `mx.random.seed`)."""
     _SEED[0] = int(seed_state)
     _RNGS.clear()
+    _device_rng.reseed(seed_state)
 
 
 def rng(xp):
@@ -297,6 +299,16 @@ def rng(xp):
         gen = xp.random.RandomState(_SEED[0])
         _RNGS[key] = gen
     return gen
+
+
+def uniform(xp, shape: tuple):
+    """Uniform numbers in [0, 1) of `shape`, for the masks of the dropout ops: on the CPU from
+    `rng(np)` (float64, MXNet's CPU numbers); on a GPU float32 from `minimod.device_rng`, whose
+    state lives on the device, so a step that draws can be captured as a CUDA graph and each
+    replay draws anew."""
+    if xp is np:
+        return rng(np).uniform(0, 1, shape)
+    return _device_rng.uniform(xp, _cupy.cuda.runtime.getDevice(), tuple(shape))
 
 
 # ---------------------------------------------------------------------------- array calls

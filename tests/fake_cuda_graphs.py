@@ -202,3 +202,47 @@ def _colmajor(arr, shape, ld):
                                                                                ld))
     return _np.lib.stride_tricks.as_strided(host, shape=(rows, cols),
                                             strides=(item, ld * item))
+
+
+class RawModule:
+    """`cupy.RawModule` for the kernels of minimod.device_rng: each function runs its NumPy
+    reference (`device_rng.host_uniform`) over the arrays it is launched with, reading the
+    generator's state from device memory at run time (recorded, not run, during capture)."""
+
+    def __init__(self, code=None, **kwargs):
+        from minimod import device_rng
+        if code != device_rng.SOURCE:
+            raise NotImplementedError("the stand-in runs only minimod.device_rng's kernels")
+
+    def get_function(self, name):
+        return _RawFunction(name)
+
+
+class _RawFunction:
+    def __init__(self, name):
+        from minimod import device_rng
+        if name not in device_rng.KERNELS:
+            raise AttributeError("no kernel %r in the module" % name)
+        self.name = name
+
+    def __call__(self, grid, block, args):
+        from tests.fake_cupy import _check_operands
+        _check_operands(args, self.name)
+        hosts = [a.view(_np.ndarray) if isinstance(a, _np.ndarray) else a for a in args]
+        if grid[0] * block[0] < (int(hosts[-1]) if self.name.endswith("uniform") else 1):
+            raise ValueError("%s launched with too few threads" % self.name)
+        run = self._uniform if self.name.endswith("uniform") else self._advance
+        if capturing():
+            record(lambda: run(*hosts))
+        else:
+            run(*hosts)
+
+    @staticmethod
+    def _uniform(state, out, count):
+        from minimod import device_rng
+        out.reshape(-1)[:int(count)] = device_rng.host_uniform(int(state[0]), int(state[1]),
+                                                               int(count))
+
+    @staticmethod
+    def _advance(state, count):
+        state[1] += _np.uint64(count)

@@ -389,6 +389,7 @@ def _build():
         elif not isinstance(value, types.ModuleType):
             setattr(me, name, value)  # dtypes, constants
     me.random = types.SimpleNamespace(RandomState=_RandomState)
+    me.RawModule = _graphs.RawModule
     me.linalg = types.SimpleNamespace(**{  # cupy.linalg: the NumPy names, on device arrays
         name: _device_fn(getattr(_np.linalg, name)) for name in dir(_np.linalg)
         if not name.startswith("_") and callable(getattr(_np.linalg, name))

@@ -57,7 +57,7 @@ class Dropout(Op):
         draw_shape = list(x.shape)
         for ax in self.attrs.axes:
             draw_shape[ax] = 1
-        keep = backend.rng(xp).uniform(0, 1, tuple(draw_shape)) < 1 - p
+        keep = backend.uniform(xp, tuple(draw_shape)) < 1 - p
         mask[...] = keep * (1 / (1 - p)) if p < 1 else 0
         xp.multiply(x, mask, out=y)
 

@@ -249,7 +249,7 @@ class RNN(_ScratchMixin, Op):
             mask[...] = 1
             return layer_in
         p = self.attrs.p
-        keep = backend.rng(xp).uniform(0, 1, layer_in.shape) < 1 - p
+        keep = backend.uniform(xp, layer_in.shape) < 1 - p
         xp.multiply(keep, 1 / (1 - p), out=mask)
         return layer_in * mask
 
