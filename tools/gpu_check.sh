@@ -14,13 +14,15 @@ print("numpy", numpy.__version__, "|", backend.cupy_status(), "|", backend.cudnn
 print(mx.runtime.Features())
 PY
 # a first look at the new GPU paths: a few training steps per net, then how each ran (CUDA
-# graphs or why not, cuBLAS direct or not, which cuDNN binding) and whether graphs on/off agree
+# graphs or why not, for the steps and the optimizer's update; cuBLAS direct or not; which
+# cuDNN binding) and whether graphs on/off agree
 timeout "${PROBE_S:-90}" $python - <<'PY' 2>&1 | tee "$out/probe.txt"
 import os, sys, traceback
 import numpy as np
 sys.path.insert(0, "benchmarks")
 import minimod as mx, workloads as wl
 from minimod import backend, gemm
+from minimod.flat import update_graph_status
 for net in ("mlp", "lenet", "lstm"):
     params = {}
     for graphs in ("0", "1"):
@@ -30,8 +32,9 @@ for net in ("mlp", "lenet", "lstm"):
             for b in batches[:4]:
                 mod.forward_backward(b); mod.update()
             params[graphs] = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
-            exe = getattr(mod, "_curr_module", mod)._exec_group.execs[0]
-            print(net, "graphs=%s" % graphs, exe.graph_status())
+            inner = getattr(mod, "_curr_module", mod)
+            print(net, "graphs=%s" % graphs, inner._exec_group.execs[0].graph_status(),
+                  "update:", sorted(set(update_graph_status(inner._updater).values())))
         except Exception:
             print(net, "graphs=%s FAILED" % graphs); traceback.print_exc()
     if len(params) == 2:
