@@ -75,6 +75,16 @@ def fresh(result, recompute, inputs, what: str):
     return result
 
 
+def zero_indices(key):
+    """`key` with its integer index arrays zeroed: what a capture can compute a gather's
+    shape from while those indices are still garbage."""
+    if isinstance(key, tuple):
+        return tuple(zero_indices(k) for k in key)
+    if isinstance(key, _np.ndarray) and key.dtype.kind in "iu":
+        return _np.zeros_like(key)
+    return key
+
+
 class Graph:
     def __init__(self, thunks):
         self.thunks = thunks

@@ -95,7 +95,14 @@ class ndarray(_np.ndarray):
 
     def __getitem__(self, key):
         _check_devices(key, "__getitem__")
-        out = _np.ndarray.__getitem__(self, _host_view(key))
+        try:
+            out = _np.ndarray.__getitem__(self, _host_view(key))
+        except IndexError:
+            if not _graphs.capturing():
+                raise
+            # integer indices computed earlier in the capture hold garbage until a launch
+            # fills them; the result's shape does not depend on their values
+            out = _np.ndarray.__getitem__(self, _graphs.zero_indices(_host_view(key)))
         if isinstance(out, _np.generic):  # an element stays on the device, as a 0-d array
             out = _on_device(out, self._dev)
         if _graphs.capturing():
