@@ -87,3 +87,15 @@ def test_table_has_the_cuda_graph_anchor_and_kernel_times(bench_gpu):
     assert "summed kernel time per step" in text
     assert "minimod's CUDA graphs: lstm: forward: graph; backward: graph" in text
     assert "minimod's matrix products: cuBLAS direct (x)" in text
+
+
+def test_kernel_counts_table_on_the_stand_in():
+    """benchmarks/kernel_counts.py counts a step's captured kernels on the CuPy stand-in,
+    with and without the fusion pass (the LSTM cells fuse; an MLP has nothing to fuse)."""
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "kernel_counts.py"),
+                           "--nets", "mlp"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    row = [line for line in proc.stdout.splitlines() if line.startswith("| mlp |")][0]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "128" and int(cells[2]) == int(cells[4]) > 10
+    assert cells[3].startswith("train ") and "update " in cells[3]

@@ -7,7 +7,8 @@ stale. The four rewrites, in the order a bind runs them:
 
 - `CSE`: common-subexpression elimination (`passes.cse`), MXNet's own bind-time rewrite;
 - `DEVICE`: each op's variant for the target device (`passes.device`: cuDNN's on GPUs);
-- `FUSE`: patterns of nodes replaced by one fused op (`passes.fuse`, CPUs);
+- `FUSE`: patterns of nodes replaced by one fused op (`passes.fuse`: one pattern on CPUs,
+  another on GPUs);
 - `BATCH_LAST`: edges between ops that work batch-last stored that way (`passes.layout`, CPUs).
 
 A bind builds its options with `default_options()`, the one place that reads the settings a
@@ -43,7 +44,7 @@ class Rewrite:
     compiler infers them again, but only when something reads them next. `mxnet_ops` is True
     when the result still holds only MXNet's operators, so `get_optimized_symbol` may show it.
     `per_device` is True when what it does suits one device type only (cuDNN variants on
-    GPUs, fusion and batch-last storage on CPUs): a plan placed over CPUs and GPUs together
+    GPUs, fusion's patterns, batch-last storage on CPUs): a plan placed over CPUs and GPUs together
     (`passes.placement`) leaves it out.
     """
 
@@ -74,7 +75,7 @@ def _run_batch_last(facts, ctx):
 CSE = Rewrite("cse", _run_cse, stale=("shapes", "types"), mxnet_ops=True)
 #: the same entries, but a device variant may size its hidden outputs differently
 DEVICE = Rewrite("device", _run_device, stale=("shapes",), per_device=True)
-#: the absorbed activations' entries leave the graph: entry ids move
+#: the absorbed nodes' entries leave the graph: entry ids move
 FUSE = Rewrite("fuse", _run_fuse, stale=("shapes", "types"), per_device=True)
 #: the same entries, some of them batch-last now: their shapes are permuted
 BATCH_LAST = Rewrite("batch_last", _run_batch_last, stale=("shapes",), per_device=True)

@@ -1,0 +1,71 @@
+"""Kernels per training step on a GPU, counted on any machine: the benchmark nets trained for
+a few steps on the CuPy stand-in (tests/fake_cupy.py) with CUDA graphs on, and the operations
+each captured graph recorded, summed over the step's graphs (forward and backward or the
+whole step, and the optimizer's update).
+
+Each recorded operation is one kernel launch of CuPy (an elementwise or reduction kernel, a
+copy, a fill); a cuBLAS GEMM counts as one, though cuBLAS may split it. With graphs, launch
+costs vanish and a small net's step time is about its kernel count times a few microseconds
+of GPU time, so this count bounds what a graph replay can gain. `--fusion both` also counts
+the plans without the fusion pass (`minimod.passes.fusion(False)`).
+
+    python3 benchmarks/kernel_counts.py [--nets mlp,lenet,lstm,lstm_fused] [--fusion both]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.dirname(HERE), HERE]
+os.environ["MINIMOD_CUDA_GRAPHS"] = "1"
+
+from tests import fake_cupy  # noqa: E402
+
+fake_cupy.install()  # before minimod loads: gpu(0) is the stand-in
+
+import workloads  # noqa: E402
+
+import minimod as mx  # noqa: E402
+from minimod.passes import fusion  # noqa: E402
+
+BATCH = {"mlp": 128, "lenet": 64, "lstm": 32, "lstm_fused": 32}
+
+
+def kernels_per_step(net: str, batch: int, fused: bool = True, steps: int = 3) -> dict:
+    """{graph key: recorded operations} of one training step of `net` on the stand-in."""
+    with fusion(fused):
+        mod, batches = workloads.make_module(mx, net, batch, context=mx.gpu(0))
+    for i in range(steps):
+        mod.forward_backward(batches[i % len(batches)])
+        mod.update()
+    inner = getattr(mod, "_curr_module", mod)
+    counts = {key[0]: len(g.graph.thunks)
+              for key, g in inner._exec_group.execs[0]._graphs.graphs.items()}
+    for state in inner._updater.flat_states.values():
+        for key, graph in state.graphs.graphs.items():
+            counts[key[0]] = counts.get(key[0], 0) + len(graph.graph.thunks)
+    return counts
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nets", default="mlp,lenet,lstm,lstm_fused")
+    parser.add_argument("--fusion", choices=("on", "both"), default="both")
+    args = parser.parse_args(argv)
+    print("| net | batch | kernels per step | of which: step lists + update |"
+          + (" without the fusion pass |" if args.fusion == "both" else ""))
+    print("|---|---|---|---|" + ("---|" if args.fusion == "both" else ""))
+    for net in args.nets.split(","):
+        counts = kernels_per_step(net, BATCH[net])
+        parts = " + ".join("%s %d" % item for item in sorted(counts.items()))
+        row = "| %s | %d | %d | %s |" % (net, BATCH[net], sum(counts.values()), parts)
+        if args.fusion == "both":
+            row += " %d |" % sum(kernels_per_step(net, BATCH[net], fused=False).values())
+        print(row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
