@@ -3,14 +3,16 @@ captured CUDA graph.
 
 CuPy refuses every cuBLAS call while a stream captures (its wrapper raises
 "calling cuBLAS API during stream capture is currently unsupported" when it sets the
-handle's stream), though cuBLAS itself allows GEMMs under capture. So 2-D float32/float64
-products on CuPy arrays go through this module instead: one cuBLAS handle per GPU of our own,
-made through ctypes from the libcublas this process loads, with a fixed workspace (cuBLAS
-allocates none during capture then), the default math mode (no TF32) and host-pointer
-scalars. The same call runs whether a graph captures or not, so graphs replay the very
-kernels an eager step runs. `backend.matmul` is the one entry point; everything else (batched,
-half precision, mixed dtypes) goes to `cupy.matmul`, which a capture then refuses, so that
-step stays eager. MINIMOD_CUBLAS=0 sends every product to `cupy.matmul`.
+handle's stream), though cuBLAS itself allows GEMMs under capture. So float32/float64
+products on CuPy arrays go through this module instead, 2-D ones as one GEMM and batched
+ones ((..., m, k) @ (..., k, n), batch dims broadcast) as one strided batched GEMM. They
+use one cuBLAS handle per GPU of our own, made through ctypes from the libcublas this
+process loads, with a fixed workspace (cuBLAS allocates none during capture then), the
+default math mode (no TF32) and host-pointer scalars. The same call runs whether a graph
+captures or not, so graphs replay the very kernels an eager step runs. `backend.matmul` is
+the one entry point; everything else (half precision, mixed dtypes, a vector times a batch)
+goes to `cupy.matmul`, which a capture then refuses, so that step stays eager.
+MINIMOD_CUBLAS=0 sends every product to `cupy.matmul`.
 
 cuBLAS is column-major and NumPy row-major: a row-major X (r, c) whose rows are contiguous
 is the column-major X^T with leading dimension = its row stride, one whose columns are
@@ -74,6 +76,10 @@ def matmul(xp, a, b, out=None):
 
 def matmul_through(blas, xp, a, b, out=None):
     """`matmul` with `blas` (a CublasLib, or None for `xp.matmul`) making the GEMM call."""
+    if blas is not None and min(a.ndim, b.ndim) >= 2 and max(a.ndim, b.ndim) >= 3:
+        batch = _batch_shape(a, b, out)
+        if batch is not None:
+            return _batched(blas, xp, a, b, out, batch)
     if (blas is None or not 1 <= a.ndim <= 2 or not 1 <= b.ndim <= 2 or a.dtype != b.dtype
             or a.dtype.char not in "fd" or a.shape[-1] != b.shape[0]
             or (out is not None and (out.dtype != a.dtype
@@ -114,6 +120,79 @@ def matmul_through(blas, xp, a, b, out=None):
 
 def _result_shape(a, b) -> tuple:
     return tuple(a.shape[:-1]) + tuple(b.shape[1:])
+
+
+# ----------------------------------------------------------------------------- batched
+
+def _batch_shape(a, b, out):
+    """The broadcast batch shape of a (..., m, k) @ (..., k, n) product that one strided
+    batched GEMM serves (float32/float64, one dtype, `out` of the result's shape), or None."""
+    if (a.dtype != b.dtype or a.dtype.char not in "fd" or a.shape[-1] != b.shape[-2]
+            or (out is not None and out.dtype != a.dtype)):
+        return None
+    try:
+        batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    except ValueError:
+        return None
+    if out is not None and out.shape != batch + (a.shape[-2], b.shape[-1]):
+        return None
+    return batch
+
+
+def _stacked(xp, x, batch: tuple):
+    """x broadcast to `batch` + its matrix shape, as a (count, rows, cols) view whose
+    matrices lie one fixed stride apart (0 where x is broadcast), or a copy where its batch
+    dimensions do not merge into one stride."""
+    full = xp.broadcast_to(x, batch + x.shape[-2:])
+    stride = _merged_stride(full.shape[:len(batch)], full.strides[:len(batch)])
+    if stride is None:
+        full = xp.ascontiguousarray(full)
+        stride = full.strides[len(batch) - 1] if batch else 0
+    count = int(np.prod(batch, dtype=np.int64))
+    return xp.lib.stride_tricks.as_strided(full, shape=(count,) + full.shape[-2:],
+                                           strides=(stride,) + full.strides[-2:])
+
+
+def _merged_stride(shape: tuple, strides: tuple):
+    """The one stride between consecutive matrices of batch dims `shape` with `strides`, or
+    None where they do not lie one fixed (non-negative) stride apart."""
+    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    if not dims:
+        return 0
+    for (_, outer), (n, inner) in zip(dims, dims[1:]):
+        if outer != inner * n:
+            return None
+    return dims[-1][1] if dims[-1][1] >= 0 else None
+
+
+def _batched(blas, xp, a, b, out, batch: tuple):
+    """a @ b over the batch dims as one strided batched GEMM (see `matmul_through`)."""
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    result = xp.empty(batch + (m, n), dtype=a.dtype) if out is None else out
+    count = int(np.prod(batch, dtype=np.int64))
+    target = result if result.flags.c_contiguous else xp.empty(result.shape, a.dtype)
+    target3 = target.reshape(count, m, n)
+    if count and m and n:
+        if k == 0:
+            target.fill(0)
+        else:
+            item = a.dtype.itemsize
+            a3, b3 = _stacked(xp, a, batch), _stacked(xp, b, batch)
+            lay_a = operand_layout((m, k), a3.strides[1:], item)
+            if lay_a is None or a3.strides[0] % item:
+                a3 = xp.ascontiguousarray(a3)
+                lay_a = operand_layout((m, k), a3.strides[1:], item)
+            lay_b = operand_layout((k, n), b3.strides[1:], item)
+            if lay_b is None or b3.strides[0] % item:
+                b3 = xp.ascontiguousarray(b3)
+                lay_b = operand_layout((k, n), b3.strides[1:], item)
+            lay_c = operand_layout((m, n), target3.strides[1:], item)
+            strides = (b3.strides[0] // item, a3.strides[0] // item, m * n)
+            blas.gemm_batched(xp, a.dtype, gemm_plan(lay_a, lay_b, lay_c, m, n, k), strides,
+                              count, b3, a3, target3)
+    if target is not result:
+        result[...] = target
+    return result
 
 
 # ----------------------------------------------------------------------------- the library
@@ -179,13 +258,16 @@ class CublasLib:
 
     def __init__(self, lib, path: str):
         self.lib, self.path = lib, path
-        vp, i, c = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
+        vp, i, c, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_longlong
+        batched = [vp, i, i, i, i, i, vp, vp, i, ll, vp, i, ll, vp, vp, i, ll, i]
         for name, args in (("cublasCreate_v2", [ctypes.POINTER(vp)]),
                            ("cublasSetStream_v2", [vp, vp]),
                            ("cublasSetWorkspace_v2", [vp, vp, c]),
                            ("cublasSetMathMode", [vp, i]),
                            ("cublasSgemm_v2", [vp, i, i, i, i, i, vp, vp, i, vp, i, vp, vp, i]),
-                           ("cublasDgemm_v2", [vp, i, i, i, i, i, vp, vp, i, vp, i, vp, vp, i])):
+                           ("cublasDgemm_v2", [vp, i, i, i, i, i, vp, vp, i, vp, i, vp, vp, i]),
+                           ("cublasSgemmStridedBatched", batched),
+                           ("cublasDgemmStridedBatched", batched)):
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = args, ctypes.c_int
         self.handles: dict = {}  # device id -> (handle, workspace array kept alive)
@@ -215,11 +297,29 @@ class CublasLib:
     def gemm(self, xp, dtype, plan: tuple, a, b, c) -> None:
         """C = op(A) op(B), column-major, with (transa, transb, m, n, k, lda, ldb, ldc) =
         `plan`, on CuPy's (`xp`'s) current stream."""
-        handle = self._handle(xp, a.device.id)
-        self._check(self.lib.cublasSetStream_v2(handle, xp.cuda.get_current_stream().ptr),
-                    "cublasSetStream")
+        handle = self._on_stream(xp, a)
         one, zero = self.scalars[np.dtype(dtype)]
         fn = self.lib.cublasSgemm_v2 if np.dtype(dtype) == np.float32 else self.lib.cublasDgemm_v2
         ta, tb, m, n, k, lda, ldb, ldc = plan
         self._check(fn(handle, ta, tb, m, n, k, ctypes.byref(one), a.data.ptr, lda, b.data.ptr,
                        ldb, ctypes.byref(zero), c.data.ptr, ldc), "gemm")
+
+    def gemm_batched(self, xp, dtype, plan: tuple, strides: tuple, count: int, a, b,
+                     c) -> None:
+        """`gemm` for `count` matrices at once: A, B and C's i-th matrices start
+        strides[0], strides[1] and strides[2] elements after their (i-1)-th."""
+        handle = self._on_stream(xp, a)
+        one, zero = self.scalars[np.dtype(dtype)]
+        fn = (self.lib.cublasSgemmStridedBatched if np.dtype(dtype) == np.float32
+              else self.lib.cublasDgemmStridedBatched)
+        ta, tb, m, n, k, lda, ldb, ldc = plan
+        self._check(fn(handle, ta, tb, m, n, k, ctypes.byref(one), a.data.ptr, lda,
+                       strides[0], b.data.ptr, ldb, strides[1], ctypes.byref(zero),
+                       c.data.ptr, ldc, strides[2], count), "gemmStridedBatched")
+
+    def _on_stream(self, xp, a):
+        """The handle of a's GPU, set to CuPy's current stream."""
+        handle = self._handle(xp, a.device.id)
+        self._check(self.lib.cublasSetStream_v2(handle, xp.cuda.get_current_stream().ptr),
+                    "cublasSetStream")
+        return handle

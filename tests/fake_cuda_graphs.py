@@ -177,6 +177,26 @@ class Blas:
         else:
             self._gemm(plan, a, b, c)
 
+    def gemm_batched(self, xp, dtype, plan, strides, count, a, b, c):
+        """cuBLAS's strided batched GEMM over (count, rows, cols) operands whose matrices
+        lie `strides` elements apart (checked against the arrays), each read like `gemm`'s."""
+        from tests.fake_cupy import _check_operands
+        _check_operands((a, b, c), "gemm_batched")
+        _STATE["gemms"] += 1
+        for x, stride in zip((a, b, c), strides):
+            if count > 1 and x.strides[0] != stride * x.itemsize:
+                raise ValueError("batch stride %d does not match the operand's %d bytes"
+                                 % (stride, x.strides[0]))
+        views = [[x.view(_np.ndarray)[i] for i in range(count)] for x in (a, b, c)]
+
+        def run():
+            for a_i, b_i, c_i in zip(*views):
+                self._gemm(plan, a_i, b_i, c_i)
+        if capturing():
+            record(run)
+        else:
+            run()
+
     @staticmethod
     def _gemm(plan, a, b, c):
         ta, tb, m, n, k, lda, ldb, ldc = plan

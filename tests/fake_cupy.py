@@ -137,7 +137,7 @@ class ndarray(_np.ndarray):
         return self._method("reshape", *args, **kwargs)
 
     def dot(self, other, out=None):
-        return _call(_np.dot, (self, other), {} if out is None else {"out": out})
+        return sys.modules[__name__].dot(self, other, **({} if out is None else {"out": out}))
 
     def fill(self, value):
         if _graphs.capturing():
@@ -395,6 +395,8 @@ def _build():
             setattr(me, name, _device_fn(value))
         elif not isinstance(value, types.ModuleType):
             setattr(me, name, value)  # dtypes, constants
+    for name in _CUBLAS_CALLS:  # CuPy's cuBLAS wrapper refuses every call under capture
+        setattr(me, name, _refused_in_capture(getattr(me, name), name))
     me.random = types.SimpleNamespace(RandomState=_RandomState)
     me.RawModule = _graphs.RawModule
     me.linalg = types.SimpleNamespace(**{  # cupy.linalg: the NumPy names, on device arrays
@@ -414,6 +416,20 @@ def _build():
     me.cuda = cuda
     me.__name__ = "cupy"
     return me
+
+
+#: functions CuPy runs through its cuBLAS wrapper (einsum and tensordot may)
+_CUBLAS_CALLS = ("matmul", "dot", "tensordot", "einsum", "inner", "vdot")
+
+
+def _refused_in_capture(func, name):
+    def run(*args, **kwargs):
+        if _graphs.capturing():
+            raise RuntimeError("cupy.%s: calling cuBLAS API during stream capture is "
+                               "currently unsupported" % name)
+        return func(*args, **kwargs)
+    run.__name__ = name
+    return run
 
 
 def _as_strided(x, shape=None, strides=None, **kwargs):

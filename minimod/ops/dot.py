@@ -132,7 +132,7 @@ class BatchDotOp(Op):
 
     def forward(self, xp, inputs, aux, out, is_train):
         a, b = self._operands(xp, inputs[0], inputs[1])
-        xp.matmul(a, b, out=out[0])
+        matmul(xp, a, b, out=out[0])
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         a, b = self._operands(xp, inputs[0], inputs[1])
@@ -141,11 +141,11 @@ class BatchDotOp(Op):
         da, db = in_grads
         if da is not None:
             if self.attrs.transpose_a:
-                xp.matmul(b, dy_t, out=da)
+                matmul(xp, b, dy_t, out=da)
             else:
-                xp.matmul(dy, xp.swapaxes(b, -1, -2), out=da)
+                matmul(xp, dy, xp.swapaxes(b, -1, -2), out=da)
         if db is not None:
             if self.attrs.transpose_b:
-                xp.matmul(dy_t, a, out=db)
+                matmul(xp, dy_t, a, out=db)
             else:
-                xp.matmul(xp.swapaxes(a, -1, -2), dy, out=db)
+                matmul(xp, xp.swapaxes(a, -1, -2), dy, out=db)

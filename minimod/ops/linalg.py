@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from ..backend import matmul
 from ..base import DTypeError, ShapeError
 from .registry import Op, fmt_shape, register, shape_is_known
 
@@ -179,12 +180,12 @@ class _Product(LinalgOp):
         op_a, op_b = self._operands(xp, a, b)
         if da is not None:
             self._rows_last(xp, da)[...] = alpha * (
-                xp.matmul(op_b, swap_last(xp, g)) if self.attrs.transpose_a
-                else xp.matmul(g, swap_last(xp, op_b)))
+                matmul(xp, op_b, swap_last(xp, g)) if self.attrs.transpose_a
+                else matmul(xp, g, swap_last(xp, op_b)))
         if db is not None:
             self._rows_last(xp, db)[...] = alpha * (
-                xp.matmul(swap_last(xp, g), op_a) if self.attrs.transpose_b
-                else xp.matmul(swap_last(xp, op_a), g))
+                matmul(xp, swap_last(xp, g), op_a) if self.attrs.transpose_b
+                else matmul(xp, swap_last(xp, op_a), g))
 
 
 @register
@@ -211,7 +212,7 @@ class Gemm(_Product):
 
     def forward(self, xp, inputs, aux, out, is_train):
         op_a, op_b = self._operands(xp, inputs[0], inputs[1])
-        self._rows_last(xp, out[0])[...] = (self.attrs.alpha * xp.matmul(op_a, op_b)
+        self._rows_last(xp, out[0])[...] = (self.attrs.alpha * matmul(xp, op_a, op_b)
                                             + self.attrs.beta * self._rows_last(xp, inputs[2]))
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
@@ -240,7 +241,7 @@ class Gemm2(_Product):
 
     def forward(self, xp, inputs, aux, out, is_train):
         op_a, op_b = self._operands(xp, inputs[0], inputs[1])
-        self._rows_last(xp, out[0])[...] = self.attrs.alpha * xp.matmul(op_a, op_b)
+        self._rows_last(xp, out[0])[...] = self.attrs.alpha * matmul(xp, op_a, op_b)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         self._product_backward(xp, out_grads[0], inputs[0], inputs[1], in_grads[0], in_grads[1])
@@ -273,8 +274,8 @@ class Syrk(LinalgOp):
     def forward(self, xp, inputs, aux, out, is_train):
         a = inputs[0]
         at = swap_last(xp, a)
-        out[0][...] = self.attrs.alpha * (xp.matmul(at, a) if self.attrs.transpose
-                                          else xp.matmul(a, at))
+        out[0][...] = self.attrs.alpha * (matmul(xp, at, a) if self.attrs.transpose
+                                          else matmul(xp, a, at))
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         if in_grads[0] is None:
@@ -282,8 +283,8 @@ class Syrk(LinalgOp):
         g = out_grads[0]
         sym = g + swap_last(xp, g)
         a = inputs[0]
-        in_grads[0][...] = self.attrs.alpha * (xp.matmul(a, sym) if self.attrs.transpose
-                                               else xp.matmul(sym, a))
+        in_grads[0][...] = self.attrs.alpha * (matmul(xp, a, sym) if self.attrs.transpose
+                                               else matmul(xp, sym, a))
 
 
 # ----------------------------------------------------------------------------- triangular
@@ -337,19 +338,19 @@ class Trmm(_Triangular):
 
     def forward(self, xp, inputs, aux, out, is_train):
         op_a, b = self._op_a(xp, inputs[0]), inputs[1]
-        out[0][...] = self.attrs.alpha * (xp.matmul(b, op_a) if self.attrs.rightside
-                                          else xp.matmul(op_a, b))
+        out[0][...] = self.attrs.alpha * (matmul(xp, b, op_a) if self.attrs.rightside
+                                          else matmul(xp, op_a, b))
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         g, b, alpha = out_grads[0], inputs[1], self.attrs.alpha
         op_a = self._op_a(xp, inputs[0])
         right = self.attrs.rightside
         if in_grads[1] is not None:
-            in_grads[1][...] = alpha * (xp.matmul(g, swap_last(xp, op_a)) if right
-                                        else xp.matmul(swap_last(xp, op_a), g))
+            in_grads[1][...] = alpha * (matmul(xp, g, swap_last(xp, op_a)) if right
+                                        else matmul(xp, swap_last(xp, op_a), g))
         if in_grads[0] is not None:
-            d_op_a = alpha * (xp.matmul(swap_last(xp, b), g) if right
-                              else xp.matmul(g, swap_last(xp, b)))
+            d_op_a = alpha * (matmul(xp, swap_last(xp, b), g) if right
+                              else matmul(xp, g, swap_last(xp, b)))
             self._grad_a(xp, d_op_a, in_grads[0])
 
 
@@ -382,8 +383,8 @@ class Trsm(_Triangular):
         if in_grads[1] is not None:
             in_grads[1][...] = self.attrs.alpha * w
         if in_grads[0] is not None:
-            d_op_a = -(xp.matmul(swap_last(xp, x), w) if self.attrs.rightside
-                       else xp.matmul(w, swap_last(xp, x)))
+            d_op_a = -(matmul(xp, swap_last(xp, x), w) if self.attrs.rightside
+                       else matmul(xp, w, swap_last(xp, x)))
             self._grad_a(xp, d_op_a, in_grads[0])
 
 

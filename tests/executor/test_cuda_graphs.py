@@ -85,12 +85,15 @@ def test_gemm_vectors_and_fallbacks():
 
     class Refuses:
         def gemm(self, *args):
-            raise AssertionError("batched and half products are not cuBLAS-direct")
+            raise AssertionError("half and vector-by-batch products are not cuBLAS-direct")
+        gemm_batched = gemm
     batched = rng.standard_normal((2, 4, 3)).astype(np.float32)
-    np.testing.assert_allclose(gemm.matmul_through(Refuses(), _HOST, batched, a.T),
-                               batched @ a.T, rtol=1e-6)
+    np.testing.assert_allclose(gemm.matmul_through(Refuses(), _HOST, v, batched.transpose(
+        0, 2, 1)), v @ batched.transpose(0, 2, 1), rtol=1e-6)
     half = a.astype(np.float16)
     assert gemm.matmul_through(Refuses(), _HOST, half, half.T).dtype == np.float16
+    assert gemm.matmul_through(Refuses(), _HOST, batched.astype(np.float16),
+                               half.T).dtype == np.float16
     with pytest.raises(ValueError):  # an `out` of another shape: never handed to cuBLAS
         gemm.matmul_through(Refuses(), _HOST, a, a.T, np.empty((2, 8), np.float32))
 
@@ -344,7 +347,8 @@ class _RecordingLib:
     def __init__(self):
         self.calls = []
         for name in ("cublasCreate_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
-                     "cublasSetMathMode", "cublasSgemm_v2", "cublasDgemm_v2"):
+                     "cublasSetMathMode", "cublasSgemm_v2", "cublasDgemm_v2",
+                     "cublasSgemmStridedBatched", "cublasDgemmStridedBatched"):
             setattr(self, name, self._fn(name))
 
     def _fn(self, name):
@@ -401,3 +405,65 @@ def test_cublas_calls_carry_the_plan_the_handle_and_the_stream():
             blas.gemm(xp, np.float32, plan, array(1, dev=1), array(2, dev=1), array(3, dev=1))
     finally:
         cuda_graph._CAPTURING[0] = False
+
+
+class _BatchedHostBlas(_HostBlas):
+    """The stand-in's strided batched GEMM over plain NumPy arrays."""
+
+    def gemm_batched(self, xp, dtype, plan, strides, count, a, b, c):
+        for x, stride in zip((a, b, c), strides):
+            assert count == 1 or x.strides[0] == stride * x.itemsize
+        for i in range(count):
+            Blas._gemm(plan, a[i], b[i], c[i])
+
+
+_HOST_BATCHED = types.SimpleNamespace(
+    empty=np.empty, ascontiguousarray=np.ascontiguousarray, matmul=np.matmul,
+    broadcast_to=np.broadcast_to, lib=np.lib)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((3, 4, 5), (3, 5, 2)), ((3, 4, 5), (5, 2)), ((4, 5), (3, 5, 2)),
+    ((2, 3, 4, 5), (2, 3, 5, 2)), ((2, 1, 4, 5), (1, 3, 5, 2)), ((3, 1, 5), (3, 5, 1)),
+    ((2, 4, 0), (2, 0, 3)), ((0, 4, 5), (0, 5, 2))])
+def test_batched_products_equal_numpy(dtype, a_shape, b_shape):
+    """(..., m, k) @ (..., k, n) as one strided batched GEMM: broadcast batch dims (stride
+    0), 4-D batches, transposed, sliced and reversed operands, a strided output, empty
+    sizes."""
+    rng = np.random.default_rng(len(a_shape) * 10 + len(b_shape))
+    blas = _BatchedHostBlas()
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    forms = {"c": lambda x: x,
+             "t": lambda x: np.ascontiguousarray(np.swapaxes(x, -1, -2)).swapaxes(-1, -2),
+             "wide": lambda x: np.concatenate([x, x[..., :1]], axis=-1)[..., :x.shape[-1]],
+             "reversed": lambda x: np.ascontiguousarray(x[::-1])[::-1]}
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    for fa, make_a in forms.items():
+        for fb, make_b in forms.items():
+            got = gemm.matmul_through(blas, _HOST_BATCHED, make_a(a), make_b(b))
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=fa + fb)
+    out = np.full(want.shape[:-1] + (want.shape[-1] + 1,), np.nan, dtype)[..., 1:]
+    assert gemm.matmul_through(blas, _HOST_BATCHED, a, b, out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_batched_cublas_call_carries_the_strides_and_count():
+    import ctypes
+    lib = _RecordingLib()
+    blas = gemm.CublasLib(lib, "libcublas.so.test")
+
+    def array(ptr):
+        return types.SimpleNamespace(data=types.SimpleNamespace(ptr=ptr),
+                                     device=types.SimpleNamespace(id=0))
+    xp = types.SimpleNamespace(empty=lambda n, dtype: array(9000), cuda=types.SimpleNamespace(
+        get_current_stream=lambda: types.SimpleNamespace(ptr=5)))
+    plan = (gemm.OP_N, gemm.OP_T, 2, 3, 4, 2, 3, 2)
+    blas.gemm_batched(xp, np.float64, plan, (8, 0, 6), 7, array(100), array(200), array(300))
+    name, args = lib.calls[-1]
+    assert name == "cublasDgemmStridedBatched"
+    assert args[1:6] == plan[:5] and args[7:10] == (100, 2, 8) and args[10:13] == (200, 3, 0)
+    assert args[14:] == (300, 2, 6, 7)
+    assert args[6]._obj.value == 1.0 and args[13]._obj.value == 0.0
+    assert lib.cublasDgemmStridedBatched.argtypes[9] is ctypes.c_longlong

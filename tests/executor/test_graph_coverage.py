@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import minimod as mx
+from minimod import backend
 
 from ..conftest import needs_gpu
 
@@ -34,6 +35,10 @@ LAYERS = {
     "take": (lambda: S.take(S.Variable("table"), DATA), (4,), {"table": (10, 4)}, 10),
     "batch_dot": (lambda: S.batch_dot(S.reshape(DATA, shape=(4, 2, 3)),
                                       S.reshape(DATA, shape=(4, 3, 2))), (4, 6), {}, None),
+    "self-attention (interleaved)": (
+        lambda: S.contrib.interleaved_matmul_selfatt_valatt(
+            DATA, S.softmax(S.contrib.interleaved_matmul_selfatt_qk(DATA, heads=2), axis=-1),
+            heads=2), (3, 2, 12), {}, None),
     "dot, transposed": (lambda: S.dot(DATA, S.Variable("w2"), transpose_b=True), (4, 6),
                         {"w2": (5, 6)}, None),
     "LeakyReLU prelu": (lambda: S.LeakyReLU(DATA, act_type="prelu"), (4, 6), {}, None),
@@ -101,9 +106,18 @@ def _check(net, shapes, int_bound, monkeypatch):
     want, _ = _run(net, shapes, int_bound, False, monkeypatch)
     got, status = _run(net, shapes, int_bound, True, monkeypatch)
     assert status == {("train", True): "graph"}, status
+    # on a GPU, atomics (the scatter-adds of Embedding's and take's gradients) may make two
+    # eager runs differ: then the graph is held to that spread, else to every bit
+    exact = hasattr(backend._cupy, "host_reads") or all(
+        np.array_equal(x, y) for a, b in zip(want, _run(net, shapes, int_bound, False,
+                                                         monkeypatch)[0])
+        for x, y in zip(a, b))
     for step, (a, b) in enumerate(zip(want, got)):
         for x, y in zip(a, b):
-            np.testing.assert_array_equal(y, x, err_msg="step %d" % step)
+            if exact:
+                np.testing.assert_array_equal(y, x, err_msg="step %d" % step)
+            else:
+                np.testing.assert_allclose(y, x, rtol=1e-5, atol=1e-6, err_msg="step %d" % step)
 
 
 @needs_gpu

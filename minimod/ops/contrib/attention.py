@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from ...backend import matmul
 from ...base import OpParamError, ShapeError
 from ..registry import Op, fmt_shape, register
 
@@ -99,7 +100,7 @@ class InterleavedSelfAttQK(_Interleaved):
     def forward(self, xp, inputs, aux, out, is_train):
         qkv = _per_head(inputs[0], self.attrs.heads, 3)
         q, k = _batched(qkv[:, :, :, 0]), _batched(qkv[:, :, :, 1])
-        xp.matmul(q, _swap(k), out=out[0])
+        matmul(xp, q, _swap(k), out=out[0])
         out[0] *= self._scale(out[0].dtype, inputs[0].shape[2], 3)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
@@ -111,8 +112,8 @@ class InterleavedSelfAttQK(_Interleaved):
         g = out_grads[0] * self._scale(out_grads[0].dtype, inputs[0].shape[2], 3)
         grads = _per_head(d_qkv, self.attrs.heads, 3)
         batch = d_qkv.shape[1]
-        grads[:, :, :, 0] = _time_major(xp.matmul(g, k), batch)
-        grads[:, :, :, 1] = _time_major(xp.matmul(_swap(g), q), batch)
+        grads[:, :, :, 0] = _time_major(matmul(xp, g, k), batch)
+        grads[:, :, :, 1] = _time_major(matmul(xp, _swap(g), q), batch)
         grads[:, :, :, 2] = 0
 
 
@@ -139,7 +140,7 @@ class InterleavedSelfAttValAtt(_Interleaved):
         v = _batched(_per_head(qkv, self.attrs.heads, 3)[:, :, :, 2])
         length, batch, _ = out[0].shape
         out[0].reshape(length, batch, self.attrs.heads, -1)[...] = _time_major(
-            xp.matmul(att, v), batch)
+            matmul(xp, att, v), batch)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         qkv, att = inputs
@@ -148,11 +149,11 @@ class InterleavedSelfAttValAtt(_Interleaved):
         g = _batched(out_grads[0].reshape(length, batch, self.attrs.heads, -1))
         if d_att is not None:
             v = _batched(_per_head(qkv, self.attrs.heads, 3)[:, :, :, 2])
-            xp.matmul(g, _swap(v), out=d_att)
+            matmul(xp, g, _swap(v), out=d_att)
         if d_qkv is not None:
             grads = _per_head(d_qkv, self.attrs.heads, 3)
             grads[:, :, :, :2] = 0
-            grads[:, :, :, 2] = _time_major(xp.matmul(_swap(att), g), batch)
+            grads[:, :, :, 2] = _time_major(matmul(xp, _swap(att), g), batch)
 
 
 @register
@@ -181,7 +182,7 @@ class InterleavedEncDecQK(_Interleaved):
         heads = self.attrs.heads
         q = _batched(_per_head(queries, heads, 1)[:, :, :, 0])
         k = _batched(_per_head(kv, heads, 2)[:, :, :, 0])
-        xp.matmul(q, _swap(k), out=out[0])
+        matmul(xp, q, _swap(k), out=out[0])
         out[0] *= self._scale(out[0].dtype, queries.shape[2], 1)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
@@ -191,11 +192,11 @@ class InterleavedEncDecQK(_Interleaved):
         g = out_grads[0] * self._scale(out_grads[0].dtype, queries.shape[2], 1)
         if d_q is not None:
             k = _batched(_per_head(kv, heads, 2)[:, :, :, 0])
-            _per_head(d_q, heads, 1)[:, :, :, 0] = _time_major(xp.matmul(g, k), batch)
+            _per_head(d_q, heads, 1)[:, :, :, 0] = _time_major(matmul(xp, g, k), batch)
         if d_kv is not None:
             q = _batched(_per_head(queries, heads, 1)[:, :, :, 0])
             grads = _per_head(d_kv, heads, 2)
-            grads[:, :, :, 0] = _time_major(xp.matmul(_swap(g), q), batch)
+            grads[:, :, :, 0] = _time_major(matmul(xp, _swap(g), q), batch)
             grads[:, :, :, 1] = 0
 
 
@@ -226,7 +227,7 @@ class InterleavedEncDecValAtt(_Interleaved):
         heads, batch = self.attrs.heads, kv.shape[1]
         v = _batched(_per_head(kv, heads, 2)[:, :, :, 1])
         q_len = out[0].shape[0]
-        out[0].reshape(q_len, batch, heads, -1)[...] = _time_major(xp.matmul(att, v), batch)
+        out[0].reshape(q_len, batch, heads, -1)[...] = _time_major(matmul(xp, att, v), batch)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         kv, att = inputs
@@ -236,8 +237,8 @@ class InterleavedEncDecValAtt(_Interleaved):
         g = _batched(out_grads[0].reshape(q_len, batch, heads, -1))
         if d_att is not None:
             v = _batched(_per_head(kv, heads, 2)[:, :, :, 1])
-            xp.matmul(g, _swap(v), out=d_att)
+            matmul(xp, g, _swap(v), out=d_att)
         if d_kv is not None:
             grads = _per_head(d_kv, heads, 2)
             grads[:, :, :, 0] = 0
-            grads[:, :, :, 1] = _time_major(xp.matmul(_swap(att), g), batch)
+            grads[:, :, :, 1] = _time_major(matmul(xp, _swap(att), g), batch)
