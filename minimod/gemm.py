@@ -89,6 +89,11 @@ def matmul_through(blas, xp, a, b, out=None):
                                "CuPy refuses during capture" % (a.shape, b.shape, a.dtype,
                                                                  b.dtype))
         return xp.matmul(a, b, out=out)
+    return _single(blas, xp, a, b, out)
+
+
+def _single(blas, xp, a, b, out):
+    """a @ b for 1-D or 2-D operands as one GEMM (see `matmul_through`)."""
     a2, b2, out2 = _as_2d(a, b, out)
     m, k, n = a2.shape[0], a2.shape[1], b2.shape[1]
     result = xp.empty((m, n), dtype=a.dtype) if out2 is None else out2
