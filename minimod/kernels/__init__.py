@@ -10,12 +10,14 @@
   of nodes;
 - device variants (`variant_chooser`, cudnn.py): op classes the device pass swaps in where a
   device library serves the op (cuDNN on GPUs);
-- fused GPU kernel bodies (`backend.ElementwiseSpec`, activation.py, fused_lstm.py).
+- fused GPU kernel bodies (`backend.ElementwiseSpec`, activation.py, fused_lstm.py,
+  add_n.py).
 
 An op never asks which way it runs: the executor and the passes ask this package.
 """
 from . import (  # noqa: F401
     activation,
+    add_n,
     batchnorm,
     convolution,
     cudnn,
