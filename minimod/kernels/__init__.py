@@ -6,11 +6,11 @@
   dense.py, activation.py, loss.py, batchnorm.py, shifted_conv.py (stride-1 convolutions);
 - batch-last forms (layout.py, dense.py, activation.py, convolution.py, fused.py): op
   classes the layout pass puts in a plan's graph where data may stay (C, *spatial, N);
-- fused ops (fused.py, fused_lstm.py): op classes the fusion pass puts in place of a pattern
+- fused ops (fused.py, fused_cells.py): op classes the fusion pass puts in place of a pattern
   of nodes;
 - device variants (`variant_chooser`, cudnn.py): op classes the device pass swaps in where a
   device library serves the op (cuDNN on GPUs);
-- fused GPU kernel bodies (`backend.ElementwiseSpec`, activation.py, fused_lstm.py,
+- fused GPU kernel bodies (`backend.ElementwiseSpec`, activation.py, fused_cells.py,
   add_n.py).
 
 An op never asks which way it runs: the executor and the passes ask this package.
@@ -23,7 +23,7 @@ from . import (  # noqa: F401
     cudnn,
     dense,
     fused,
-    fused_lstm,
+    fused_cells,
     layout,
     loss,
     shifted_conv,

@@ -1,6 +1,6 @@
-"""The fusion pass on GPUs: each LSTM cell's elementwise nodes become one LSTMCellCombine node
-(minimod/kernels/fused_lstm.py), and executors with fused cells compute what executors
-without them compute.
+"""The fusion pass on GPUs: each LSTM or GRU cell's elementwise nodes become one
+LSTMCellCombine or GRUCellCombine node (minimod/kernels/fused_cells.py), and executors with
+fused cells compute what executors without them compute.
 
 Which nodes the pass fuses is checked on graphs everywhere (a gpu Context needs no device).
 The executor cases need a GPU or the strict CuPy stand-in (tests/test_fake_gpu.py runs this
@@ -12,26 +12,36 @@ import pytest
 
 import minimod as mx
 from minimod import backend
-from minimod.kernels.fused_lstm import LSTM_CELL, LSTM_CELL_GRAD, LSTMCellCombine
+from minimod.kernels.fused_cells import (
+    GRU_CELL,
+    GRU_CELL_GRAD,
+    LSTM_CELL,
+    LSTM_CELL_GRAD,
+    GRUCellCombine,
+    LSTMCellCombine,
+)
 from minimod.passes import fuse, fusion
 
 from ..conftest import needs_gpu
 from .graphs import lstm
 
 FUSED = LSTMCellCombine.name
+GRU_FUSED = GRUCellCombine.name
 
 
-def _cells(seq_len=3, hidden=5, merge=True, expose_gate=False):
-    """An LSTM of mx.rnn.LSTMCell unrolled over `seq_len` steps, summed into a loss; with
-    `expose_gate` the first step's input gate is an output too."""
-    cell = mx.rnn.LSTMCell(hidden, prefix="l_")
+def _cells(seq_len=3, hidden=5, merge=True, expose_gate=False, gru=False):
+    """An LSTM of mx.rnn.LSTMCell (a GRU of mx.rnn.GRUCell with `gru`) unrolled over
+    `seq_len` steps, summed into a loss; with `expose_gate` the first step's input gate (the
+    GRU's update gate) is an output too."""
+    cell = mx.rnn.GRUCell(hidden, prefix="g_") if gru else mx.rnn.LSTMCell(hidden, prefix="l_")
     outs, states = cell.unroll(seq_len, mx.sym.Variable("data"), layout="NTC",
                                merge_outputs=merge)
-    loss = mx.sym.MakeLoss(mx.sym.sum(outs) if merge else
+    loss = mx.sym.MakeLoss(mx.sym.sum(outs * outs) if merge else
                            mx.sym.add_n(*[mx.sym.sum(out) for out in outs]))
-    heads = [loss, mx.sym.BlockGrad(states[1])]
+    heads = [loss, mx.sym.BlockGrad(states[-1])]
     if expose_gate:
-        heads.append(mx.sym.BlockGrad(loss.get_internals()["l_t0_i_output"]))
+        gate = "g_t0__z_act_output" if gru else "l_t0_i_output"
+        heads.append(mx.sym.BlockGrad(loss.get_internals()[gate]))
     return mx.sym.Group(heads), {"data": (2, seq_len, 4)}
 
 
@@ -62,6 +72,22 @@ def test_each_cell_becomes_one_node_on_a_gpu_and_none_on_a_cpu():
     assert (h2h.inputs[0].node, h2h.inputs[0].index) == (cells[0], 1)
     assert (cells[1].inputs[2].node, cells[1].inputs[2].index) == (cells[0], 0)
     assert _fused_graph(sym, shapes, mx.cpu())[1] is graph
+
+
+def test_each_gru_cell_becomes_one_node_on_a_gpu():
+    sym, shapes = _cells(gru=True)
+    graph, fused = _fused_graph(sym, shapes, mx.gpu(0))
+    names = _op_names(fused)
+    assert names.count(GRU_FUSED) == 3 and FUSED not in names
+    # per cell: two splits, three sums, two sigmoids, r * h2h_o, the tanh, 1 - z and two
+    # products are gone; the fused node took the place of the sum making h'
+    assert len(graph.nodes) - len(fused.nodes) == 3 * 12
+    assert names.count("SliceChannel") == 1 and "_rminus_scalar" not in names
+    cells = [n for n in fused.nodes if n.op is not None and n.op.name == GRU_FUSED]
+    assert [n.name for n in cells] == ["g_t0_out", "g_t1_out", "g_t2_out"]
+    assert (cells[1].inputs[2].node, cells[1].inputs[2].index) == (cells[0], 0)
+    sym, shapes = _cells(gru=True, expose_gate=True)
+    assert _op_names(_fused_graph(sym, shapes, mx.gpu(0))[1]).count(GRU_FUSED) == 2
 
 
 def test_a_hand_written_cell_and_step_outputs_fuse_too():
@@ -103,7 +129,8 @@ def test_other_activations_and_half_precision_are_left_alone():
 def test_kernels_are_in_the_compiled_set():
     """The two bodies are ElementwiseSpecs, so the NVRTC check compiles them
     (tests/ops/test_fused_kernels.py) and the emulation runs them."""
-    assert {LSTM_CELL.name, LSTM_CELL_GRAD.name} <= set(backend.FUSED_SPECS)
+    assert {LSTM_CELL.name, LSTM_CELL_GRAD.name, GRU_CELL.name,
+            GRU_CELL_GRAD.name} <= set(backend.FUSED_SPECS)
 
 
 def _train(sym, shapes, fused, steps=3):
@@ -125,15 +152,19 @@ def _train(sym, shapes, fused, steps=3):
 
 
 @needs_gpu
-@pytest.mark.parametrize("build", [_cells, lambda: _cells(merge=False), lstm],
-                         ids=["LSTMCell", "LSTMCell-step-outputs", "hand-written"])
+@pytest.mark.parametrize("build", [_cells, lambda: _cells(merge=False), lstm,
+                                   lambda: _cells(gru=True),
+                                   lambda: _cells(gru=True, merge=False)],
+                         ids=["LSTMCell", "LSTMCell-step-outputs", "hand-written",
+                              "GRUCell", "GRUCell-step-outputs"])
 def test_fused_cells_compute_what_the_nodes_compute(build, monkeypatch):
     monkeypatch.setenv("MINIMOD_CUDA_GRAPHS", "0")
     sym, shapes = build()
     fused, got = _train(sym, shapes, True)
     plain, want = _train(sym, shapes, False)
-    assert _op_names(fused._plan.graph).count(FUSED) >= 3
-    assert FUSED not in _op_names(plain._plan.graph)
+    fused_names = _op_names(fused._plan.graph)
+    assert fused_names.count(FUSED) + fused_names.count(GRU_FUSED) >= 3
+    assert not {FUSED, GRU_FUSED} & set(_op_names(plain._plan.graph))
     exact = hasattr(backend._cupy, "host_reads")  # the stand-in evaluates bodies exactly
     for step, (a, b) in enumerate(zip(want, got)):
         for x, y in zip(a, b):
@@ -144,8 +175,9 @@ def test_fused_cells_compute_what_the_nodes_compute(build, monkeypatch):
 
 
 @needs_gpu
-def test_the_monitor_sees_every_node_of_a_fused_cell(monkeypatch):
-    sym, shapes = _cells()
+@pytest.mark.parametrize("gru", [False, True], ids=["LSTMCell", "GRUCell"])
+def test_the_monitor_sees_every_node_of_a_fused_cell(gru, monkeypatch):
+    sym, shapes = _cells(gru=gru)
     seen = {}
     for fused in (True, False):
         exe, _ = _train(sym, shapes, fused, steps=0)
@@ -154,13 +186,20 @@ def test_the_monitor_sees_every_node_of_a_fused_cell(monkeypatch):
                                  monitor_all=True)
         exe.forward(is_train=True)
         seen[fused] = got
-    assert [n for n, _ in seen[True]] == [n for n, _ in seen[False]]
-    assert {"l_t1_i_output", "l_t1_state_output", "l_t1_out_output"} <= set(dict(seen[True]))
+    # the same reports; a fused cell reports its nodes together where it runs, so a node
+    # the cell does not read (the GRU's h2h product) may come before rather than between
+    assert sorted(n for n, _ in seen[True]) == sorted(n for n, _ in seen[False])
+    if not gru:
+        assert [n for n, _ in seen[True]] == [n for n, _ in seen[False]]
+    inner = ({"g_t1__r_act_output", "g_t1__h_act_output", "g_t1_out_output"} if gru else
+             {"l_t1_i_output", "l_t1_state_output", "l_t1_out_output"})
+    assert inner <= set(dict(seen[True]))
     _same = (np.testing.assert_array_equal if hasattr(backend._cupy, "host_reads") else
              lambda x, y, err_msg: np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6,
                                                               err_msg=err_msg))
-    for (name, x), (_, y) in zip(seen[True], seen[False]):
-        _same(x, y, err_msg=name)
+    unfused = dict(seen[False])
+    for name, x in seen[True]:
+        _same(x, unfused[name], err_msg=name)
 
 
 @needs_gpu

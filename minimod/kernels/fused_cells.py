@@ -1,0 +1,251 @@
+"""The elementwise part of an RNN cell as one op, for GPU plans: `LSTMCellCombine` and
+`GRUCellCombine`.
+
+`mx.rnn.LSTMCell` (and any symbol written the same way) combines its two matrix products
+with eleven elementwise nodes per time step: i2h + h2h, a SliceChannel into the four gates,
+three sigmoids and a tanh, f * c, i * g, their sum (the new cell state c'), tanh(c') and
+o * tanh(c') (the new hidden state h'). `mx.rnn.GRUCell` uses fifteen: two SliceChannels into
+three parts, the reset and update gates' sums and sigmoids, r * h2h_o, its sum with i2h_o
+and the candidate's tanh, 1 - z, (1 - z) * candidate, z * h and their sum h'. Forward they
+are about fifteen GPU kernels, backward about twenty five, each a launch of its own on tiny
+arrays: most of an unrolled RNN's kernels. The fusion pass (`minimod.passes.fuse`) replaces
+them by these ops on GPUs: forward is one kernel, backward one.
+
+The kernels compute what the nodes compute, in their order: the sums of the two products,
+the sigmoid in the form of Activation's GPU kernel (tanh(x / 2) / 2 + 1/2), the products
+and sums one rounding each, and the gradients in the order the nodes' backward kernels
+form them. Evaluated statement by statement (the CPU's emulation of the kernels) they give
+the nodes' numbers bit for bit; compiled for a GPU, NVRTC may fuse a product and a sum into
+one instruction (one rounding instead of two), as it may in any kernel.
+
+LSTMCellCombine's outputs are the visible 'state' (c') and 'out' (h'), and the hidden
+'gates' (the four activated gates, side by side as the sum was) and 'tanh_state'
+(tanh(c')), which backward reads with the previous cell state. GRUCellCombine's are the
+visible 'out' (h') and the hidden 'gates' (r, z and the candidate), which backward reads
+with h2h and the previous hidden state. The ops have no NumPy path: the pass puts them in
+GPU plans only.
+"""
+from __future__ import annotations
+
+from .. import backend
+from ..base import MXNetError
+from ..ops.registry import Op
+
+__all__ = ["GRU_CELL", "GRU_CELL_GRAD", "GRUCellCombine", "LSTM_CELL", "LSTM_CELL_GRAD",
+           "LSTMCellCombine"]
+
+LSTM_CELL = backend.ElementwiseSpec(
+    "lstm_cell", "T xi, T xf, T xc, T xo, T hi, T hf, T hc, T ho, T c_prev",
+    "T gi, T gf, T gc, T go, T c, T tc, T h",
+    "gi = xi + hi; gi = tanh(gi * (T)0.5) * (T)0.5 + (T)0.5;"
+    "gf = xf + hf; gf = tanh(gf * (T)0.5) * (T)0.5 + (T)0.5;"
+    "gc = xc + hc; gc = tanh(gc);"
+    "go = xo + ho; go = tanh(go * (T)0.5) * (T)0.5 + (T)0.5;"
+    "T mf = gf * c_prev; T mi = gi * gc; c = mf + mi;"
+    "tc = tanh(c); h = go * tc;")
+LSTM_CELL_GRAD = backend.ElementwiseSpec(
+    "lstm_cell_grad", "T dh, T dc_out, T gi, T gf, T gc, T go, T tc, T c_prev",
+    "T dxi, T dxf, T dxc, T dxo, T dhi, T dhf, T dhc, T dho, T dc_prev",
+    "T d_o = dh * tc; T d_t = dh * go;"
+    "T dc = ((T)1 - tc * tc) * d_t; dc = dc_out + dc;"
+    "T d_f = dc * c_prev; T d_i = dc * gc; T d_c = dc * gi; dc_prev = dc * gf;"
+    "dxi = ((T)1 - gi) * gi * d_i; dhi = dxi;"
+    "dxf = ((T)1 - gf) * gf * d_f; dhf = dxf;"
+    "dxc = ((T)1 - gc * gc) * d_c; dhc = dxc;"
+    "dxo = ((T)1 - go) * go * d_o; dho = dxo;")
+
+# Gate order r (reset), z (update), candidate; ho is h2h's candidate block
+GRU_CELL = backend.ElementwiseSpec(
+    "gru_cell", "T xr, T xz, T xo, T hr, T hz, T ho, T h_prev", "T gr, T gz, T gc, T h",
+    "gr = xr + hr; gr = tanh(gr * (T)0.5) * (T)0.5 + (T)0.5;"
+    "gz = xz + hz; gz = tanh(gz * (T)0.5) * (T)0.5 + (T)0.5;"
+    "T mr = gr * ho; gc = xo + mr; gc = tanh(gc);"
+    "T r = (T)1 - gz; T m1 = r * gc; T m2 = gz * h_prev; h = m1 + m2;")
+GRU_CELL_GRAD = backend.ElementwiseSpec(
+    "gru_cell_grad", "T dh, T gr, T gz, T gc, T ho, T h_prev",
+    "T dxr, T dxz, T dxo, T dhr, T dhz, T dho, T dh_prev",
+    "T r = (T)1 - gz; T d_r = dh * gc; T d_c = dh * r;"
+    "T d_z = dh * h_prev; d_z = d_z - d_r; dh_prev = dh * gz;"
+    "T d_o = ((T)1 - gc * gc) * d_c; dxo = d_o;"
+    "T d_gr = d_o * ho; dho = d_o * gr;"
+    "dxr = ((T)1 - gr) * gr * d_gr; dhr = dxr;"
+    "dxz = ((T)1 - gz) * gz * d_z; dhz = dxz;")
+
+#: the roles of the arrays the absorbed nodes read and write (see `LSTMCellCombine.roles`)
+ROLES = ("i2h", "h2h", "prev_c", "sum", "slice0", "slice1", "slice2", "slice3", "in_gate",
+         "forget_gate", "candidate", "out_gate", "forget_c", "in_candidate", "state",
+         "tanh_state", "out")
+
+
+_ZEROS: dict = {}
+
+
+def _kernel(op, xp, spec):
+    kernel = backend.elementwise(xp, spec)
+    if kernel is None:
+        raise MXNetError("%s runs on a GPU only: the fusion pass puts it in GPU plans"
+                         % op.name)
+    return kernel
+
+
+def _cell_shapes(op, in_shapes: list, out_shapes: list, count: int, cells: tuple,
+                 gates: int):
+    """Shapes of a cell op reading i2h and h2h (N, count * H) and a state (N, H): the
+    outputs `cells` are (N, H), output `gates` is (N, count * H)."""
+    wide = in_shapes[0] or in_shapes[1]
+    op.set_in(in_shapes, 0, wide)
+    op.set_in(in_shapes, 1, wide)
+    if wide is not None and wide[1] is not None:
+        cell = (wide[0], wide[1] // count)
+        op.set_in(in_shapes, 2, cell)
+        for k in cells:
+            op.set_out(out_shapes, k, cell)
+        op.set_out(out_shapes, gates, wide)
+    return in_shapes, out_shapes
+
+
+def _zero(xp, dtype):
+    """A shared read-only 0-d zero of `dtype` on the current device: the head gradient of an
+    output nobody read (made once, so a captured step holds no fill for it)."""
+    key = (xp, backend.current_device(xp), dtype.str)
+    zero = _ZEROS.get(key)
+    if zero is None:
+        zero = _ZEROS[key] = backend.read_only(xp, xp.zeros((), dtype))
+    return zero
+
+
+def _blocks(a, hidden: int, count: int = 4) -> list:
+    """The `count` gate blocks (columns) of an (N, count * H) array, as views."""
+    return [a[:, k * hidden:(k + 1) * hidden] for k in range(count)]
+
+
+class _CellCombine(Op):
+    """A fused cell: `absorbed` lists the nodes it stands for, in graph order, as (name, op,
+    input roles, output roles), and `roles(xp, inputs)` gives each role's array, so the
+    monitor can report the nodes as written."""
+
+    def __init__(self, absorbed: list):
+        super().__init__({})
+        self.absorbed = absorbed
+
+    def roles(self, xp, inputs: list) -> dict:
+        raise NotImplementedError
+
+    def unfused_nodes(self, xp, node_name: str, inputs, outputs) -> list:
+        arrays = self.roles(xp, list(inputs))
+        return [(name, op, [arrays[r] for r in ins], [arrays[r] for r in outs])
+                for name, op, ins, outs in self.absorbed]
+
+
+class LSTMCellCombine(_CellCombine):
+    """The elementwise part of an LSTM cell (see the module docstring): inputs i2h, h2h
+    (N, 4H) and prev_c (N, H); outputs state c' and out h' (N, H), and hidden gates (N, 4H)
+    and tanh_state (N, H). Its absorbed nodes' roles are from ROLES."""
+
+    name = "LSTMCell(fused)"
+    ARGUMENTS = ("i2h", "h2h", "prev_c")
+    OUTPUTS = ("state", "out", "gates", "tanh_state")
+    backward_inputs = (2,)
+    backward_outputs = (2, 3)
+
+    def num_visible_outputs(self) -> int:
+        return 2
+
+    def output_names(self, node_name: str) -> list:
+        return ["%s_output" % node_name, "%s_out_output" % node_name]
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        return _cell_shapes(self, in_shapes, out_shapes, 4, cells=(0, 1, 3), gates=2)
+
+    def _kernel(self, xp, spec):
+        return _kernel(self, xp, spec)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, hh, c_prev = inputs
+        c, h, gates, tc = out
+        hidden = c.shape[1]
+        self._kernel(xp, LSTM_CELL)(*_blocks(x, hidden), *_blocks(hh, hidden), c_prev,
+                                    *_blocks(gates, hidden), c, tc, h)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        c_prev, gates, tc = inputs[2], outputs[2], outputs[3]
+        hidden = tc.shape[1]
+        dc_out, dh = (_zero(xp, tc.dtype) if g is None else g for g in out_grads[:2])
+        d_x, d_h, d_c = (g if g is not None else xp.empty(a.shape, a.dtype)
+                         for g, a in zip(in_grads, (gates, gates, tc)))
+        self._kernel(xp, LSTM_CELL_GRAD)(dh, dc_out, *_blocks(gates, hidden), tc, c_prev,
+                                         *_blocks(d_x, hidden), *_blocks(d_h, hidden), d_c)
+
+    def roles(self, xp, inputs: list) -> dict:
+        """Every array an absorbed node reads or writes, by role, computed afresh from this
+        op's inputs (which it never overwrites), so they hold the step's values whether read
+        before or after the step runs."""
+        x, hh, c_prev = inputs
+        hidden = c_prev.shape[1]
+        c, tc, h = (xp.empty_like(c_prev) for _ in range(3))
+        gates = xp.empty_like(x)
+        self.forward(xp, inputs, [], [c, h, gates, tc], True)
+        total = xp.add(x, hh)
+        acts = _blocks(gates, hidden)
+        arrays = dict(zip(ROLES, (x, hh, c_prev, total, *_blocks(total, hidden), *acts)))
+        arrays.update(forget_c=acts[1] * c_prev, in_candidate=acts[0] * acts[2], state=c,
+                      tanh_state=tc, out=h)
+        return arrays
+
+
+
+#: the roles of the arrays GRUCellCombine's absorbed nodes read and write
+GRU_ROLES = ("i2h", "h2h", "prev_h", "i2h_r", "i2h_z", "i2h_o", "h2h_r", "h2h_z", "h2h_o",
+             "sum_r", "sum_z", "reset", "update", "reset_h2h_o", "sum_o", "candidate",
+             "one_minus_update", "keep_candidate", "keep_h", "out")
+
+
+class GRUCellCombine(_CellCombine):
+    """The elementwise part of a GRU cell (see the module docstring): inputs i2h, h2h
+    (N, 3H) and prev_h (N, H); outputs out h' (N, H) and the hidden gates (N, 3H): r, z and
+    the candidate. Its absorbed nodes' roles are from GRU_ROLES."""
+
+    name = "GRUCell(fused)"
+    ARGUMENTS = ("i2h", "h2h", "prev_h")
+    OUTPUTS = ("out", "gates")
+    backward_inputs = (1, 2)
+    backward_outputs = (1,)
+
+    def num_visible_outputs(self) -> int:
+        return 1
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        return _cell_shapes(self, in_shapes, out_shapes, 3, cells=(0,), gates=1)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        x, hh, h_prev = inputs
+        h, gates = out
+        hidden = h.shape[1]
+        _kernel(self, xp, GRU_CELL)(*_blocks(x, hidden, 3), *_blocks(hh, hidden, 3), h_prev,
+                                    *_blocks(gates, hidden, 3), h)
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        hh, h_prev, gates = inputs[1], inputs[2], outputs[1]
+        hidden = h_prev.shape[1]
+        dh = _zero(xp, h_prev.dtype) if out_grads[0] is None else out_grads[0]
+        d_x, d_h, d_prev = (g if g is not None else xp.empty(a.shape, a.dtype)
+                            for g, a in zip(in_grads, (gates, gates, h_prev)))
+        gr, gz, gc = _blocks(gates, hidden, 3)
+        _kernel(self, xp, GRU_CELL_GRAD)(dh, gr, gz, gc, _blocks(hh, hidden, 3)[2], h_prev,
+                                         *_blocks(d_x, hidden, 3), *_blocks(d_h, hidden, 3),
+                                         d_prev)
+
+    def roles(self, xp, inputs: list) -> dict:
+        """Every array an absorbed node reads or writes, by role, computed afresh from this
+        op's inputs (see LSTMCellCombine.roles)."""
+        x, hh, h_prev = inputs
+        hidden = h_prev.shape[1]
+        h, gates = xp.empty_like(h_prev), xp.empty_like(x)
+        self.forward(xp, inputs, [], [h, gates], True)
+        xs, hs, (reset, update, cand) = (_blocks(a, hidden, 3) for a in (x, hh, gates))
+        reset_h2h_o = reset * hs[2]
+        one_minus = 1 - update
+        return dict(zip(GRU_ROLES, (
+            x, hh, h_prev, *xs, *hs, xs[0] + hs[0], xs[1] + hs[1], reset, update, reset_h2h_o,
+            xs[2] + reset_h2h_o, cand, one_minus, one_minus * cand, update * h_prev, h)))
+
