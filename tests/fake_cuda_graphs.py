@@ -235,37 +235,48 @@ def _colmajor(arr, shape, ld):
 
 
 class RawModule:
-    """`cupy.RawModule` for the kernels of minimod.device_rng: each function runs its NumPy
-    reference (`device_rng.host_uniform`) over the arrays it is launched with, reading the
-    generator's state from device memory at run time (recorded, not run, during capture)."""
+    """`cupy.RawModule` for minimod's raw kernels (minimod.device_rng's generator and
+    minimod.kernels.softmax_rows's row softmax): each function runs a NumPy reference of its
+    kernel over the arrays it is launched with, reading them at run time (recorded, not run,
+    during capture)."""
 
     def __init__(self, code=None, **kwargs):
-        from minimod import device_rng
-        if code != device_rng.SOURCE:
-            raise NotImplementedError("the stand-in runs only minimod.device_rng's kernels")
+        if code not in _raw_sources():
+            raise NotImplementedError("the stand-in runs only minimod's own raw kernels")
 
     def get_function(self, name):
         return _RawFunction(name)
 
 
+def _raw_sources() -> tuple:
+    from minimod import device_rng
+    from minimod.kernels import softmax_rows
+    return device_rng.SOURCE, softmax_rows.SOURCE
+
+
 class _RawFunction:
     def __init__(self, name):
-        from minimod import device_rng
-        if name not in device_rng.KERNELS:
+        runs = {"minimod_rng_uniform": (self._uniform, -1),
+                "minimod_rng_advance": (self._advance, None)}
+        runs.update({name: (self._softmax_rows, "rows") for name in _softmax_kernels()})
+        if name not in runs:
             raise AttributeError("no kernel %r in the module" % name)
-        self.name = name
+        self.name, (self.run, self.threads_for) = name, runs[name]
 
     def __call__(self, grid, block, args):
         from tests.fake_cupy import _check_operands
         _check_operands(args, self.name)
         hosts = [a.view(_np.ndarray) if isinstance(a, _np.ndarray) else a for a in args]
-        if grid[0] * block[0] < (int(hosts[-1]) if self.name.endswith("uniform") else 1):
+        if self.threads_for == -1 and grid[0] * block[0] < int(hosts[-1]):
             raise ValueError("%s launched with too few threads" % self.name)
-        run = self._uniform if self.name.endswith("uniform") else self._advance
+        if self.threads_for == "rows":
+            if args[0].dtype.char != ("f" if self.name.endswith("f32") else "d"):
+                raise TypeError("%s launched on %s data" % (self.name, args[0].dtype))
+            hosts.append(grid[0])
         if capturing():
-            record(lambda: run(*hosts))
+            record(lambda: self.run(*hosts))
         else:
-            run(*hosts)
+            self.run(*hosts)
 
     @staticmethod
     def _uniform(state, out, count):
@@ -276,3 +287,15 @@ class _RawFunction:
     @staticmethod
     def _advance(state, count):
         state[1] += _np.uint64(count)
+
+    @staticmethod
+    def _softmax_rows(x, y, cols, rows):
+        from minimod.kernels import softmax_rows
+        n = int(rows) * int(cols)
+        softmax_rows.host_softmax_rows(x.reshape(-1)[:n].reshape(int(rows), int(cols)),
+                                       y.reshape(-1)[:n].reshape(int(rows), int(cols)))
+
+
+def _softmax_kernels() -> tuple:
+    from minimod.kernels import softmax_rows
+    return tuple(softmax_rows.KERNELS.values())

@@ -9,7 +9,8 @@ ignoring, smoothing or 'valid' normalisation) binds with every array and scale r
 checks the labels' range on every call.
 
 On CuPy the index-label gradient is one fused kernel (`SOFTMAX_OUTPUT_GRAD`, see
-`_bind_fused`) instead of the op's chain of one-hot, subtract, mask, scale and copy passes.
+`_bind_fused`) instead of the op's chain of one-hot, subtract, mask, scale and copy passes,
+and the forward softmax of rows one kernel (`softmax_rows.py`) instead of five passes.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ..context import gpu
 from ..ops.loss import SoftmaxOutput, data_grad, softmax_into
 from ..ops.scratch import _row_starts
 from .registry import fast_path, plain_numpy
+from .softmax_rows import ROWS
 
 __all__ = ["index_grad_into", "SOFTMAX_OUTPUT_GRAD"]
 
@@ -53,6 +55,8 @@ def _bound_case(op, label, out, other, xp) -> bool:
 @fast_path(SoftmaxOutput, stage="forward")
 def bind_forward(op, xp, inputs, aux, out):
     x, y = inputs[0], out[0]
+    if xp is not np:
+        return _bind_row_kernel(op, xp, x, y)
     if not _bound_case(op, inputs[1], y, x, xp):
         return None
     red = xp.empty((y.shape[0], 1), y.dtype)  # the row maxima, then the row sums
@@ -60,6 +64,30 @@ def bind_forward(op, xp, inputs, aux, out):
     def run(xp, is_train):
         softmax_into(xp, x, 1, y, red=red)
     return run
+
+
+def _bind_row_kernel(op, xp, x, y):
+    """On CuPy, the softmax of 'flat' and 'preserve' modes (rows of contiguous data) as one
+    kernel (`softmax_rows`), where that kernel serves the dtype on this GPU; else None."""
+    if (op.mode == "multi" or x.dtype != y.dtype or not x.flags.c_contiguous
+            or not y.flags.c_contiguous or x.ndim < 2):
+        return None
+    cols = x.shape[-1] if op.mode == "preserve" else int(np.prod(x.shape[1:]))
+    if not cols or not ROWS.serves(xp, x.device.id, x.dtype, _reference(xp)):
+        return None
+    x2, y2 = x.reshape(-1, cols), y.reshape(-1, cols)
+
+    def run_rows(xp, is_train):
+        ROWS.run(xp, x2, y2)
+    return run_rows
+
+
+def _reference(xp):
+    """The op's softmax passes over the rows of a 2-D array: what the kernel is checked
+    against."""
+    def passes(x, y):
+        softmax_into(xp, x, 1, y, red=xp.empty((x.shape[0], 1), x.dtype))
+    return passes
 
 
 @fast_path(SoftmaxOutput, stage="backward")
