@@ -30,7 +30,8 @@ from .cuda_graph import forbid_in_capture
 
 __all__ = [
     "xp_for", "to_context", "copy_into", "asnumpy", "gpu_count", "gpu_available", "synchronize",
-    "is_gpu_array", "scatter_add", "rng", "seed", "uniform", "empty_cache", "array_module_of",
+    "is_gpu_array", "scatter_add", "rng", "seed", "uniform", "draws_on_device", "empty_cache",
+    "array_module_of",
     "device_scope", "device_of", "current_device", "nccl_module", "cupy_status",
     "cudnn_library", "cudnn_status", "elementwise", "ElementwiseSpec", "const", "sum_into",
     "max_into", "pools_memory", "read_only", "clip_into", "take_rows", "matmul",
@@ -301,11 +302,16 @@ def rng(xp):
     return gen
 
 
+def draws_on_device(xp) -> bool:
+    """Whether `uniform(xp, ...)` draws from minimod.device_rng (a GPU) rather than `rng`."""
+    return xp is not np
+
+
 def uniform(xp, shape: tuple):
-    """Uniform numbers in [0, 1) of `shape`, for the masks of the dropout ops: on the CPU from
-    `rng(np)` (float64, MXNet's CPU numbers); on a GPU float32 from `minimod.device_rng`, whose
-    state lives on the device, so a step that draws can be captured as a CUDA graph and each
-    replay draws anew."""
+    """Uniform numbers in [0, 1) of `shape`, for the dropout masks and the uniform and normal
+    samplers: on the CPU from `rng(np)` (float64, MXNet's CPU numbers); on a GPU float32 from
+    `minimod.device_rng`, whose state lives on the device, so a step that draws can be
+    captured as a CUDA graph and each replay draws anew."""
     if xp is np:
         return rng(np).uniform(0, 1, shape)
     return _device_rng.uniform(xp, _cupy.cuda.runtime.getDevice(), tuple(shape))

@@ -17,9 +17,10 @@ replay, like every eager call, draws new numbers:
 Both kernels run on the current stream, so draws stay in the order they are queued, inside a
 graph or not. `reseed(seed)` rewrites every state in place (a small copy to each device), so
 graphs captured before a `mx.random.seed` draw the new sequence. `host_uniform` is the same
-arithmetic in NumPy, the reference the tests hold the kernels to. The GPU's numbers are
-minimod's own: MXNet's GPU generator is another, and CPU arrays keep drawing from
-`backend.rng` (MXNet's numbers where those are matched).
+arithmetic in NumPy, the reference the tests hold the kernels to. Dropout, the RNN op's
+dropout and the uniform and normal samplers draw from it on GPUs (`backend.uniform`). The
+GPU's numbers are minimod's own: MXNet's GPU generator is another, and CPU arrays keep
+drawing from `backend.rng` (MXNet's numbers where those are matched).
 """
 from __future__ import annotations
 

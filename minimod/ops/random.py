@@ -3,8 +3,10 @@
 each element draws `shape` samples, so out is param.shape + shape).
 
 Every op draws from `backend.rng(xp)`, the process-wide generator `mx.random.seed` resets, at
-every forward (in training and inference alike, as MXNet's do); none has a gradient. The
-streams are minimod's own: a seed reproduces minimod's numbers, not MXNet's. Distributions
+every forward (in training and inference alike, as MXNet's do); none has a gradient. On a GPU
+uniform and normal draw from `backend.uniform` instead (minimod.device_rng, whose state lives
+on the device), so steps that draw them can be captured as CUDA graphs. The streams are
+minimod's own: a seed reproduces minimod's numbers, not MXNet's. Distributions
 follow MXNet's parametrisations: gamma(alpha, beta) has shape alpha and scale beta,
 exponential(lam) has rate lam, negative_binomial(k, p) counts failures before k successes of
 probability p, generalized_negative_binomial(mu, alpha) is a gamma-Poisson mixture of mean
@@ -13,6 +15,7 @@ mu and dispersion alpha (Poisson(mu) when alpha is 0).
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Literal, Optional
 
 from .. import backend
@@ -26,6 +29,8 @@ FloatName = Literal["float16", "float32", "float64"]
 def _draw(xp, name: str, params: tuple, size: tuple):
     """Samples of distribution `name` with `params` (scalars, or arrays broadcasting against
     `size`), from the backend's generator."""
+    if backend.draws_on_device(xp) and name in ("uniform", "normal"):
+        return _draw_on_device(xp, name, params, size)
     gen = backend.rng(xp)
     if name == "uniform":
         return gen.uniform(params[0], params[1], size)
@@ -44,6 +49,18 @@ def _draw(xp, name: str, params: tuple, size: tuple):
     safe = xp.where(alpha > 0, alpha, 1.0)
     rate = gen.gamma(1.0 / safe, safe * mu, size)
     return xp.where(alpha > 0, gen.poisson(rate), gen.poisson(xp.broadcast_to(mu, size)))
+
+
+def _draw_on_device(xp, name: str, params: tuple, size: tuple):
+    """Uniform or normal samples on a GPU from `backend.uniform` (minimod.device_rng, whose
+    state lives on the device, so a step that draws them can be captured as a CUDA graph):
+    low + (high - low) u, or loc + scale sqrt(-2 log(1 - u1)) cos(2 pi u2) (Box and
+    Muller), in float32."""
+    u = backend.uniform(xp, size)
+    if name == "uniform":
+        return params[0] + (params[1] - params[0]) * u
+    radius = xp.sqrt(-2 * xp.log1p(-u))
+    return params[0] + params[1] * (radius * xp.cos(2 * math.pi * backend.uniform(xp, size)))
 
 
 class _Random(Op):

@@ -231,12 +231,12 @@ def test_inference_forward_is_captured_and_equal(monkeypatch):
 
 @needs_gpu
 def test_steps_that_cannot_be_captured_stay_eager(monkeypatch):
-    """A random op draws from CuPy's generator, whose position lives on the host: its step
-    is refused, says why, and still trains. (Dropout draws from minimod.device_rng and is
-    captured: tests/executor/test_graph_random.py.)"""
+    """A gamma sample draws from CuPy's generator, whose position lives on the host: its step
+    is refused, says why, and still trains. (Dropout, uniform and normal draw from
+    minimod.device_rng and are captured: tests/executor/test_graph_random.py.)"""
     monkeypatch.setenv("MINIMOD_CUDA_GRAPHS", "1")
     data = mx.sym.Variable("data")
-    noisy = data + mx.sym.random.normal(shape=(4, 6), name="noise")
+    noisy = data + mx.sym.random.gamma(alpha=2.0, shape=(4, 6), name="noise")
     net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(noisy, num_hidden=3, name="fc"),
                                name="softmax")
     exe = net.simple_bind(mx.gpu(0), data=(4, 6))

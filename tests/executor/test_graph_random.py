@@ -1,6 +1,6 @@
-"""Random masks inside CUDA graphs: Dropout and the RNN op's dropout draw from
-minimod.device_rng, whose state lives in device memory, so their steps are captured and every
-replay draws new numbers, the same numbers an eager run draws.
+"""Random numbers inside CUDA graphs: Dropout, the RNN op's dropout and the uniform and normal
+samplers draw from minimod.device_rng on a GPU, whose state lives in device memory, so their
+steps are captured and every replay draws new numbers, the same numbers an eager run draws.
 
 The generator's arithmetic (`host_uniform`) is checked everywhere. The GPU cases run on a GPU,
 where the kernels must give `host_uniform`'s numbers bit for bit, or on the strict CuPy
@@ -96,9 +96,31 @@ def _train(build, graphs, monkeypatch, reseed_at=None, steps=5):
     return seen, exe.graph_status()
 
 
+def _noise_net():
+    data = mx.sym.Variable("data")
+    noisy = (data * mx.sym.random.uniform(low=0.5, high=1.5, shape=(6, 5))
+             + mx.sym.random.normal(loc=0.0, scale=0.1, shape=(6, 5)))
+    net = mx.sym.FullyConnected(noisy, num_hidden=3, name="fc")
+    return mx.sym.SoftmaxOutput(net, name="softmax"), {"data": (6, 5)}
+
+
 @needs_gpu
-@pytest.mark.parametrize("build", [_dropout_net, _rnn_net], ids=["Dropout", "RNN"])
-def test_dropout_steps_are_captured_and_draw_anew_at_each_replay(build, monkeypatch):
+def test_device_uniform_and_normal_samples_have_their_moments():
+    mx.random.seed(2)
+    exe = mx.sym.Group([mx.sym.random.uniform(low=-1, high=3, shape=(400, 500)),
+                        mx.sym.random.normal(loc=2, scale=0.5, shape=(400, 500))]).simple_bind(
+        mx.gpu(0), grad_req="null")
+    uni, nor = (o.asnumpy() for o in exe.forward())
+    assert uni.min() >= -1 and uni.max() < 3 and abs(uni.mean() - 1) < 0.01
+    assert abs(uni.var() - 16 / 12) < 0.01
+    assert abs(nor.mean() - 2) < 0.005 and abs(nor.std() - 0.5) < 0.005
+    assert abs(((nor - 2) / 0.5 > 1.96).mean() - 0.025) < 0.003  # the tail, not only moments
+
+
+@needs_gpu
+@pytest.mark.parametrize("build", [_dropout_net, _rnn_net, _noise_net],
+                         ids=["Dropout", "RNN", "uniform-normal"])
+def test_random_steps_are_captured_and_draw_anew_at_each_replay(build, monkeypatch):
     want, eager = _train(build, False, monkeypatch, reseed_at=3)
     got, status = _train(build, True, monkeypatch, reseed_at=3)
     assert eager == {"all": "eager: MINIMOD_CUDA_GRAPHS=0"}
