@@ -397,6 +397,8 @@ def _build():
             setattr(me, name, value)  # dtypes, constants
     for name in _CUBLAS_CALLS:  # CuPy's cuBLAS wrapper refuses every call under capture
         setattr(me, name, _refused_in_capture(getattr(me, name), name))
+    for name in ("concatenate", "stack"):
+        setattr(me, name, _joining(getattr(me, name), name))
     me.random = types.SimpleNamespace(RandomState=_RandomState)
     me.RawModule = _graphs.RawModule
     me.linalg = types.SimpleNamespace(**{  # cupy.linalg: the NumPy names, on device arrays
@@ -428,6 +430,19 @@ def _refused_in_capture(func, name):
             raise RuntimeError("cupy.%s: calling cuBLAS API during stream capture is "
                                "currently unsupported" % name)
         return func(*args, **kwargs)
+    run.__name__ = name
+    return run
+
+
+def _joining(func, name):
+    """CuPy joins more than eight arrays with one kernel that reads their addresses from a
+    table it copies to the device on every call: a host-to-device copy, which a capture
+    refuses."""
+    def run(arrays, *args, **kwargs):
+        if _graphs.capturing() and len(arrays) > 8:
+            _graphs.refuse("copying host data to the device (cupy.%s's table of %d arrays)"
+                           % (name, len(arrays)))
+        return func(arrays, *args, **kwargs)
     run.__name__ = name
     return run
 

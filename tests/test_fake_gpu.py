@@ -25,7 +25,8 @@ GPU_TEST_FILES = ["tests/test_gpu_backend.py", "tests/ops/test_gpu_ops.py",
                   "tests/module/test_gpu_module.py", "tests/executor/test_group2ctx_gpu.py",
                   "tests/executor/test_cuda_graphs.py", "tests/module/test_update_graphs.py",
                   "tests/executor/test_graph_random.py", "tests/executor/test_graph_coverage.py",
-                  "tests/passes/test_fuse_cells.py", "tests/kernels/test_softmax_rows.py"]
+                  "tests/passes/test_fuse_cells.py", "tests/kernels/test_softmax_rows.py",
+                  "tests/kernels/test_joins.py"]
 
 
 def _run_on_stand_in(files, **env_extra) -> str:
