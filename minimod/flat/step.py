@@ -15,10 +15,11 @@ The step reads the optimizer through the hooks its own update uses (`_flat_step`
 calls `flat_capable` come here.
 
 On a GPU, where every run's step is `capturable` (SGD's kernel and Adam's passes, reading
-their scalars from device memory: `minimod.optimizer.flat_runs`), the kernels of a buffer's runs are recorded as one CUDA graph after a warm-up
-(`minimod.executor.graphs.StepGraphs`, as the executors' steps are) and replayed each step.
-The host's share stays in Python every step: the update counts, and the scalars, copied to
-the device only when they change, so a new learning rate needs no new capture.
+their scalars from device memory: `minimod.optimizer.flat_runs`), the kernels of a buffer's
+runs are recorded as one CUDA graph after a warm-up (`minimod.executor.graphs.StepGraphs`, as
+the executors' steps are) and replayed each step. The host's share stays in Python every
+step: the update counts, and the scalars, copied to the device only when they change, so a
+new learning rate needs no new capture.
 `update_graph_status(updater)` says how each buffer's update ran.
 """
 from __future__ import annotations
