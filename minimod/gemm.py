@@ -107,20 +107,25 @@ def _single(blas, xp, a, b, out):
         if k == 0:
             target.fill(0)
         else:
-            lay_a = operand_layout(a2.shape, a2.strides, item)
-            if lay_a is None:
-                a2 = xp.ascontiguousarray(a2)
-                lay_a = operand_layout(a2.shape, a2.strides, item)
-            lay_b = operand_layout(b2.shape, b2.strides, item)
-            if lay_b is None:
-                b2 = xp.ascontiguousarray(b2)
-                lay_b = operand_layout(b2.shape, b2.strides, item)
+            a2, lay_a = _readable(xp, a2, item)
+            b2, lay_b = _readable(xp, b2, item)
             blas.gemm(xp, a.dtype, gemm_plan(lay_a, lay_b, out_layout, m, n, k), b2, a2, target)
     if target is not result:
         result[...] = target
     if out is not None:
         return out
     return result.reshape(_result_shape(a, b))
+
+
+def _readable(xp, x, item: int) -> tuple:
+    """(x, the layout of its matrices) for a matrix, or a (count, rows, cols) stack of them,
+    that cuBLAS reads in place (`operand_layout`; a stack's matrices a whole number of
+    elements apart); else the same for a C-order copy of x."""
+    layout = operand_layout(x.shape[-2:], x.strides[-2:], item)
+    if layout is None or (x.ndim == 3 and x.strides[0] % item):
+        x = xp.ascontiguousarray(x)
+        layout = operand_layout(x.shape[-2:], x.strides[-2:], item)
+    return x, layout
 
 
 def _result_shape(a, b) -> tuple:
@@ -182,15 +187,8 @@ def _batched(blas, xp, a, b, out, batch: tuple):
             target.fill(0)
         else:
             item = a.dtype.itemsize
-            a3, b3 = _stacked(xp, a, batch), _stacked(xp, b, batch)
-            lay_a = operand_layout((m, k), a3.strides[1:], item)
-            if lay_a is None or a3.strides[0] % item:
-                a3 = xp.ascontiguousarray(a3)
-                lay_a = operand_layout((m, k), a3.strides[1:], item)
-            lay_b = operand_layout((k, n), b3.strides[1:], item)
-            if lay_b is None or b3.strides[0] % item:
-                b3 = xp.ascontiguousarray(b3)
-                lay_b = operand_layout((k, n), b3.strides[1:], item)
+            a3, lay_a = _readable(xp, _stacked(xp, a, batch), item)
+            b3, lay_b = _readable(xp, _stacked(xp, b, batch), item)
             lay_c = operand_layout((m, n), target3.strides[1:], item)
             strides = (b3.strides[0] // item, a3.strides[0] // item, m * n)
             blas.gemm_batched(xp, a.dtype, gemm_plan(lay_a, lay_b, lay_c, m, n, k), strides,

@@ -77,9 +77,6 @@ ROLES = ("i2h", "h2h", "prev_c", "sum", "slice0", "slice1", "slice2", "slice3", 
          "tanh_state", "out")
 
 
-_ZEROS: dict = {}
-
-
 def _kernel(op, xp, spec):
     kernel = backend.elementwise(xp, spec)
     if kernel is None:
@@ -104,14 +101,15 @@ def _cell_shapes(op, in_shapes: list, out_shapes: list, count: int, cells: tuple
     return in_shapes, out_shapes
 
 
-def _zero(xp, dtype):
-    """A shared read-only 0-d zero of `dtype` on the current device: the head gradient of an
-    output nobody read (made once, so a captured step holds no fill for it)."""
-    key = (xp, backend.current_device(xp), dtype.str)
-    zero = _ZEROS.get(key)
-    if zero is None:
-        zero = _ZEROS[key] = backend.read_only(xp, xp.zeros((), dtype))
-    return zero
+def _head_grads(out_grads: list, dtype) -> list:
+    """The head gradients, a zero for each one nobody passed (an output nobody read)."""
+    return [dtype.type(0) if g is None else g for g in out_grads]
+
+
+def _grad_arrays(xp, in_grads: list, likes: tuple) -> list:
+    """The input gradients, scratch shaped like `likes` where nobody asked for one (the
+    kernel writes every gradient)."""
+    return [xp.empty(a.shape, a.dtype) if g is None else g for g, a in zip(in_grads, likes)]
 
 
 def _blocks(a, hidden: int, count: int = 4) -> list:
@@ -157,24 +155,20 @@ class LSTMCellCombine(_CellCombine):
     def infer_shape(self, in_shapes: list, out_shapes: list):
         return _cell_shapes(self, in_shapes, out_shapes, 4, cells=(0, 1, 3), gates=2)
 
-    def _kernel(self, xp, spec):
-        return _kernel(self, xp, spec)
-
     def forward(self, xp, inputs, aux, out, is_train):
         x, hh, c_prev = inputs
         c, h, gates, tc = out
         hidden = c.shape[1]
-        self._kernel(xp, LSTM_CELL)(*_blocks(x, hidden), *_blocks(hh, hidden), c_prev,
-                                    *_blocks(gates, hidden), c, tc, h)
+        _kernel(self, xp, LSTM_CELL)(*_blocks(x, hidden), *_blocks(hh, hidden), c_prev,
+                                     *_blocks(gates, hidden), c, tc, h)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         c_prev, gates, tc = inputs[2], outputs[2], outputs[3]
         hidden = tc.shape[1]
-        dc_out, dh = (_zero(xp, tc.dtype) if g is None else g for g in out_grads[:2])
-        d_x, d_h, d_c = (g if g is not None else xp.empty(a.shape, a.dtype)
-                         for g, a in zip(in_grads, (gates, gates, tc)))
-        self._kernel(xp, LSTM_CELL_GRAD)(dh, dc_out, *_blocks(gates, hidden), tc, c_prev,
-                                         *_blocks(d_x, hidden), *_blocks(d_h, hidden), d_c)
+        dc_out, dh = _head_grads(out_grads[:2], tc.dtype)
+        d_x, d_h, d_c = _grad_arrays(xp, in_grads, (gates, gates, tc))
+        _kernel(self, xp, LSTM_CELL_GRAD)(dh, dc_out, *_blocks(gates, hidden), tc, c_prev,
+                                          *_blocks(d_x, hidden), *_blocks(d_h, hidden), d_c)
 
     def roles(self, xp, inputs: list) -> dict:
         """Every array an absorbed node reads or writes, by role, computed afresh from this
@@ -227,9 +221,8 @@ class GRUCellCombine(_CellCombine):
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         hh, h_prev, gates = inputs[1], inputs[2], outputs[1]
         hidden = h_prev.shape[1]
-        dh = _zero(xp, h_prev.dtype) if out_grads[0] is None else out_grads[0]
-        d_x, d_h, d_prev = (g if g is not None else xp.empty(a.shape, a.dtype)
-                            for g, a in zip(in_grads, (gates, gates, h_prev)))
+        (dh,) = _head_grads(out_grads[:1], h_prev.dtype)
+        d_x, d_h, d_prev = _grad_arrays(xp, in_grads, (gates, gates, h_prev))
         gr, gz, gc = _blocks(gates, hidden, 3)
         _kernel(self, xp, GRU_CELL_GRAD)(dh, gr, gz, gc, _blocks(hh, hidden, 3)[2], h_prev,
                                          *_blocks(d_x, hidden, 3), *_blocks(d_h, hidden, 3),

@@ -264,13 +264,15 @@ def sgd_kernel_args(ct, momentum: bool, scalars: tuple) -> tuple:
     return args + (mu,) if momentum else args
 
 
-def sgd_fused(xp, w, g, mom, scalars: tuple) -> bool:
+def sgd_fused(xp, w, g, mom, scalars: tuple, args=None) -> bool:
     """SGD's update as one CuPy kernel (`sgd_kernel`); False, doing nothing, where there is
-    none."""
+    none. `args` are the kernel's scalar arguments when the caller keeps them (in device
+    memory: `DeviceScalars`), else they are formed from `scalars`."""
     fused = sgd_kernel(xp, w, g, mom, scalars[0])
     if fused is None:
         return False
-    args = sgd_kernel_args(w.dtype.type, mom is not None, scalars)
+    if args is None:
+        args = sgd_kernel_args(w.dtype.type, mom is not None, scalars)
     if mom is not None:
         fused(g, *args, w, mom)
     else:

@@ -73,11 +73,8 @@ class SGDRun:
 
     def launch(self) -> None:
         w, g, mom, scalars = self.w, self.g, self.mom, self.scalars
-        if self.device is not None:
-            kernel = sgd_kernel(self.xp, w, g, mom, scalars[0])
-            kernel(g, *self.device.arrays, w, *(() if mom is None else (mom,)))
-            return
-        if sgd_fused(self.xp, w, g, mom, scalars):
+        args = None if self.device is None else self.device.arrays
+        if sgd_fused(self.xp, w, g, mom, scalars, args):
             return
         scratches = 2 if scalars[5] is not None else 1  # a decay scratch with weight decay
         views = self.blocks.get(scratches)
