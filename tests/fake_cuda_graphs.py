@@ -255,28 +255,38 @@ def _raw_sources() -> tuple:
 
 
 class _RawFunction:
+    """One kernel of the module: `run` is its NumPy reference, and `launched` checks the
+    launch as the kernel would need it and gives the arguments the reference also needs."""
+
     def __init__(self, name):
-        runs = {"minimod_rng_uniform": (self._uniform, -1),
-                "minimod_rng_advance": (self._advance, None)}
-        runs.update({name: (self._softmax_rows, "rows") for name in _softmax_kernels()})
-        if name not in runs:
+        kernels = {"minimod_rng_uniform": (self._uniform, self._a_thread_per_element),
+                   "minimod_rng_advance": (self._advance, None)}
+        kernels.update({k: (self._softmax_rows, self._a_block_per_row)
+                        for k in _softmax_kernels()})
+        if name not in kernels:
             raise AttributeError("no kernel %r in the module" % name)
-        self.name, (self.run, self.threads_for) = name, runs[name]
+        self.name, (self.run, self.launched) = name, kernels[name]
 
     def __call__(self, grid, block, args):
         from tests.fake_cupy import _check_operands
         _check_operands(args, self.name)
         hosts = [a.view(_np.ndarray) if isinstance(a, _np.ndarray) else a for a in args]
-        if self.threads_for == -1 and grid[0] * block[0] < int(hosts[-1]):
-            raise ValueError("%s launched with too few threads" % self.name)
-        if self.threads_for == "rows":
-            if args[0].dtype.char != ("f" if self.name.endswith("f32") else "d"):
-                raise TypeError("%s launched on %s data" % (self.name, args[0].dtype))
-            hosts.append(grid[0])
+        if self.launched is not None:
+            hosts += self.launched(grid, block, args)
         if capturing():
             record(lambda: self.run(*hosts))
         else:
             self.run(*hosts)
+
+    def _a_thread_per_element(self, grid, block, args) -> list:
+        if grid[0] * block[0] < int(args[-1]):
+            raise ValueError("%s launched with too few threads" % self.name)
+        return []
+
+    def _a_block_per_row(self, grid, block, args) -> list:
+        if args[0].dtype.char != ("f" if self.name.endswith("f32") else "d"):
+            raise TypeError("%s launched on %s data" % (self.name, args[0].dtype))
+        return [grid[0]]  # the rows
 
     @staticmethod
     def _uniform(state, out, count):
