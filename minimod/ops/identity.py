@@ -21,6 +21,8 @@ class CopyOp(Op):
     name = "_copy"
     aliases = ("identity",)
     inplace = ((0, 0),)
+    views = ((0, 0),)
+    grad_views = ((0, 0),)
     backward_inputs = ()
     backward_outputs = ()
 
@@ -42,6 +44,7 @@ class BlockGradOp(Op):
     name = "BlockGrad"
     aliases = ("stop_gradient",)
     inplace = ((0, 0),)
+    views = ((0, 0),)
     backward_inputs = ()
     backward_outputs = ()
     no_gradient = True

@@ -19,6 +19,10 @@ the op is a member of the class:
   `backward_inputs`/`backward_outputs` are passed as None.
 - `needs_out_grad`: False for loss heads, whose backward ignores the head gradient.
 - `inplace`: (input index, output index) pairs whose storage the output may take over.
+- `views`: (input index, output index) pairs where the output is the input's bytes unchanged
+  (a reshape, a copy): the output may share the input's storage while the input stays live,
+  and a step whose outputs all share so has nothing to do. `grad_views`: (output index,
+  argument index) pairs where the argument's gradient is the output's head gradient unchanged.
 - optional hooks with defaults here, which the executor reads without probing: flags
   (`grads_all_inputs`, `is_backward`, `deterministic` ...) and what the monitor and the plan
   listing see of a node (`as_written`, `unfused_nodes`, `layout_note`).
@@ -218,6 +222,8 @@ class Op:
     AUX: ClassVar[tuple] = ()
     needs_out_grad: ClassVar[bool] = True
     inplace: ClassVar[tuple] = ()
+    views: ClassVar[tuple] = ()
+    grad_views: ClassVar[tuple] = ()
     #: which inputs / outputs backward reads: "all", or a tuple of indices
     backward_inputs: ClassVar = "all"
     backward_outputs: ClassVar = "all"

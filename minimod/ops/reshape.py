@@ -4,7 +4,8 @@
 They move no values, so their backward needs only the head gradient and the input's shape,
 which the gradient array itself carries (`in_grads[i].shape`): they declare
 `backward_inputs = ()` and `backward_outputs = ()` so that the memory planner may free their
-inputs right after the forward step, and may let the output share the input's storage.
+inputs right after the forward step. They also declare their output a view of their input
+(`views`, `grad_views`), so that a bound graph never copies for them.
 
 Inference runs both ways wherever the math allows it (an output shape plus an input with a
 single unknown dim gives that dim), which the legacy MXNet frontends rely on (batch size 0 =
@@ -58,12 +59,15 @@ def _check_size(op: Op, in_shape: Shape, out_shape: Shape) -> None:
 class _Relabel(Op):
     """Base of ops that only give data another shape (Flatten, Reshape, expand_dims ...).
 
-    Forward copies the input into the output under the output's shape (the planner may let the
-    output share the input's storage; the copy is then onto itself); backward reshapes the head
-    gradient back. Neither reads any input or output value.
+    Forward copies the input into the output under the output's shape; backward reshapes the
+    head gradient back. Neither reads any input or output value. The planner lets the output
+    (the gradient) share the input's (the head gradient's) storage wherever both are planned,
+    and the executor then skips the step: a reshape costs nothing.
     """
 
     inplace = ((0, 0),)
+    views = ((0, 0),)
+    grad_views = ((0, 0),)
     backward_inputs = ()
     backward_outputs = ()
 

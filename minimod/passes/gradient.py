@@ -51,6 +51,9 @@ class BackwardOp(Op):
         self.out_pos = tuple(range(n_out)) if fwd_op.backward_outputs == "all" else tuple(
             fwd_op.backward_outputs)
         self.n_aux = len(fwd_op.aux_states())
+        # a gradient that is a head gradient unchanged (a reshape's) may share its storage
+        self.views = tuple((o, self.wanted.index(a)) for o, a in fwd_op.grad_views
+                           if o < self.n_head and a in self.wanted)
 
     def arguments(self) -> list:
         fwd = self.fwd_op

@@ -1,11 +1,15 @@
 """The memory planner: assign every entry a storage block, reusing dead ones.
 
-Walks the nodes in execution order. Each output gets either the block of an input that dies at
-this very node (when the op declares that pair in-place and the sizes agree), or the smallest
-free block that fits, or the largest free block grown to fit, or a new block. After a node
-runs, the blocks of entries it was the last to read go back to the free list. External entries
-(variables, head gradients, gradients bound straight into user arrays) are not planned; pinned
-entries (the graph's outputs) are planned but never freed, because the user reads them.
+Walks the nodes in execution order. Each output gets either the block of its input when the op
+declares the output a view of that input (`Op.views`: a reshape or a copy, whose output is the
+input's bytes unchanged; the input may stay live, since no step writes a value after making
+it), or the block of an input that dies at this very node (when the op declares that pair
+in-place and the sizes agree), or the smallest free block that fits, or the largest free block
+grown to fit, or a new block. A block goes back to the free list once the last reader of
+every entry it holds has run, so an in-place output never takes a block that a view still
+reads. External entries (variables, head gradients, gradients bound straight into user
+arrays) are not planned; pinned entries (the graph's outputs) are planned but never freed,
+because the user reads them.
 
 A plan placed over several devices (`passes.placement`) gives the device of every entry: a
 block then holds values of one device only (`MemoryPlan.block_devices`), each device reusing
@@ -27,12 +31,20 @@ __all__ = ["MemoryPlan", "plan_memory", "entry_nbytes"]
 @dataclasses.dataclass(frozen=True)
 class MemoryPlan:
     """`storage[eid]` is a block id (-1: external); `block_bytes[sid]` its size;
-    `block_devices[sid]` its device, or None when the plan is for one device."""
+    `block_devices[sid]` its device, or None when the plan is for one device. `inplace_hits`
+    counts outputs that took over a dying input's block, `view_hits` outputs that share a
+    live input's block as its view."""
 
     storage: tuple
     block_bytes: tuple
     inplace_hits: int
     block_devices: Optional[tuple] = None
+    view_hits: int = 0
+
+    def shares(self, src: int, dst: int) -> bool:
+        """Whether entries `src` and `dst` are planned into the same block (hence, being of
+        one size, into the same bytes)."""
+        return self.storage[src] >= 0 and self.storage[src] == self.storage[dst]
 
     @property
     def planned_bytes(self) -> int:
@@ -58,7 +70,12 @@ def plan_memory(graph: Graph, shapes: Sequence, dtypes: Sequence, external: Coll
     block_device: list = []
     holders: list = []          # live entries per block
     free: dict = {}             # device (None: the one device) -> block ids
-    inplace_hits = 0
+    inplace_hits = view_hits = 0
+
+    def can_share(src: int, dst: int) -> bool:
+        return (src not in external and dst not in external and storage[src] >= 0
+                and storage[dst] < 0 and nbytes[src] == nbytes[dst]
+                and (devices is None or devices[src] == devices[dst]))
 
     def take_block(size: int, device) -> int:
         pool = free.get(device)
@@ -90,14 +107,19 @@ def plan_memory(graph: Graph, shapes: Sequence, dtypes: Sequence, external: Coll
         in_eids = graph.input_eids[nid]
         first = graph.row_ptr[nid]
         taken = set()
+        for pos_in, pos_out in node.op.views if enable_inplace and reuse else ():
+            src, dst = in_eids[pos_in], first + pos_out
+            if can_share(src, dst):
+                storage[dst] = storage[src]
+                holders[storage[src]] += 1
+                view_hits += 1
         inplace = node.op.inplace if enable_inplace and reuse else ()
         for pos_in, pos_out in inplace:
             src = in_eids[pos_in]
             dst = first + pos_out
-            if (src in external or src in pinned or dst in external or dies_at[src] != nid
-                    or storage[src] < 0 or nbytes[src] != nbytes[dst] or src in taken
-                    or holders[storage[src]] != 1 or in_eids.count(src) != 1
-                    or (devices is not None and devices[src] != devices[dst])):
+            if (not can_share(src, dst) or src in pinned or dies_at[src] != nid
+                    or src in taken or holders[storage[src]] != 1
+                    or in_eids.count(src) != 1):
                 continue
             storage[dst] = storage[src]
             holders[storage[src]] += 1
@@ -116,5 +138,5 @@ def plan_memory(graph: Graph, shapes: Sequence, dtypes: Sequence, external: Coll
             if dies_at[dst] == -1 and dst not in external:
                 release(dst)
     return MemoryPlan(storage=tuple(storage), block_bytes=tuple(block_bytes),
-                      inplace_hits=inplace_hits,
+                      inplace_hits=inplace_hits, view_hits=view_hits,
                       block_devices=None if devices is None else tuple(block_device))

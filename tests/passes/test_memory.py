@@ -60,7 +60,9 @@ def test_planned_equals_fresh(name):
 
 @pytest.mark.parametrize("name", sorted(GRAPHS))
 def test_no_two_live_entries_share_a_block(name):
-    """Directly on the plan: an entry's block is not handed to another entry while it lives."""
+    """Directly on the plan: an entry's block is not handed to another entry while it lives,
+    except to a view of it (a reshape's output), which then keeps the block as long as either
+    lives."""
     sym, shapes = GRAPHS[name]()
     graph = sym._graph
     reqs = normalize_grad_req("write", sym.list_arguments())
@@ -72,21 +74,26 @@ def test_no_two_live_entries_share_a_block(name):
         for e in eids:
             last[e] = nid
     pinned = set(full.output_eids)
-    owner = {}  # block -> (entry, dies_at)
+    owner = {}  # block -> (entry, until when the block is held)
     for nid, node in enumerate(full.nodes):
         if node.op is None:
             continue
-        inplace = {(full.input_eids[nid][i], full.row_ptr[nid] + o) for i, o in node.op.inplace}
+        ins = full.input_eids[nid]
+        inplace = {(ins[i], full.row_ptr[nid] + o) for i, o in node.op.inplace}
+        views = {(ins[i], full.row_ptr[nid] + o) for i, o in node.op.views}
         for e in range(full.row_ptr[nid], full.row_ptr[nid + 1]):
             sid = storage[e]
             if sid < 0:
                 continue
+            end = float("inf") if e in pinned else (last[e] if last[e] >= 0 else nid)
             if sid in owner:
                 prev, dies = owner[sid]
+                if (prev, e) in views or any(storage[a] == sid for a, b in views if b == e):
+                    owner[sid] = (e, max(dies, end))
+                    continue
                 assert dies < nid or (dies == nid and (prev, e) in inplace), (
                     full.entry_name(prev), full.entry_name(e))
                 assert prev not in pinned
-            end = float("inf") if e in pinned else (last[e] if last[e] >= 0 else nid)
             owner[sid] = (e, end)
 
 
@@ -95,3 +102,49 @@ def test_inplace_reuse_happens():
     plan = compile_graph(sym._graph, shapes, {}, normalize_grad_req("null",
                                                                      sym.list_arguments()))
     assert plan.memory.inplace_hits >= 1
+
+
+def _views_graph():
+    """fc is read by three reshapes and by the add: its block stays live past each view."""
+    x = mx.sym.Variable("x")
+    fc = mx.sym.FullyConnected(x, num_hidden=6, name="fc")
+    wide = mx.sym.expand_dims(fc, axis=1, name="wide")
+    back = mx.sym.Reshape(wide, shape=(-1, 6), name="back")
+    flat = mx.sym.Flatten(wide, name="flat")
+    both = mx.sym.broadcast_add(back, fc, name="both") * flat
+    return mx.sym.MakeLoss(mx.sym.sum(mx.sym.BlockGrad(fc) + both), name="loss")
+
+
+def test_reshapes_of_a_live_entry_share_its_bytes_and_run_nothing():
+    sym, shapes = _views_graph(), {"x": (4, 3)}
+    exe, planned = _run(sym, shapes, reuse=True)
+    plan = exe._plan
+    graph = plan.graph
+    eid = {graph.entry_name(e): e for e in range(graph.num_entries)}
+    fc, wide = eid["fc_output"], eid["wide_output"]
+    assert plan.memory.shares(fc, wide) and plan.memory.shares(wide, eid["back_output"])
+    assert plan.memory.shares(wide, eid["flat_output"])
+    assert plan.memory.view_hits >= 4  # the three reshapes, BlockGrad, and their gradients
+    # the fc output is read after the views are made, and its block is not reused before
+    assert not plan.memory.shares(fc, eid["both_output"])
+    steps = {s.node.name: s for s in exe._steps.train}
+    idle = [name for name, s in steps.items() if s.run.__name__ == "_nothing_to_do"]
+    assert {"wide", "back", "flat"} <= set(idle)
+    assert any(not s.forward for s in exe._steps.train if s.run.__name__ == "_nothing_to_do")
+    _, fresh = _run(sym, shapes, reuse=False)
+    for (po, pg, _), (fo, fg, _) in zip(planned, fresh):
+        np.testing.assert_array_equal(po[0], fo[0])
+        for k in pg:
+            np.testing.assert_array_equal(pg[k], fg[k], err_msg=k)
+    # fc's gradient: d/dfc sum(2 fc * fc) = 4 fc, through the views and their gradients
+    x, w, b = (exe.arg_dict[k].asnumpy() for k in ("x", "fc_weight", "fc_bias"))
+    np.testing.assert_allclose(pg["fc_weight"], (4 * (x @ w.T + b)).T @ x, rtol=1e-5)
+
+
+def test_views_off_with_inplace_off():
+    """CompileOptions(inplace=False) turns the views off too: every step copies."""
+    sym = _views_graph()
+    reqs = normalize_grad_req("write", sym.list_arguments())
+    plan = compile_graph(sym._graph, {"x": (4, 3)}, {}, reqs,
+                         options=mx.passes.CompileOptions(inplace=False))
+    assert plan.memory.view_hits == 0
