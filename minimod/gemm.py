@@ -180,22 +180,38 @@ def _batched(blas, xp, a, b, out, batch: tuple):
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     result = xp.empty(batch + (m, n), dtype=a.dtype) if out is None else out
     count = int(np.prod(batch, dtype=np.int64))
-    target = result if result.flags.c_contiguous else xp.empty(result.shape, a.dtype)
-    target3 = target.reshape(count, m, n)
+    item = a.dtype.itemsize
+    target3 = _writable_stack(xp, result, count, item)
+    target = result if target3 is not None else xp.empty(result.shape, a.dtype)
+    if target3 is None:
+        target3 = target.reshape(count, m, n)
     if count and m and n:
         if k == 0:
             target.fill(0)
         else:
-            item = a.dtype.itemsize
             a3, lay_a = _readable(xp, _stacked(xp, a, batch), item)
             b3, lay_b = _readable(xp, _stacked(xp, b, batch), item)
             lay_c = operand_layout((m, n), target3.strides[1:], item)
-            strides = (b3.strides[0] // item, a3.strides[0] // item, m * n)
+            strides = (b3.strides[0] // item, a3.strides[0] // item, target3.strides[0] // item)
             blas.gemm_batched(xp, a.dtype, gemm_plan(lay_a, lay_b, lay_c, m, n, k), strides,
                               count, b3, a3, target3)
     if target is not result:
         result[...] = target
     return result
+
+
+def _writable_stack(xp, out, count: int, item: int):
+    """`out` as a (count, m, n) view cuBLAS writes in place, its matrices with contiguous rows
+    and one fixed stride apart (a C-contiguous array, or a strided view such as a transpose
+    of the batch axes); None where it is not one."""
+    if out.flags.c_contiguous:
+        return out.reshape((count,) + out.shape[-2:])
+    stride = _merged_stride(out.shape[:-2], out.strides[:-2])
+    layout = operand_layout(out.shape[-2:], out.strides[-2:], item)
+    if stride is None or stride % item or layout is None or layout[0] != OP_N:
+        return None
+    return xp.lib.stride_tricks.as_strided(out, shape=(count,) + out.shape[-2:],
+                                           strides=(stride,) + out.strides[-2:])
 
 
 # ----------------------------------------------------------------------------- the library

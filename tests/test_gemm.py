@@ -223,3 +223,28 @@ def test_batched_cublas_call_carries_the_strides_and_count():
     assert args[14:] == (300, 2, 6, 7)
     assert args[6]._obj.value == 1.0 and args[13]._obj.value == 0.0
     assert lib.cublasDgemmStridedBatched.argtypes[9] is ctypes.c_longlong
+
+
+def test_batched_product_writes_a_strided_output_in_place():
+    """An output whose matrices have contiguous rows one fixed stride apart (the time-major
+    view of a batch-major array, as StepProjection's data gradient) is the GEMM's own C: no
+    temporary and no copy back. An output in no such form still gets a temporary."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((4, 3, 5)).astype(np.float32)  # (T, N, H)
+    w = rng.standard_normal((5, 6)).astype(np.float32)
+    written = []
+
+    class Recording(_BatchedHostBlas):
+        def gemm_batched(self, xp, dtype, plan, strides, count, x, y, c):
+            written.append(c)
+            super().gemm_batched(xp, dtype, plan, strides, count, x, y, c)
+
+    batch_major = np.full((3, 4, 6), np.nan, np.float32)  # (N, T, k)
+    out = batch_major.transpose(1, 0, 2)
+    assert gemm.matmul_through(Recording(), _HOST_BATCHED, a, w, out) is out
+    np.testing.assert_allclose(out, a @ w, rtol=1e-5, atol=1e-5)
+    assert np.shares_memory(written[-1], batch_major)
+    columns = np.full((4, 6, 3), np.nan, np.float32).transpose(0, 2, 1)  # rows not contiguous
+    gemm.matmul_through(Recording(), _HOST_BATCHED, a, w, columns)
+    np.testing.assert_allclose(columns, a @ w, rtol=1e-5, atol=1e-5)
+    assert not np.shares_memory(written[-1], columns)
