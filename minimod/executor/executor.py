@@ -112,7 +112,7 @@ class Executor:
         for eid, sid in enumerate(plan.memory.storage):
             if sid >= 0 and arrays[eid] is None:
                 arrays[eid] = pool.view(self._placement[sid], plan.shapes[eid],
-                                        plan.dtypes[eid])
+                                        plan.dtypes[eid], plan.memory.offset(eid))
         return arrays
 
     def _check_pool(self) -> None:

@@ -66,7 +66,9 @@ def plan_listing(plan: Plan) -> str:
 def _value_text(plan: Plan, eid: int) -> str:
     sid = plan.memory.storage[eid]
     shape = "(" + ",".join(str(d) for d in plan.shapes[eid]) + ")"
-    return "%s%s@%s" % (plan.graph.entry_name(eid), shape, "ext" if sid < 0 else "b%d" % sid)
+    offset = plan.memory.offset(eid)
+    where = "ext" if sid < 0 else "b%d" % sid + ("+%d" % offset if offset else "")
+    return "%s%s@%s" % (plan.graph.entry_name(eid), shape, where)
 
 
 def placement_text(plan: Plan) -> str:

@@ -88,9 +88,10 @@ class MemoryPool:
     def total_bytes(self) -> int:
         return int(sum(b.nbytes for b in self.blocks))
 
-    def view(self, block: int, shape, dtype):
+    def view(self, block: int, shape, dtype, offset: int = 0):
+        """The array of `shape` and `dtype` starting `offset` bytes into pool block `block`."""
         nbytes = entry_nbytes(shape, dtype)
-        return self.blocks[block][:nbytes].view(dtype).reshape(shape)
+        return self.blocks[block][offset:offset + nbytes].view(dtype).reshape(shape)
 
 
 def zeros(shape, dtype, ctx: Context) -> NDArray:

@@ -6,8 +6,9 @@ its inputs, its outputs and `run(xp, is_train)`, a function of nothing else. `ru
 path that `minimod.kernels` binds for the op's class and these arrays when it has one, else
 the op's reference `forward` (for a gradient node, its forward op's `backward`). The choice is
 made here, once per memory plan; the op is never asked which way to go, and running a step
-costs one call. A reshape or copy whose output the plan put into its input's bytes (`Op.views`)
-runs nothing.
+costs one call. A step whose outputs the memory plan put where their values already lie (a
+reshape's output in its input's bytes, a leading-axis split's parts inside its input, a join
+whose inputs were written into their places: `MemoryPlan.idle_nodes`) runs nothing.
 
 In a plan placed over several devices (`Plan.devices`), each step runs with the array module
 of its own device, inside that device's scope where it differs from the executor's (a GPU
@@ -73,7 +74,7 @@ def bind_steps(plan, arrays: list, xp, ctx=None) -> StepLists:
             continue
         ins = [arrays[e] for e in graph.input_eids[nid]]
         outs = [arrays[e] for e in range(graph.row_ptr[nid], graph.row_ptr[nid + 1])]
-        if _views_in_place(plan, nid, node.op):
+        if nid in plan.memory.idle_nodes:
             run = _nothing_to_do
         elif plan.devices is None:
             run = bind_run(xp, node.op, ins, outs)
@@ -86,18 +87,9 @@ def bind_steps(plan, arrays: list, xp, ctx=None) -> StepLists:
     return StepLists(forward, backward, forward + backward)
 
 
-def _views_in_place(plan, nid: int, op) -> bool:
-    """Whether every output of node `nid` is a view of its input that the memory plan put into
-    the input's own bytes (`Op.views`): the step then has nothing to compute."""
-    graph = plan.graph
-    first, count = graph.row_ptr[nid], graph.row_ptr[nid + 1] - graph.row_ptr[nid]
-    pairs = op.views
-    return (len(pairs) == count and {o for _, o in pairs} == set(range(count))
-            and all(plan.memory.shares(graph.input_eids[nid][i], first + o) for i, o in pairs))
-
-
 def _nothing_to_do(xp, is_train) -> None:
-    """The run of a step whose outputs already hold its result (`_views_in_place`)."""
+    """The run of a step whose outputs the memory plan put where their values already are
+    (`MemoryPlan.idle_nodes`)."""
 
 
 def bind_run(xp, op, ins: list, outs: list) -> Callable:

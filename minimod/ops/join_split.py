@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from ..base import OpParamError, ShapeError
-from .helpers import axis_index
-from .registry import Op, VariadicOp, fmt_shape, merge_shape, register
+from .helpers import axis_index, prod_or_none
+from .registry import Op, VariadicOp, fmt_shape, merge_shape, register, shape_is_known
 
 __all__ = ["Concat", "Stack", "SliceChannel", "SplitV2"]
 
@@ -90,6 +90,17 @@ class Concat(VariadicOp):
             if g is not None:
                 start = self._offset(sizes, i, og.shape[dim])
                 xp.copyto(g, og[lead + (slice(start, start + sizes[i]),)])
+
+    def join_offsets(self, in_shapes: list, out_shapes: list):
+        """Joined along the leading axis (every dim before `dim` is 1), each input is one run
+        of the output: its offset is the sizes of the inputs before it."""
+        out = out_shapes[0]
+        if out is None or not shape_is_known(out) or not all(map(shape_is_known, in_shapes)):
+            return None
+        if prod_or_none(out[:axis_index(self.attrs.dim, len(out), "dim")]) != 1:
+            return None
+        sizes = [prod_or_none(s) for s in in_shapes]
+        return tuple(sum(sizes[:i]) for i in range(len(sizes)))
 
     def _offset(self, sizes: list, i: int, total: int) -> int:
         """Offset of needed slice i when some gradients are skipped (None).
@@ -233,6 +244,17 @@ class SliceChannel(_Split):
                 merged[:ax] + (None if merged[ax] is None else merged[ax] * n,) + merged[ax + 1:]
             self.set_in(in_shapes, 0, back, "outputs %s" % fmt_shape(merged))
         return in_shapes, out_shapes
+
+    def part_offsets(self, in_shapes: list, out_shapes: list):
+        """Split along the leading axis (every dim before `axis` is 1), each output is one
+        run of the input, the k-th starting k outputs' sizes in."""
+        data = in_shapes[0]
+        if data is None or not shape_is_known(data):
+            return None
+        if prod_or_none(data[:axis_index(self.attrs.axis, len(data))]) != 1:
+            return None
+        size = prod_or_none(data) // self.attrs.num_outputs
+        return tuple(k * size for k in range(self.attrs.num_outputs))
 
     def _parts(self, shape: tuple) -> list:
         parts = self._slicers.get(shape)

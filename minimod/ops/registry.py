@@ -23,6 +23,11 @@ the op is a member of the class:
   (a reshape, a copy): the output may share the input's storage while the input stays live,
   and a step whose outputs all share so has nothing to do. `grad_views`: (output index,
   argument index) pairs where the argument's gradient is the output's head gradient unchanged.
+  `part_offsets(in_shapes, out_shapes)`: where each output lies in input 0, as element offsets,
+  when every output is one run of its elements (a split along the leading axis), else None;
+  `join_offsets(in_shapes, out_shapes)`: where each input lies in output 0 when the output is
+  the inputs' elements one run after another (a join along the leading axis), else None. The
+  planner then places those outputs (inputs) in place, and the step has nothing to do.
 - optional hooks with defaults here, which the executor reads without probing: flags
   (`grads_all_inputs`, `is_backward`, `deterministic` ...) and what the monitor and the plan
   listing see of a node (`as_written`, `unfused_nodes`, `layout_note`).
@@ -346,6 +351,15 @@ class Op:
     def forward_dynamic(self, xp, inputs) -> list:
         """The outputs of an op with `dynamic_shape`, allocated by the op itself."""
         raise NotImplementedError("%s has static output shapes" % self.name)
+
+    # --- where the memory plan may place outputs inside inputs, or inputs inside the output
+    def part_offsets(self, in_shapes: list, out_shapes: list):
+        """Element offsets of the outputs inside input 0, or None (see the module docstring)."""
+        return None
+
+    def join_offsets(self, in_shapes: list, out_shapes: list):
+        """Element offsets of the inputs inside output 0, or None (see the module docstring)."""
+        return None
 
     # --- what the monitor and the plan listing see (the ops that rewrites put in a plan's
     # graph, batch-last and fused forms, answer differently)

@@ -65,6 +65,25 @@ class BackwardOp(Op):
     def aux_states(self) -> list:
         return []
 
+    def _reads_head_grads_only(self) -> bool:
+        return not self.arg_pos and not self.out_pos and not self.n_aux
+
+    def join_offsets(self, in_shapes: list, out_shapes: list):
+        """A split's gradient is its head gradients joined where the split took its parts."""
+        fwd = self.fwd_op
+        if (self._reads_head_grads_only() and self.wanted == (0,) and len(fwd.arguments()) == 1
+                and self.n_head == fwd.num_outputs()):
+            return fwd.part_offsets(out_shapes, in_shapes)
+        return None
+
+    def part_offsets(self, in_shapes: list, out_shapes: list):
+        """A join's gradients are parts of its head gradient, where the join put them."""
+        fwd = self.fwd_op
+        if (self._reads_head_grads_only() and self.n_head == 1 == fwd.num_outputs()
+                and self.wanted == tuple(range(len(fwd.arguments())))):
+            return fwd.join_offsets(out_shapes, in_shapes)
+        return None
+
     def outputs(self) -> list:
         return ["%s_grad" % self.fwd_op.arguments()[i] for i in self.wanted]
 

@@ -30,21 +30,28 @@ __all__ = ["MemoryPlan", "plan_memory", "entry_nbytes"]
 
 @dataclasses.dataclass(frozen=True)
 class MemoryPlan:
-    """`storage[eid]` is a block id (-1: external); `block_bytes[sid]` its size;
-    `block_devices[sid]` its device, or None when the plan is for one device. `inplace_hits`
-    counts outputs that took over a dying input's block, `view_hits` outputs that share a
-    live input's block as its view."""
+    """`storage[eid]` is a block id (-1: external) and `offsets[eid]` where in the block the
+    entry starts, in bytes; `block_bytes[sid]` is a block's size, `block_devices[sid]` its
+    device (None when the plan is for one device). `idle_nodes` are the ids of the nodes whose
+    outputs the plan put where their values already are (views, parts, assembled joins): their
+    steps compute nothing. `inplace_hits` counts outputs that took over a dying input's block,
+    `view_hits` outputs placed as views, parts or join pieces."""
 
     storage: tuple
     block_bytes: tuple
     inplace_hits: int
     block_devices: Optional[tuple] = None
     view_hits: int = 0
+    offsets: Optional[tuple] = None
+    idle_nodes: frozenset = frozenset()
+
+    def offset(self, eid: int) -> int:
+        return 0 if self.offsets is None else self.offsets[eid]
 
     def shares(self, src: int, dst: int) -> bool:
-        """Whether entries `src` and `dst` are planned into the same block (hence, being of
-        one size, into the same bytes)."""
-        return self.storage[src] >= 0 and self.storage[src] == self.storage[dst]
+        """Whether entries `src` and `dst` start at the same byte of the same block."""
+        return (self.storage[src] >= 0 and self.storage[src] == self.storage[dst]
+                and self.offset(src) == self.offset(dst))
 
     @property
     def planned_bytes(self) -> int:
@@ -60,83 +67,166 @@ def plan_memory(graph: Graph, shapes: Sequence, dtypes: Sequence, external: Coll
                 reuse: bool = True, devices: Optional[Sequence] = None) -> MemoryPlan:
     """Assign blocks; with reuse=False every entry gets a fresh block (the unplanned baseline
     that the safety tests compare against). `devices`, when given, is the device of every
-    entry: values of different devices never share a block."""
-    external = set(external)
-    pinned = set(pinned)
-    dies_at = last_use(graph)
-    nbytes = [entry_nbytes(s, t) if s is not None else 0 for s, t in zip(shapes, dtypes)]
-    storage = [-1] * graph.num_entries
-    block_bytes: list = []
-    block_device: list = []
-    holders: list = []          # live entries per block
-    free: dict = {}             # device (None: the one device) -> block ids
-    inplace_hits = view_hits = 0
+    entry: values of different devices never share a block. `enable_inplace=False` turns
+    off in-place outputs, views, parts and joins alike."""
+    planner = _Planner(graph, shapes, dtypes, set(external), set(pinned), reuse, devices)
+    share = enable_inplace and reuse
+    joins = planner.find_joins() if share else {}
+    for nid, node in enumerate(graph.nodes):
+        if node.op is not None:
+            planner.place_node(nid, node.op, share, joins)
+    return planner.result()
 
-    def can_share(src: int, dst: int) -> bool:
-        return (src not in external and dst not in external and storage[src] >= 0
-                and storage[dst] < 0 and nbytes[src] == nbytes[dst]
-                and (devices is None or devices[src] == devices[dst]))
 
-    def take_block(size: int, device) -> int:
-        pool = free.get(device)
-        if pool and reuse:
-            fitting = [b for b in pool if block_bytes[b] >= size]
+class _Planner:
+    """The walk of `plan_memory`: blocks, their holders and free lists, entry placements."""
+
+    def __init__(self, graph, shapes, dtypes, external, pinned, reuse, devices):
+        self.graph, self.shapes, self.external, self.pinned = graph, shapes, external, pinned
+        self.reuse, self.devices = reuse, devices
+        self.dies_at = last_use(graph)
+        self.nbytes = [entry_nbytes(s, t) if s is not None else 0
+                       for s, t in zip(shapes, dtypes)]
+        self.itemsize = [np.dtype(t).itemsize if t is not None else 1 for t in dtypes]
+        self.storage = [-1] * graph.num_entries
+        self.offsets = [0] * graph.num_entries
+        self.block_bytes: list = []
+        self.block_device: list = []
+        self.holders: list = []  # live entries per block
+        self.free: dict = {}  # device (None: the one device) -> block ids
+        self.reserved: dict = {}  # join node id -> the block its pieces are written into
+        self.idle: set = set()
+        self.inplace_hits = self.view_hits = 0
+
+    def device(self, eid: int):
+        return None if self.devices is None else self.devices[eid]
+
+    def result(self) -> MemoryPlan:
+        return MemoryPlan(storage=tuple(self.storage), block_bytes=tuple(self.block_bytes),
+                          inplace_hits=self.inplace_hits, view_hits=self.view_hits,
+                          block_devices=(None if self.devices is None
+                                         else tuple(self.block_device)),
+                          offsets=tuple(self.offsets), idle_nodes=frozenset(self.idle))
+
+    # ---------------------------------------------------------------- blocks
+    def take_block(self, size: int, device) -> int:
+        pool = self.free.get(device)
+        if pool and self.reuse:
+            fitting = [b for b in pool if self.block_bytes[b] >= size]
             if fitting:
-                sid = min(fitting, key=lambda b: block_bytes[b])
+                sid = min(fitting, key=lambda b: self.block_bytes[b])
             else:
-                sid = max(pool, key=lambda b: block_bytes[b])
-                block_bytes[sid] = size
+                sid = max(pool, key=lambda b: self.block_bytes[b])
+                self.block_bytes[sid] = size
             pool.remove(sid)
             return sid
-        block_bytes.append(size)
-        block_device.append(device)
-        holders.append(0)
-        return len(block_bytes) - 1
+        self.block_bytes.append(size)
+        self.block_device.append(device)
+        self.holders.append(0)
+        return len(self.block_bytes) - 1
 
-    def release(eid: int) -> None:
-        sid = storage[eid]
-        if sid < 0 or eid in pinned:
+    def put(self, eid: int, sid: int, offset: int) -> None:
+        self.storage[eid], self.offsets[eid] = sid, offset
+        self.holders[sid] += 1
+
+    def release(self, eid: int) -> None:
+        sid = self.storage[eid]
+        if sid < 0 or eid in self.pinned:
             return
-        holders[sid] -= 1
-        if holders[sid] == 0:
-            free.setdefault(block_device[sid], []).append(sid)
+        self.holders[sid] -= 1
+        if self.holders[sid] == 0:
+            self.free.setdefault(self.block_device[sid], []).append(sid)
 
-    for nid, node in enumerate(graph.nodes):
-        if node.op is None:
-            continue
-        in_eids = graph.input_eids[nid]
-        first = graph.row_ptr[nid]
+    def can_view(self, src: int, dst: int) -> bool:
+        """Whether `dst` may be placed inside `src`'s bytes: both planned, dst not yet."""
+        return (src not in self.external and dst not in self.external
+                and self.storage[src] >= 0 and self.storage[dst] < 0
+                and self.device(src) == self.device(dst))
+
+    # ---------------------------------------------------------------- joins
+    def find_joins(self) -> dict:
+        """{piece entry: (join node id, byte offset)} for each node whose output is its
+        inputs' bytes one after another (`Op.join_offsets`) where every input can be
+        written straight into its place: planned, read once by the join, and a piece of
+        no other join."""
+        graph, joins, join_outputs = self.graph, {}, set()
+        for nid, node in enumerate(graph.nodes):
+            if node.op is None or node.num_outputs() != 1:
+                continue
+            ins, out = graph.input_eids[nid], graph.row_ptr[nid]
+            offsets = node.op.join_offsets([self.shapes[e] for e in ins], [self.shapes[out]])
+            if (offsets is None or out in self.external or len(set(ins)) != len(ins)
+                    or any(e in self.external or e in joins or e in join_outputs
+                           or self.device(e) != self.device(out) for e in ins)):
+                continue
+            join_outputs.add(out)  # a join of joins is left to copy
+            item = self.itemsize[out]
+            joins.update({e: (nid, off * item) for e, off in zip(ins, offsets)})
+        return joins
+
+    def place_piece(self, dst: int, joins: dict) -> None:
+        nid, offset = joins[dst]
+        out = self.graph.row_ptr[nid]
+        if nid not in self.reserved:
+            self.reserved[nid] = self.take_block(self.nbytes[out], self.device(out))
+        self.put(dst, self.reserved[nid], offset)
+        self.view_hits += 1
+
+    # ---------------------------------------------------------------- one node
+    def place_node(self, nid: int, op, share: bool, joins: dict) -> None:
+        graph = self.graph
+        ins, first, end = graph.input_eids[nid], graph.row_ptr[nid], graph.row_ptr[nid + 1]
+        outs = range(first, end)
+        if nid in self.reserved:  # a join whose pieces are all in place
+            self.put(first, self.reserved[nid], 0)
+            self.idle.add(nid)
+        for dst in outs:
+            if dst in joins:
+                self.place_piece(dst, joins)
+        if share:
+            self.place_views(nid, op, ins, first)
+            self.place_inplace(nid, op, ins, first)
+        for dst in outs:
+            if dst not in self.external and self.storage[dst] < 0:
+                self.put(dst, self.take_block(self.nbytes[dst], self.device(dst)), 0)
+        for src in set(ins):
+            if self.dies_at[src] == nid and src not in self.external:
+                self.release(src)
+        for dst in outs:
+            if self.dies_at[dst] == -1 and dst not in self.external:
+                self.release(dst)
+
+    def place_views(self, nid: int, op, ins, first: int) -> None:
+        """Outputs that are their input's bytes (`Op.views`) or runs of them
+        (`Op.part_offsets`), placed there; a node whose every output is, computes nothing."""
+        placed = []
+        for pos_in, pos_out in op.views:
+            src, dst = ins[pos_in], first + pos_out
+            if self.can_view(src, dst) and self.nbytes[src] == self.nbytes[dst]:
+                self.put(dst, self.storage[src], self.offsets[src])
+                placed.append(dst)
+        parts = op.part_offsets([self.shapes[e] for e in ins],
+                                [self.shapes[first + k] for k in range(op.num_outputs())])
+        if parts is not None:
+            src = ins[0]
+            for k, off in enumerate(parts):
+                if self.can_view(src, first + k):
+                    self.put(first + k, self.storage[src],
+                             self.offsets[src] + off * self.itemsize[src])
+                    placed.append(first + k)
+        self.view_hits += len(placed)
+        if placed and len(placed) == op.num_outputs():
+            self.idle.add(nid)
+
+    def place_inplace(self, nid: int, op, ins, first: int) -> None:
+        """Outputs that take over the block of an input dying here (`Op.inplace`)."""
         taken = set()
-        for pos_in, pos_out in node.op.views if enable_inplace and reuse else ():
-            src, dst = in_eids[pos_in], first + pos_out
-            if can_share(src, dst):
-                storage[dst] = storage[src]
-                holders[storage[src]] += 1
-                view_hits += 1
-        inplace = node.op.inplace if enable_inplace and reuse else ()
-        for pos_in, pos_out in inplace:
-            src = in_eids[pos_in]
-            dst = first + pos_out
-            if (not can_share(src, dst) or src in pinned or dies_at[src] != nid
-                    or src in taken or holders[storage[src]] != 1
-                    or in_eids.count(src) != 1):
+        for pos_in, pos_out in op.inplace:
+            src, dst = ins[pos_in], first + pos_out
+            if (not self.can_view(src, dst) or self.nbytes[src] != self.nbytes[dst]
+                    or src in self.pinned or self.dies_at[src] != nid or src in taken
+                    or self.holders[self.storage[src]] != 1 or ins.count(src) != 1):
                 continue
-            storage[dst] = storage[src]
-            holders[storage[src]] += 1
+            self.put(dst, self.storage[src], self.offsets[src])
             taken.add(src)
-            inplace_hits += 1
-        for dst in range(first, graph.row_ptr[nid + 1]):
-            if dst in external or storage[dst] >= 0:
-                continue
-            sid = take_block(nbytes[dst], None if devices is None else devices[dst])
-            storage[dst] = sid
-            holders[sid] += 1
-        for src in set(in_eids):
-            if dies_at[src] == nid and src not in external:
-                release(src)
-        for dst in range(first, graph.row_ptr[nid + 1]):
-            if dies_at[dst] == -1 and dst not in external:
-                release(dst)
-    return MemoryPlan(storage=tuple(storage), block_bytes=tuple(block_bytes),
-                      inplace_hits=inplace_hits, view_hits=view_hits,
-                      block_devices=None if devices is None else tuple(block_device))
+            self.inplace_hits += 1

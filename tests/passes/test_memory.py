@@ -5,6 +5,7 @@ import pytest
 import minimod as mx
 from minimod.executor import simple_bind
 from minimod.passes import compile_graph, normalize_grad_req
+from minimod.passes.memory import entry_nbytes
 
 from .graphs import GRAPHS
 
@@ -58,43 +59,48 @@ def test_planned_equals_fresh(name):
         "MB allocated")
 
 
-@pytest.mark.parametrize("name", sorted(GRAPHS))
-def test_no_two_live_entries_share_a_block(name):
-    """Directly on the plan: an entry's block is not handed to another entry while it lives,
-    except to a view of it (a reshape's output), which then keeps the block as long as either
-    lives."""
-    sym, shapes = GRAPHS[name]()
-    graph = sym._graph
-    reqs = normalize_grad_req("write", sym.list_arguments())
-    plan = compile_graph(graph, shapes, {}, reqs)
-    full = plan.graph
-    storage = plan.memory.storage
+def _assert_no_live_overlap(plan):
+    """No entry's bytes are given to another while it lives, except to its own view, part or
+    join (the other entry is an input of the node making this one, which declares that), or
+    to an in-place output of the node that reads it last."""
+    full, memory = plan.graph, plan.memory
     last = [-1] * full.num_entries
     for nid, eids in enumerate(full.input_eids):
         for e in eids:
             last[e] = nid
     pinned = set(full.output_eids)
-    owner = {}  # block -> (entry, until when the block is held)
+    live = {}  # entry -> (block, first byte, end byte, last reader)
     for nid, node in enumerate(full.nodes):
         if node.op is None:
             continue
         ins = full.input_eids[nid]
-        inplace = {(ins[i], full.row_ptr[nid] + o) for i, o in node.op.inplace}
-        views = {(ins[i], full.row_ptr[nid] + o) for i, o in node.op.views}
-        for e in range(full.row_ptr[nid], full.row_ptr[nid + 1]):
-            sid = storage[e]
+        outs = range(full.row_ptr[nid], full.row_ptr[nid + 1])
+        in_shapes = [plan.shapes[e] for e in ins]
+        out_shapes = [plan.shapes[e] for e in outs]
+        places = bool(node.op.views or node.op.part_offsets(in_shapes, out_shapes) is not None
+                      or node.op.join_offsets(in_shapes, out_shapes) is not None)
+        for e in outs:
+            sid = memory.storage[e]
             if sid < 0:
                 continue
-            end = float("inf") if e in pinned else (last[e] if last[e] >= 0 else nid)
-            if sid in owner:
-                prev, dies = owner[sid]
-                if (prev, e) in views or any(storage[a] == sid for a, b in views if b == e):
-                    owner[sid] = (e, max(dies, end))
+            lo = memory.offset(e)
+            hi = lo + entry_nbytes(plan.shapes[e], plan.dtypes[e])
+            for p, (psid, plo, phi, pend) in live.items():
+                if psid != sid or phi <= lo or hi <= plo or pend < nid:
                     continue
-                assert dies < nid or (dies == nid and (prev, e) in inplace), (
-                    full.entry_name(prev), full.entry_name(e))
-                assert prev not in pinned
-            owner[sid] = (e, end)
+                assert p in ins and (places or pend == nid), (full.entry_name(p),
+                                                              full.entry_name(e))
+            live[e] = (sid, lo, hi, float("inf") if e in pinned else max(last[e], nid))
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_no_two_live_entries_share_a_block(name):
+    """Directly on the plan: an entry's bytes are not handed to another entry while it lives,
+    except to a view of it (a reshape's output), which then keeps the block as long as either
+    lives."""
+    sym, shapes = GRAPHS[name]()
+    reqs = normalize_grad_req("write", sym.list_arguments())
+    _assert_no_live_overlap(compile_graph(sym._graph, shapes, {}, reqs))
 
 
 def test_inplace_reuse_happens():
@@ -148,3 +154,54 @@ def test_views_off_with_inplace_off():
     plan = compile_graph(sym._graph, {"x": (4, 3)}, {}, reqs,
                          options=mx.passes.CompileOptions(inplace=False))
     assert plan.memory.view_hits == 0
+
+
+def _parts_graph():
+    """fc (4, 6) split along its leading axis into four rows, each row squashed, the rows
+    joined again along the leading axis."""
+    fc = mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=6, name="fc")
+    rows = mx.sym.SliceChannel(fc, axis=0, num_outputs=4, name="rows")
+    squashed = [mx.sym.Activation(rows[k], act_type="tanh", name="sq%d" % k) for k in range(4)]
+    joined = mx.sym.Concat(*squashed, dim=0, name="joined")
+    return mx.sym.MakeLoss(mx.sym.sum(joined * fc), name="loss"), {"x": (4, 3)}
+
+
+def test_leading_axis_splits_and_joins_are_placed_in_place_and_run_nothing():
+    sym, shapes = _parts_graph()
+    exe, planned = _run(sym, shapes, reuse=True)
+    plan, memory = exe._plan, exe._plan.memory
+    graph = plan.graph
+    eid = {graph.entry_name(e): e for e in range(graph.num_entries)}
+    nid = {n.name: i for i, n in enumerate(graph.nodes)}
+    fc = eid["fc_output"]
+    for k in range(4):  # the split's rows are runs of fc's bytes, 24 bytes apart
+        row = eid["rows_output%d" % k]
+        assert memory.storage[row] == memory.storage[fc]
+        assert memory.offset(row) == memory.offset(fc) + 24 * k
+        # each squashed row was written straight into its place in the join
+        assert memory.storage[eid["sq%d_output" % k]] == memory.storage[eid["joined_output"]]
+        assert memory.offset(eid["sq%d_output" % k]) == memory.offset(eid["joined_output"]) + 24 * k
+    idle = {graph.nodes[n].name for n in memory.idle_nodes}
+    # forward, the split and the join; backward, the join's gradient (parts of its head
+    # gradient) and the split's (its rows' gradients written into their places)
+    assert {"rows", "joined", "joined_backward", "rows_backward"} <= idle, idle
+    assert all(s.run.__name__ == "_nothing_to_do" for s in exe._steps.train
+               if s.nid in (nid["rows"], nid["joined"]))
+    _assert_no_live_overlap(plan)
+    _, fresh = _run(sym, shapes, reuse=False)
+    for (po, pg, _), (fo, fg, _) in zip(planned, fresh):
+        np.testing.assert_array_equal(po[0], fo[0])
+        for k in pg:
+            np.testing.assert_array_equal(pg[k], fg[k], err_msg=k)
+
+
+def test_a_split_along_another_axis_copies():
+    fc = mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=6, name="fc")
+    cols = mx.sym.SliceChannel(fc, axis=1, num_outputs=2, name="cols")
+    sym = mx.sym.MakeLoss(mx.sym.sum(cols[0] * cols[1]))
+    exe, _ = _run(sym, {"x": (4, 3)}, reuse=True)
+    graph, memory = exe._plan.graph, exe._plan.memory
+    assert "cols" not in {graph.nodes[n].name for n in memory.idle_nodes}
+    eid = {graph.entry_name(e): e for e in range(graph.num_entries)}
+    for k in range(2):
+        assert memory.storage[eid["cols_output%d" % k]] != memory.storage[eid["fc_output"]]
