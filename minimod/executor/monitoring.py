@@ -46,12 +46,14 @@ def _forward_step(step: Step, plan, ctx, callback: Callable, monitor_all: bool) 
         # read after it
         ins, outs = op.as_written(xp, inputs, outputs)
         parts = op.unfused_nodes(xp, node.name, ins, outs)
-        if monitor_all:
-            _report_inputs(callback, ctx, *parts[0][:3], variables)
+        # a part reading one of the node's variable inputs reports the variable too
+        named = {id(arr): name for arr, name in zip(ins, variables) if name is not None}
+        if monitor_all and parts:  # a node no user wrote (a rewrite's split) has no parts
+            _report_inputs(callback, ctx, *parts[0][:3], _named(parts[0][2], named))
         inner(xp, is_train)
         for k, (name, part_op, part_ins, part_outs) in enumerate(parts):
             if k and monitor_all:
-                _report_inputs(callback, ctx, name, part_op, part_ins)
+                _report_inputs(callback, ctx, name, part_op, part_ins, _named(part_ins, named))
             _report_outputs(callback, ctx, name, part_op, part_outs)
     return dataclasses.replace(step, run=run)
 
@@ -75,6 +77,11 @@ def _report_inputs(callback: Callable, ctx, name: str, op, ins: list, variables=
         if variable is not None:
             callback(variable, NDArray(arr, ctx))
         callback("%s_%s" % (name, slot), NDArray(arr, ctx))
+
+
+def _named(arrays: list, named: dict) -> list:
+    """Per array: the variable name `named` gives the very array, or None."""
+    return [named.get(id(arr)) for arr in arrays]
 
 
 def _variable_names(graph, nid: int) -> list:

@@ -2,11 +2,12 @@
 
 - compiler.py: `compile_graph` (inference -> rewrites -> gradient -> memory plan), the `Plan`
   record it returns, `normalize_grad_req`;
-- options.py: `CompileOptions`, the ordered rewrites (`CSE`, `DEVICE`, `FUSE`, `BATCH_LAST`),
-  `default_options()` and the `fusion()` / `layouts()` blocks that switch rewrites off;
+- options.py: `CompileOptions`, the ordered rewrites (`CSE`, `DEVICE`, `FUSE`, `STACK`,
+  `BATCH_LAST`), `default_options()` and the `fusion()` / `stacking()` / `layouts()` blocks
+  that switch rewrites off;
 - infer.py: shape and dtype inference; gradient.py: the gradient pass and `BackwardOp`;
   liveness.py and memory.py: the memory planner;
-- the rewrites: cse.py, device.py, fuse.py, layout.py;
+- the rewrites: cse.py, device.py, fuse.py, stack_steps.py, layout.py;
 - placement.py: the placement pass of model-parallel binds (`group2ctx`), devices and copies.
 
 Passes are pure functions of graphs and side tables indexed by entry id; nothing here
@@ -27,16 +28,20 @@ from .options import (
     DEVICE,
     FUSE,
     REWRITES,
+    STACK,
     CompileOptions,
     Rewrite,
     default_options,
     fusion,
     layouts,
+    stacking,
 )
 from .placement import Placement, placement_for
+from .stack_steps import stack_steps
 
 __all__ = ["Plan", "Facts", "compile_graph", "CompileOptions", "Rewrite", "CSE", "DEVICE",
-           "FUSE", "BATCH_LAST", "REWRITES", "default_options", "fusion", "layouts",
+           "FUSE", "STACK", "BATCH_LAST", "REWRITES", "default_options", "fusion", "stacking",
+           "layouts", "stack_steps",
            "infer_graph_shapes", "infer_graph_types", "build_gradient", "last_use",
            "plan_memory", "MemoryPlan", "BackwardOp", "GradientGraph", "normalize_grad_req",
            "GRAD_REQS", "specialize", "fuse", "batch_last", "eliminate_common_expr",

@@ -3,18 +3,20 @@
 `compile_graph` takes one frozen `CompileOptions` and nothing else decides what it does. A
 rewrite is a `Rewrite` record: a pass that returns a new graph of ordinary op classes (or the
 graph itself when it has nothing to change) and the facts about the graph that a change makes
-stale. The four rewrites, in the order a bind runs them:
+stale. The five rewrites, in the order a bind runs them:
 
 - `CSE`: common-subexpression elimination (`passes.cse`), MXNet's own bind-time rewrite;
 - `DEVICE`: each op's variant for the target device (`passes.device`: cuDNN's on GPUs);
 - `FUSE`: patterns of nodes replaced by one fused op (`passes.fuse`: one pattern on CPUs,
   another on GPUs);
+- `STACK`: a sequence's per-step input products as one product (`passes.stack_steps`, GPUs);
 - `BATCH_LAST`: edges between ops that work batch-last stored that way (`passes.layout`, CPUs).
 
 A bind builds its options with `default_options()`, the one place that reads the settings a
 user can change: the environment variable MXNET_ELIMINATE_COMMON_EXPR (MXNet's switch for
-CSE, read at each bind as MXNet reads it) and the blocks `with fusion(False):` and
-`with layouts(False):` (for comparing executors with and without a rewrite, or debugging).
+CSE, read at each bind as MXNet reads it) and the blocks `with fusion(False):`,
+`with stacking(False):` and `with layouts(False):` (for comparing executors with and
+without a rewrite, or debugging).
 """
 from __future__ import annotations
 
@@ -29,9 +31,10 @@ from .cse import eliminate_common_expr
 from .device import specialize
 from .fuse import fuse
 from .layout import batch_last
+from .stack_steps import stack_steps
 
-__all__ = ["Rewrite", "CompileOptions", "CSE", "DEVICE", "FUSE", "BATCH_LAST", "REWRITES",
-           "default_options", "fusion", "layouts"]
+__all__ = ["Rewrite", "CompileOptions", "CSE", "DEVICE", "FUSE", "STACK", "BATCH_LAST",
+           "REWRITES", "default_options", "fusion", "stacking", "layouts"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +70,10 @@ def _run_fuse(facts, ctx):
     return fuse(facts.graph, facts.shapes, facts.types, ctx)
 
 
+def _run_stack(facts, ctx):
+    return stack_steps(facts.graph, facts.shapes, facts.types, ctx)
+
+
 def _run_batch_last(facts, ctx):
     return batch_last(facts.graph, facts.shapes, ctx)
 
@@ -77,11 +84,13 @@ CSE = Rewrite("cse", _run_cse, stale=("shapes", "types"), mxnet_ops=True)
 DEVICE = Rewrite("device", _run_device, stale=("shapes",), per_device=True)
 #: the absorbed nodes' entries leave the graph: entry ids move
 FUSE = Rewrite("fuse", _run_fuse, stale=("shapes", "types"), per_device=True)
+#: nodes leave and come: entry ids move
+STACK = Rewrite("stack_steps", _run_stack, stale=("shapes", "types"), per_device=True)
 #: the same entries, some of them batch-last now: their shapes are permuted
 BATCH_LAST = Rewrite("batch_last", _run_batch_last, stale=("shapes",), per_device=True)
 
 #: every rewrite, in the order a bind runs them
-REWRITES = (CSE, DEVICE, FUSE, BATCH_LAST)
+REWRITES = (CSE, DEVICE, FUSE, STACK, BATCH_LAST)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,29 +115,37 @@ class CompileOptions:
 
 
 # rewrite name -> on/off, changed only for the length of a `with fusion(...)` block and alike
-_ENABLED = {FUSE.name: True, BATCH_LAST.name: True}
+_ENABLED = {FUSE.name: True, STACK.name: True, BATCH_LAST.name: True}
 
 
 @contextlib.contextmanager
-def _setting(name: str, enabled: bool):
-    old = _ENABLED[name]
-    _ENABLED[name] = bool(enabled)
+def _setting(enabled: bool, *names: str):
+    old = {name: _ENABLED[name] for name in names}
+    _ENABLED.update({name: bool(enabled) for name in names})
     try:
         yield
     finally:
-        _ENABLED[name] = old
+        _ENABLED.update(old)
 
 
 def fusion(enabled: bool):
     """`with fusion(False):` binds in the block keep every node as written (for comparing
-    fused and unfused executors, or debugging); the previous setting comes back after it."""
-    return _setting(FUSE.name, enabled)
+    fused and unfused executors, or debugging): neither the fusion pass nor the step-stacking
+    pass runs. The previous setting comes back after it."""
+    return _setting(enabled, FUSE.name, STACK.name)
+
+
+def stacking(enabled: bool):
+    """`with stacking(False):` binds in the block keep each time step's input product as
+    written (the step-stacking pass, `passes.stack_steps`); the previous setting comes back
+    after it."""
+    return _setting(enabled, STACK.name)
 
 
 def layouts(enabled: bool):
     """`with layouts(False):` binds in the block keep every array in MXNet's layout; the
     previous setting comes back after it."""
-    return _setting(BATCH_LAST.name, enabled)
+    return _setting(enabled, BATCH_LAST.name)
 
 
 def _common_expr_enabled() -> bool:

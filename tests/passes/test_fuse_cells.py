@@ -20,7 +20,7 @@ from minimod.kernels.fused_cells import (
     GRUCellCombine,
     LSTMCellCombine,
 )
-from minimod.passes import fuse, fusion
+from minimod.passes import fuse, fusion, stacking
 
 from ..conftest import needs_gpu
 from .graphs import lstm
@@ -134,8 +134,10 @@ def test_kernels_are_in_the_compiled_set():
 
 
 def _train(sym, shapes, fused, steps=3):
-    """Outputs and gradients of `steps` forward-backward runs of an executor on gpu(0)."""
-    with fusion(fused):
+    """Outputs and gradients of `steps` forward-backward runs of an executor on gpu(0), its
+    time steps' input products as written (the stacking pass adds gradients in another
+    order: tests/passes/test_stack_steps.py)."""
+    with fusion(fused), stacking(False):
         exe = sym.simple_bind(mx.gpu(0), **shapes)
     rng = np.random.RandomState(0)
     for name, arr in exe.arg_dict.items():

@@ -12,12 +12,14 @@ from minimod.passes import (
     DEVICE,
     FUSE,
     REWRITES,
+    STACK,
     CompileOptions,
     compile_graph,
     compiler,
     default_options,
     fusion,
     layouts,
+    stacking,
 )
 
 from .graphs import CONVNET_SHAPES, convnet, mlp
@@ -29,18 +31,20 @@ def _op_names(plan):
 
 def test_the_options_are_a_frozen_record_with_every_rewrite_by_default():
     options = CompileOptions()
-    assert [r.name for r in options.rewrites] == ["cse", "device", "fuse", "batch_last"]
-    assert options.rewrites == REWRITES == (CSE, DEVICE, FUSE, BATCH_LAST)
+    assert [r.name for r in options.rewrites] == ["cse", "device", "fuse", "stack_steps",
+                                                  "batch_last"]
+    assert options.rewrites == REWRITES == (CSE, DEVICE, FUSE, STACK, BATCH_LAST)
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.inplace = False
-    assert [r.name for r in options.without("fuse", "cse").rewrites] == ["device", "batch_last"]
+    assert [r.name for r in options.without("fuse", "cse").rewrites] == [
+        "device", "stack_steps", "batch_last"]
 
 
 def test_the_plan_records_the_rewrites_that_ran_and_which_changed_the_graph():
     graph = convnet()._graph
     plan = compile_graph(graph, CONVNET_SHAPES, {}, {}, CompileOptions(), ctx=mx.cpu())
     assert plan.rewrites == (("cse", False), ("device", False), ("fuse", True),
-                             ("batch_last", True))
+                             ("stack_steps", False), ("batch_last", True))
     assert "Activation+Pooling" in _op_names(plan)
     assert plan.options == CompileOptions()
     # no rewrite: the graph runs as written
@@ -87,7 +91,8 @@ def test_shapes_are_inferred_again_only_after_a_rewrite_changed_the_graph(monkey
 def test_debug_str_lists_the_rewrites_and_the_graph_that_runs():
     exe = convnet().simple_bind(mx.cpu(), **CONVNET_SHAPES)
     lines = exe.debug_str().split("\n")
-    assert lines[1] == "Rewrites: cse (no change), device (no change), fuse, batch_last"
+    assert lines[1] == ("Rewrites: cse (no change), device (no change), fuse, stack_steps (no "
+                        "change), batch_last")
     assert any(line.startswith("[fwd] pool1 (Activation+Pooling") for line in lines)
     assert not any(line.startswith("[fwd] act1 ") for line in lines)
     with fusion(False), layouts(False):
@@ -97,15 +102,17 @@ def test_debug_str_lists_the_rewrites_and_the_graph_that_runs():
 
 def test_default_options_read_the_switches_and_mxnets_environment_variable(monkeypatch):
     names = lambda: [r.name for r in default_options().rewrites]  # noqa: E731
-    assert names() == ["cse", "device", "fuse", "batch_last"]
-    with fusion(False):
+    assert names() == ["cse", "device", "fuse", "stack_steps", "batch_last"]
+    with fusion(False):  # the fusion pass and the step stacking
         assert names() == ["cse", "device", "batch_last"]
         with layouts(False):
             assert names() == ["cse", "device"]
         assert names() == ["cse", "device", "batch_last"]
-    assert names() == ["cse", "device", "fuse", "batch_last"]  # the settings came back
+    with stacking(False):
+        assert names() == ["cse", "device", "fuse", "batch_last"]
+    assert names() == ["cse", "device", "fuse", "stack_steps", "batch_last"]  # came back
     monkeypatch.setenv("MXNET_ELIMINATE_COMMON_EXPR", "0")
-    assert names() == ["device", "fuse", "batch_last"]
+    assert names() == ["device", "fuse", "stack_steps", "batch_last"]
     assert default_options(reuse_memory=False).reuse_memory is False
 
 

@@ -1,0 +1,118 @@
+"""A sequence's per-step input products as one op, for GPU plans: `StepProjection`.
+
+An RNN unrolled by `mx.rnn` splits its input sequence into time steps (a SliceChannel with
+`squeeze_axis`) and gives each step's slice its own FullyConnected, every one with the same
+weight and bias: the cell's input-to-hidden product (i2h). Unrolled over T steps that is T
+small GEMMs and T bias additions forward, and backward T GEMMs for the data's gradient, T for
+the weight's, T bias sums, and the sums of the T weight and bias gradients: about 6T kernel
+launches for what is, over the whole sequence, one product. The pass
+`minimod.passes.stack_steps` replaces the T nodes on GPUs by one `StepProjection` node and a
+SliceChannel of its result along axis 0.
+
+The result is time-major, (T, N, num_hidden) whatever the data's layout, so that each step's
+part is one contiguous block, which the memory plan may give the step as a view at no cost
+(`SliceChannel`'s views). For batch-major data (N, T, k) the node keeps a time-major copy
+of the data as a hidden output, 'steps' (T, N, k): forward multiplies it as one (T*N, k)
+matrix, and backward reads it for the weight's gradient, one GEMM over all T*N rows. The
+data's gradient is one batched GEMM written through a strided view of the gradient.
+
+Numbers: each output row is the same dot product of k terms as a step's own FullyConnected
+computes, but the weight's and the bias's gradients add over all T*N rows in one reduction
+instead of per step and then across steps, so they differ from the unstacked graph in the
+last bits; CPUs keep the nodes and MXNet's numbers. A monitor sees each absorbed
+FullyConnected by its name, with its data slice, weight, bias and output, and the data's
+split where the pass removed it, all reported where the stacked node runs.
+"""
+from __future__ import annotations
+
+from ..backend import matmul, sum_into
+from ..ops.dense import FullyConnected
+from ..ops.join_split import SliceChannel
+from ..ops.registry import Op
+
+__all__ = ["StepProjection", "StepSplit"]
+
+
+class StepProjection(Op):
+    """FullyConnected over every time step of data (N, T, k) (`axis` 1) or (T, N, k)
+    (`axis` 0): output (T, N, num_hidden), and for axis 1 the hidden time-major copy of the
+    data. `fc` is the absorbed nodes' FullyConnected op (all alike) and `names` their node
+    names, step by step; `split`, the (name, op) of the data's split where the pass removed
+    it too, so that the monitor still sees it."""
+
+    name = "FullyConnected(steps)"
+    backward_inputs = (1,)  # the weight; the data is read time-major, from 'steps'
+
+    def __init__(self, fc: FullyConnected, axis: int, names: list, split=None):
+        super().__init__({})
+        self.fc, self.axis, self.names, self.split = fc, int(axis), list(names), split
+        self.num_hidden, self.no_bias = fc.attrs.num_hidden, fc.attrs.no_bias
+        self.backward_outputs = (1,) if self.axis == 1 else ()
+        if self.axis == 0:  # the data is time-major already: backward reads it
+            self.backward_inputs = (0, 1)
+
+    def arguments(self) -> list:
+        return self.fc.arguments()
+
+    def outputs(self) -> list:
+        return ["output", "steps"] if self.axis == 1 else ["output"]
+
+    def num_visible_outputs(self) -> int:
+        return 1
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        data = in_shapes[0]
+        if data is None or len(data) != 3 or None in data:
+            return in_shapes, out_shapes
+        steps, batch = (data[1], data[0]) if self.axis == 1 else data[:2]
+        self.set_in(in_shapes, 1, (self.num_hidden, data[2]), "num_hidden=%d" % self.num_hidden)
+        if not self.no_bias:
+            self.set_in(in_shapes, 2, (self.num_hidden,))
+        self.set_out(out_shapes, 0, (steps, batch, self.num_hidden))
+        if self.axis == 1:
+            self.set_out(out_shapes, 1, (steps, batch, data[2]))
+        return in_shapes, out_shapes
+
+    def _time_major(self, inputs: list, outputs: list):
+        """The data as (T, N, k), C-contiguous: the input itself, or the 'steps' copy."""
+        return inputs[0] if self.axis == 0 else outputs[1]
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        if self.axis == 1:
+            xp.copyto(out[1], inputs[0].transpose(1, 0, 2))
+        x = self._time_major(inputs, out)
+        y = out[0]
+        matmul(xp, x.reshape(-1, x.shape[2]), inputs[1].T, out=y.reshape(-1, self.num_hidden))
+        if not self.no_bias:
+            y += inputs[2]
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        g = out_grads[0]
+        g2 = g.reshape(-1, self.num_hidden)
+        dx, dw = in_grads[0], in_grads[1]
+        if dx is not None:  # (T, N, k) = (T, N, H) @ (H, k), into dx as it lies
+            matmul(xp, g, inputs[1], out=dx if self.axis == 0 else dx.transpose(1, 0, 2))
+        if dw is not None:
+            x = self._time_major(inputs, outputs)
+            matmul(xp, g2.T, x.reshape(-1, x.shape[2]), out=dw)
+        if not self.no_bias and in_grads[2] is not None:
+            sum_into(xp, g2, 0, in_grads[2])
+
+    def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
+        x, y = inputs[0], outputs[0]
+        steps = [x[:, t] if self.axis == 1 else x[t] for t in range(len(self.names))]
+        parts = [] if self.split is None else [(*self.split, [x], steps)]
+        for t, name in enumerate(self.names):
+            parts.append((name, self.fc, [steps[t]] + list(inputs[1:]), [y[t]]))
+        return parts
+
+
+class StepSplit(SliceChannel):
+    """The split of a StepProjection's result into its T steps (axis 0, squeezed): a
+    SliceChannel the user did not write, so the monitor reports nothing for it."""
+
+    def __init__(self, steps: int):
+        super().__init__({"num_outputs": str(steps), "axis": "0", "squeeze_axis": "True"})
+
+    def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
+        return []

@@ -1,0 +1,126 @@
+"""The step-stacking pass (GPUs): a sequence's per-step input products become one product.
+
+`mx.rnn` unrolls a cell by splitting the input sequence into its T steps (SliceChannel with
+`squeeze_axis`, along the time axis of (N, T, k) or (T, N, k) data) and giving each step a
+FullyConnected of its own, all T with the same weight and bias (and num_hidden, no_bias).
+Where such a group reads every step of one split, once each, this pass puts one
+`StepProjection` node (minimod/kernels/step_projection.py) and one split of its time-major
+result along axis 0 (`StepSplit`) before the group's first node, and every reader of a
+step's product reads that split's output instead. The old split goes too when nothing else
+reads it. T GEMMs and T bias additions forward, and about 4T kernels backward, become three
+each (see the op's docstring).
+
+It runs after the fusion pass (the cells' fused nodes read the products, whoever makes them)
+and only on GPUs: its gradient sums add in another order than the unstacked graph's, and
+CPUs keep MXNet's numbers. `with mx.passes.fusion(False):` turns it off with the fusion
+pass, `with mx.passes.stacking(False):` alone. A step's product that is a graph output, a
+group that misses a step or reads one twice, and half-precision data are left as written.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..graph import Entry, Graph, Node
+from ..kernels.step_projection import StepProjection, StepSplit
+from ..ops.dense import FullyConnected
+from ..ops.join_split import SliceChannel
+
+__all__ = ["stack_steps"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def stack_steps(graph: Graph, shapes: Sequence, dtypes: Sequence, ctx=None) -> Graph:
+    """`graph` with every stackable group of per-step products stacked (`graph` itself when
+    there is none, or on a CPU)."""
+    if ctx is None or ctx.device_type == "cpu":
+        return graph
+    groups = []
+    for sid, node in enumerate(graph.nodes):
+        axis = _time_axis(graph, sid, shapes, dtypes)
+        if axis is not None:
+            groups += [(sid, axis, fcs) for fcs in _groups(graph, sid)]
+    if not groups:
+        return graph
+    return _rebuild(graph, groups)
+
+
+def _time_axis(graph: Graph, sid: int, shapes: Sequence, dtypes: Sequence):
+    """0 or 1, the time axis of the 3-D float32/float64 data that node `sid` splits into its
+    steps (a SliceChannel with squeeze_axis); None for any other node."""
+    op = graph.nodes[sid].op
+    if not isinstance(op, SliceChannel) or not op.attrs.squeeze_axis:
+        return None
+    eid = graph.entry_id(graph.nodes[sid].inputs[0])
+    shape = shapes[eid]
+    if shape is None or len(shape) != 3 or None in shape or dtypes[eid] not in _FLOATS:
+        return None
+    axis = op.attrs.axis % 3
+    return axis if axis in (0, 1) else None
+
+
+def _groups(graph: Graph, sid: int) -> list:
+    """The groups of FullyConnected nodes reading split `sid`'s steps: for each (weight,
+    bias, num_hidden, no_bias) that reads every step exactly once as its data, and no other
+    way, the node ids step by step."""
+    nodes, row = graph.nodes, graph.row_ptr
+    consumers, outputs = graph.consumers(), set(graph.output_eids)
+    steps = nodes[sid].op.attrs.num_outputs
+    found: dict = {}
+    for t in range(steps):
+        for n in set(consumers[row[sid] + t]):
+            op, ins = nodes[n].op, graph.input_eids[n]
+            if (type(op) is not FullyConnected or ins[0] != row[sid] + t
+                    or row[sid] + t in ins[1:] or row[n] in outputs):
+                continue
+            key = (tuple(ins[1:]), op.attrs.num_hidden, op.attrs.no_bias)
+            found.setdefault(key, [[] for _ in range(steps)])[t].append(n)
+    return [[ids[0] for ids in per_step] for per_step in found.values()
+            if all(len(ids) == 1 for ids in per_step)]
+
+
+def _rebuild(graph: Graph, groups: list) -> Graph:
+    """The graph with each group's nodes replaced (see the module docstring)."""
+    nodes, row, consumers = graph.nodes, graph.row_ptr, graph.consumers()
+    before: dict = {}  # node id -> the groups to insert before it
+    stacked = set()
+    for group in groups:
+        before.setdefault(min(group[2]), []).append(group)
+        stacked.update(group[2])
+    drop = set(stacked)
+    for sid in {g[0] for g in groups}:  # a split read by the stacked nodes only
+        eids = range(row[sid], row[sid + 1])
+        if all(set(consumers[e]) <= stacked and e not in graph.output_eids for e in eids):
+            drop.add(sid)
+    copies: dict = {}  # id(old node) -> its copy
+    moved: dict = {}  # (id(old FullyConnected), 0) -> the split's entry for its step
+
+    def entry(e: Entry) -> Entry:
+        return moved.get((id(e.node), e.index)) or Entry(copies.get(id(e.node), e.node),
+                                                         e.index)
+
+    kept = []
+    reported = set()  # removed splits a stacked node reports to the monitor
+    for nid, node in enumerate(nodes):
+        for sid, axis, fcs in before.get(nid, ()):
+            first = nodes[fcs[0]]
+            split = None
+            if sid in drop and sid not in reported:
+                split = (nodes[sid].name, nodes[sid].op)
+                reported.add(sid)
+            op = StepProjection(first.op, axis, [nodes[n].name for n in fcs], split)
+            data = nodes[sid].inputs[0]
+            stack = Node(op, first.name + "_steps", {},
+                         [entry(data)] + [entry(e) for e in first.inputs[1:]])
+            split = Node(StepSplit(len(fcs)), first.name + "_split", {}, [Entry(stack, 0)])
+            kept += [stack, split]
+            moved.update({(id(nodes[n]), 0): Entry(split, t) for t, n in enumerate(fcs)})
+        if nid in drop:
+            continue
+        ins = [entry(e) for e in node.inputs]
+        if any(a.node is not b.node or a.index != b.index for a, b in zip(ins, node.inputs)):
+            copies[id(node)] = Node(node.op, node.name, node.attrs, ins)
+        kept.append(copies.get(id(node), node))
+    return Graph(kept, [entry(e) for e in graph.outputs])
