@@ -147,6 +147,17 @@ class Stack(VariadicOp):
             self.set_out(out_shapes, 0, data[:ax] + (self.attrs.num_args,) + data[ax:])
         return in_shapes, out_shapes
 
+    def join_offsets(self, in_shapes: list, out_shapes: list):
+        """Stacked along a leading axis (every dim before `axis` is 1), input i is the i-th
+        run of the output."""
+        out = out_shapes[0]
+        if out is None or not shape_is_known(out):
+            return None
+        if prod_or_none(out[:axis_index(self.attrs.axis, len(out))]) != 1:
+            return None
+        size = prod_or_none(out) // self.attrs.num_args
+        return tuple(i * size for i in range(self.attrs.num_args))
+
     def forward(self, xp, inputs, aux, out, is_train):
         xp.stack(inputs, axis=self.attrs.axis, out=out[0])
 

@@ -95,6 +95,7 @@ class _Planner:
         self.holders: list = []  # live entries per block
         self.free: dict = {}  # device (None: the one device) -> block ids
         self.reserved: dict = {}  # join node id -> the block its pieces are written into
+        self.pieces: dict = {}  # join node id -> (input entry, byte offset) per input
         self.idle: set = set()
         self.inplace_hits = self.view_hits = 0
 
@@ -147,22 +148,41 @@ class _Planner:
     def find_joins(self) -> dict:
         """{piece entry: (join node id, byte offset)} for each node whose output is its
         inputs' bytes one after another (`Op.join_offsets`) where every input can be
-        written straight into its place: planned, read once by the join, and a piece of
-        no other join."""
+        written straight into its place: planned, and a piece of no other join. An input that
+        is a view (`Op.views`: a reshape) stands for the entry it views, which is then
+        the piece: its producer writes it into the join, and the view shares its place."""
         graph, joins, join_outputs = self.graph, {}, set()
         for nid, node in enumerate(graph.nodes):
             if node.op is None or node.num_outputs() != 1:
                 continue
             ins, out = graph.input_eids[nid], graph.row_ptr[nid]
             offsets = node.op.join_offsets([self.shapes[e] for e in ins], [self.shapes[out]])
-            if (offsets is None or out in self.external or len(set(ins)) != len(ins)
+            if offsets is None or out in self.external:
+                continue
+            pieces = [self.viewed(e) for e in ins]
+            if (len(set(pieces)) != len(pieces)
                     or any(e in self.external or e in joins or e in join_outputs
-                           or self.device(e) != self.device(out) for e in ins)):
+                           or self.device(e) != self.device(out) for e in pieces)):
                 continue
             join_outputs.add(out)  # a join of joins is left to copy
             item = self.itemsize[out]
-            joins.update({e: (nid, off * item) for e, off in zip(ins, offsets)})
+            placed = [(e, off * item) for e, off in zip(pieces, offsets)]
+            joins.update({e: (nid, off) for e, off in placed})
+            self.pieces[nid] = [(e, off) for e, (_, off) in zip(ins, placed)]
         return joins
+
+    def viewed(self, eid: int) -> int:
+        """The entry `eid` is a view of, through any chain of reshapes (itself if none)."""
+        graph = self.graph
+        while eid not in self.external:
+            nid = graph.entry_node(eid)
+            op = graph.nodes[nid].op
+            pos = eid - graph.row_ptr[nid]
+            src = [graph.input_eids[nid][i] for i, o in (op.views if op else ()) if o == pos]
+            if not src or self.nbytes[src[0]] != self.nbytes[eid]:
+                break
+            eid = src[0]
+        return eid
 
     def place_piece(self, dst: int, joins: dict) -> None:
         nid, offset = joins[dst]
@@ -177,9 +197,11 @@ class _Planner:
         graph = self.graph
         ins, first, end = graph.input_eids[nid], graph.row_ptr[nid], graph.row_ptr[nid + 1]
         outs = range(first, end)
-        if nid in self.reserved:  # a join whose pieces are all in place
+        if nid in self.reserved:  # a join whose pieces were written into its block
             self.put(first, self.reserved[nid], 0)
-            self.idle.add(nid)
+            if all(self.storage[e] == self.reserved[nid] and self.offsets[e] == off
+                   for e, off in self.pieces[nid]):
+                self.idle.add(nid)
         for dst in outs:
             if dst in joins:
                 self.place_piece(dst, joins)

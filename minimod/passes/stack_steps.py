@@ -1,20 +1,30 @@
-"""The step-stacking pass (GPUs): a sequence's per-step input products become one product.
+"""The step-stacking pass (GPUs): a sequence's per-step work done once for all its steps.
 
-`mx.rnn` unrolls a cell by splitting the input sequence into its T steps (SliceChannel with
-`squeeze_axis`, along the time axis of (N, T, k) or (T, N, k) data) and giving each step a
-FullyConnected of its own, all T with the same weight and bias (and num_hidden, no_bias).
-Where such a group reads every step of one split, once each, this pass puts one
-`StepProjection` node (minimod/kernels/step_projection.py) and one split of its time-major
-result along axis 0 (`StepSplit`) before the group's first node, and every reader of a
-step's product reads that split's output instead. The old split goes too when nothing else
-reads it. T GEMMs and T bias additions forward, and about 4T kernels backward, become three
-each (see the op's docstring).
+Two patterns of an unrolled RNN, each T nodes (or T kernels) for what is one operation:
+
+- The input products. `mx.rnn` unrolls a cell by splitting the input sequence into its T
+  steps (SliceChannel with `squeeze_axis`, along the time axis of (N, T, k) or (T, N, k)
+  data) and giving each step a FullyConnected of its own, all T with the same weight and
+  bias (and num_hidden, no_bias). Where such a group reads every step of one split, once
+  each, this pass puts one `StepProjection` node (minimod/kernels/time_steps.py) and one
+  split of its time-major result along axis 0 (`StepSplit`) before the group's first node,
+  and every reader of a step's product reads that split's output instead. The old split
+  goes too when nothing else reads it. T GEMMs and T bias additions forward, and about 4T
+  kernels backward, become three each (see the op's docstring).
+- The join of the steps' outputs. `merge_outputs=True` stacks the T outputs, each given a
+  time axis of size 1 (expand_dims), with a Concat along that axis (1 for NTC): T copies
+  forward and T backward. Such a Concat becomes a stack of the steps along a new leading
+  axis (`StepStack`), which the memory plan assembles in place (each cell writes its output
+  straight into its part), and one transposing copy to the Concat's layout
+  (`TimeMajorConcat`, which keeps the Concat's name): one kernel each way.
 
 It runs after the fusion pass (the cells' fused nodes read the products, whoever makes them)
 and only on GPUs: its gradient sums add in another order than the unstacked graph's, and
 CPUs keep MXNet's numbers. `with mx.passes.fusion(False):` turns it off with the fusion
 pass, `with mx.passes.stacking(False):` alone. A step's product that is a graph output, a
 group that misses a step or reads one twice, and half-precision data are left as written.
+The new nodes' results are the old ones' values (the join's exactly), and a monitor sees the
+nodes as written, by their names.
 """
 from __future__ import annotations
 
@@ -23,9 +33,9 @@ from typing import Sequence
 import numpy as np
 
 from ..graph import Entry, Graph, Node
-from ..kernels.step_projection import StepProjection, StepSplit
+from ..kernels.time_steps import StepProjection, StepSplit, StepStack, TimeMajorConcat
 from ..ops.dense import FullyConnected
-from ..ops.join_split import SliceChannel
+from ..ops.join_split import Concat, SliceChannel
 
 __all__ = ["stack_steps"]
 
@@ -33,18 +43,36 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def stack_steps(graph: Graph, shapes: Sequence, dtypes: Sequence, ctx=None) -> Graph:
-    """`graph` with every stackable group of per-step products stacked (`graph` itself when
-    there is none, or on a CPU)."""
+    """`graph` with every group of per-step products stacked and every join of the steps'
+    outputs made time-major (`graph` itself when there is none, or on a CPU)."""
     if ctx is None or ctx.device_type == "cpu":
         return graph
-    groups = []
-    for sid, node in enumerate(graph.nodes):
-        axis = _time_axis(graph, sid, shapes, dtypes)
+    groups, joins = [], {}
+    for nid, node in enumerate(graph.nodes):
+        axis = _time_axis(graph, nid, shapes, dtypes)
         if axis is not None:
-            groups += [(sid, axis, fcs) for fcs in _groups(graph, sid)]
-    if not groups:
+            groups += [(nid, axis, fcs) for fcs in _groups(graph, nid)]
+        step_shape = _step_join(graph, nid, shapes)
+        if step_shape is not None:
+            joins[nid] = step_shape
+    if not groups and not joins:
         return graph
-    return _rebuild(graph, groups)
+    return _rebuild(graph, groups, joins)
+
+
+def _step_join(graph: Graph, nid: int, shapes: Sequence):
+    """The one shape of the inputs of Concat node `nid` when they are two or more step
+    outputs joined along a time axis other than the first, on which each has size 1; else
+    None."""
+    op = graph.nodes[nid].op
+    if type(op) is not Concat or len(graph.input_eids[nid]) < 2:
+        return None
+    in_shapes = {shapes[e] for e in graph.input_eids[nid]}
+    shape = in_shapes.pop() if len(in_shapes) == 1 else None
+    if shape is None or None in shape or len(shape) < 2:
+        return None
+    dim = op.attrs.dim % len(shape)
+    return shape if dim >= 1 and shape[dim] == 1 else None
 
 
 def _time_axis(graph: Graph, sid: int, shapes: Sequence, dtypes: Sequence):
@@ -81,8 +109,9 @@ def _groups(graph: Graph, sid: int) -> list:
             if all(len(ids) == 1 for ids in per_step)]
 
 
-def _rebuild(graph: Graph, groups: list) -> Graph:
-    """The graph with each group's nodes replaced (see the module docstring)."""
+def _rebuild(graph: Graph, groups: list, joins: dict) -> Graph:
+    """The graph with each group's nodes and each join replaced (see the module
+    docstring)."""
     nodes, row, consumers = graph.nodes, graph.row_ptr, graph.consumers()
     before: dict = {}  # node id -> the groups to insert before it
     stacked = set()
@@ -117,6 +146,9 @@ def _rebuild(graph: Graph, groups: list) -> Graph:
             split = Node(StepSplit(len(fcs)), first.name + "_split", {}, [Entry(stack, 0)])
             kept += [stack, split]
             moved.update({(id(nodes[n]), 0): Entry(split, t) for t, n in enumerate(fcs)})
+        if nid in joins:
+            kept += _time_major_join(node, joins[nid], [entry(e) for e in node.inputs], moved)
+            continue
         if nid in drop:
             continue
         ins = [entry(e) for e in node.inputs]
@@ -124,3 +156,15 @@ def _rebuild(graph: Graph, groups: list) -> Graph:
             copies[id(node)] = Node(node.op, node.name, node.attrs, ins)
         kept.append(copies.get(id(node), node))
     return Graph(kept, [entry(e) for e in graph.outputs])
+
+
+def _time_major_join(concat: Node, step_shape: tuple, inputs: list, moved: dict) -> list:
+    """The stack and the transposing copy that stand for Concat node `concat` of `inputs`;
+    readers of the Concat read the copy from now on (`moved`)."""
+    steps = len(inputs)
+    stack = Node(StepStack(steps), concat.name + "_steps", {}, inputs)
+    dim = concat.op.attrs.dim % len(step_shape)
+    join = Node(TimeMajorConcat(concat.op, dim, step_shape), concat.name, {},
+                [Entry(stack, 0)])
+    moved[(id(concat), 0)] = Entry(join, 0)
+    return [stack, join]

@@ -61,8 +61,9 @@ def test_planned_equals_fresh(name):
 
 def _assert_no_live_overlap(plan):
     """No entry's bytes are given to another while it lives, except to its own view, part or
-    join (the other entry is an input of the node making this one, which declares that), or
-    to an in-place output of the node that reads it last."""
+    join (the other entry is an input of the node making this one, or the entry such an
+    input views, and the node declares that), or to an in-place output of the node that
+    reads it last."""
     full, memory = plan.graph, plan.memory
     last = [-1] * full.num_entries
     for nid, eids in enumerate(full.input_eids):
@@ -88,8 +89,13 @@ def _assert_no_live_overlap(plan):
             for p, (psid, plo, phi, pend) in live.items():
                 if psid != sid or phi <= lo or hi <= plo or pend < nid:
                     continue
-                assert p in ins and (places or pend == nid), (full.entry_name(p),
-                                                              full.entry_name(e))
+                # p is an input, or has the very bytes of one (the entry it views)
+                related = p in ins or (psid, plo, phi) in {
+                    (memory.storage[i], memory.offset(i),
+                     memory.offset(i) + entry_nbytes(plan.shapes[i], plan.dtypes[i]))
+                    for i in ins}
+                assert related and (places or pend == nid), (full.entry_name(p),
+                                                             full.entry_name(e))
             live[e] = (sid, lo, hi, float("inf") if e in pinned else max(last[e], nid))
 
 
@@ -205,3 +211,31 @@ def test_a_split_along_another_axis_copies():
     eid = {graph.entry_name(e): e for e in range(graph.num_entries)}
     for k in range(2):
         assert memory.storage[eid["cols_output%d" % k]] != memory.storage[eid["fc_output"]]
+
+
+def test_a_join_of_views_has_the_viewed_entries_written_into_it():
+    """Concat along the leading axis of expand_dims(tanh(row)): each tanh writes straight
+    into its place in the join, the expand_dims are views of it there, and neither the
+    views nor the join copy anything."""
+    fc = mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=6, name="fc")
+    rows = mx.sym.SliceChannel(fc, axis=0, num_outputs=4, squeeze_axis=True, name="rows")
+    wide = [mx.sym.expand_dims(mx.sym.Activation(rows[k], act_type="tanh", name="sq%d" % k),
+                               axis=0, name="wide%d" % k) for k in range(4)]
+    joined = mx.sym.Concat(*wide, dim=0, name="joined")
+    sym = mx.sym.MakeLoss(mx.sym.sum(joined * fc), name="loss")
+    exe, planned = _run(sym, {"x": (4, 3)}, reuse=True)
+    graph, memory = exe._plan.graph, exe._plan.memory
+    eid = {graph.entry_name(e): e for e in range(graph.num_entries)}
+    out = eid["joined_output"]
+    for k in range(4):
+        for name in ("sq%d_output" % k, "wide%d_output" % k):
+            assert (memory.storage[eid[name]], memory.offset(eid[name])) == (
+                memory.storage[out], memory.offset(out) + 24 * k), name
+    idle = {graph.nodes[n].name for n in memory.idle_nodes}
+    assert {"joined", "wide0", "wide3", "rows"} <= idle, idle
+    _assert_no_live_overlap(exe._plan)
+    _, fresh = _run(sym, {"x": (4, 3)}, reuse=False)
+    for (po, pg, _), (fo, fg, _) in zip(planned, fresh):
+        np.testing.assert_array_equal(po[0], fo[0])
+        for k in pg:
+            np.testing.assert_array_equal(pg[k], fg[k], err_msg=k)

@@ -1,7 +1,7 @@
 """The step-stacking pass on GPUs: an unrolled RNN's per-step input products (one
 FullyConnected per time step, all with the same weight) become one StepProjection node and a
 split of its time-major result (minimod/passes/stack_steps.py,
-minimod/kernels/step_projection.py), and executors with it compute what executors without it
+minimod/kernels/time_steps.py), and executors with it compute what executors without it
 compute.
 
 Which nodes the pass stacks is checked on graphs everywhere (a gpu Context needs no device).
@@ -15,7 +15,7 @@ import pytest
 
 import minimod as mx
 from minimod import backend
-from minimod.kernels.step_projection import StepProjection
+from minimod.kernels.time_steps import StepProjection, StepStack, TimeMajorConcat
 from minimod.passes import stack_steps, stacking
 
 from ..conftest import needs_gpu
@@ -60,7 +60,14 @@ def test_each_sequence_of_step_products_becomes_one_node_on_a_gpu(layout):
               and n.op.attrs.squeeze_axis]
     assert [n.name for n in splits] == ["l_t0_i2h_split"]
     assert splits[0].op.attrs.axis == 0 and splits[0].inputs[0].node is node
-    assert len(graph.nodes) - len(stacked.nodes) == 4 + 1 - 2
+    # NTC: the Concat of the steps' outputs along axis 1 becomes a stack and a transpose,
+    # which keeps the Concat's name; TNC's Concat along axis 0 is a leading join already
+    joins = [(n.name, type(n.op)) for n in stacked.nodes if n.op is not None
+             and type(n.op) in (StepStack, TimeMajorConcat)]
+    concat = [n.name for n in graph.nodes if n.op is not None and n.op.name == "Concat"]
+    assert joins == ([(concat[0] + "_steps", StepStack), (concat[0], TimeMajorConcat)]
+                     if layout == "NTC" else [])
+    assert len(graph.nodes) - len(stacked.nodes) == 4 + 1 - 2 - len(joins) // 2
     assert _stacked(sym, shapes, mx.cpu())[1] is graph
 
 
@@ -147,10 +154,31 @@ def test_the_monitor_sees_each_step_product(monkeypatch):
         exe.forward(is_train=True)
         seen[stacked] = got
     assert sorted(seen[True]) == sorted(seen[False])  # no name of the pass's own nodes
-    for t in range(4):
-        for slot in ("data", "weight", "bias", "output"):
-            name = "l_t%d_i2h_%s" % (t, slot)
-            np.testing.assert_array_equal(seen[True][name], seen[False][name], err_msg=name)
+    names = {n.name: n.op.name for n in sym._graph.nodes if n.op is not None}
+    split, concat = (next(k for k, v in names.items() if v == op)
+                     for op in ("SliceChannel", "Concat"))
+    assert {"l_t2_i2h_data", "l_t2_i2h_weight", "l_t2_i2h_output", split + "_output2",
+            concat + "_arg2", concat + "_output"} <= set(seen[True])
+    for name, value in seen[True].items():  # quarters: every value exactly as unstacked
+        np.testing.assert_array_equal(value, seen[False][name], err_msg=name)
+
+
+@needs_gpu
+def test_the_steps_outputs_are_written_straight_into_their_join(monkeypatch):
+    monkeypatch.setenv("MINIMOD_CUDA_GRAPHS", "0")
+    sym, shapes = _rnn(seq_len=5)
+    exe, _ = _train(sym, shapes, True, steps=1)
+    plan = exe._plan
+    graph, memory = plan.graph, plan.memory
+    stack = [i for i, n in enumerate(graph.nodes) if type(n.op) is StepStack][0]
+    split = [i for i, n in enumerate(graph.nodes) if n.name == "l_t0_i2h_split"][0]
+    assert {stack, split} <= memory.idle_nodes
+    block = memory.storage[graph.row_ptr[stack]]
+    step_bytes = 3 * 5 * 4
+    for t in range(5):  # each cell's h' (the fused node's output 1) lies in its part
+        cell = [i for i, n in enumerate(graph.nodes) if n.name == "l_t%d_state" % t][0]
+        h = graph.row_ptr[cell] + 1
+        assert (memory.storage[h], memory.offset(h)) == (block, t * step_bytes)
 
 
 @needs_gpu
@@ -164,6 +192,6 @@ def test_a_captured_step_holds_far_fewer_kernels(monkeypatch):
         exe, _ = _train(sym, shapes, stacked, steps=3)
         assert set(exe.graph_status().values()) == {"graph"}
         kernels[stacked] = sum(len(g.graph.thunks) for g in exe._graphs.graphs.values())
-    # per step: two GEMMs and a bias forward, four backward, and the split's copies, all
-    # gone; six kernels for the whole sequence instead
-    assert kernels[False] - kernels[True] >= 8 * 6, kernels
+    # per step: a GEMM and a bias forward, three backward, the split's copies and the
+    # join's, all gone; eight kernels for the whole sequence instead
+    assert kernels[False] - kernels[True] >= 8 * 8 - 8, kernels

@@ -1,20 +1,21 @@
-"""A sequence's per-step input products as one op, for GPU plans: `StepProjection`.
+"""An unrolled sequence's per-step work as one op, for GPU plans (the rewrites of
+`minimod.passes.stack_steps`): `StepProjection` with `StepSplit` for the steps' input
+products, `StepStack` with `TimeMajorConcat` for the join of the steps' outputs.
 
-An RNN unrolled by `mx.rnn` splits its input sequence into time steps (a SliceChannel with
-`squeeze_axis`) and gives each step's slice its own FullyConnected, every one with the same
-weight and bias: the cell's input-to-hidden product (i2h). Unrolled over T steps that is T
-small GEMMs and T bias additions forward, and backward T GEMMs for the data's gradient, T for
-the weight's, T bias sums, and the sums of the T weight and bias gradients: about 6T kernel
-launches for what is, over the whole sequence, one product. The pass
-`minimod.passes.stack_steps` replaces the T nodes on GPUs by one `StepProjection` node and a
-SliceChannel of its result along axis 0.
+The input products. An RNN unrolled by `mx.rnn` splits its input sequence into time steps (a
+SliceChannel with `squeeze_axis`) and gives each step's slice its own FullyConnected, every
+one with the same weight and bias: the cell's input-to-hidden product (i2h). Unrolled over T
+steps that is T small GEMMs and T bias additions forward, and backward T GEMMs for the data's
+gradient, T for the weight's, T bias sums, and the sums of the T weight and bias gradients:
+about 6T kernel launches for what is, over the whole sequence, one product. The pass replaces
+the T nodes on GPUs by one `StepProjection` node and a `StepSplit` of its result along axis 0.
 
-The result is time-major, (T, N, num_hidden) whatever the data's layout, so that each step's
-part is one contiguous block, which the memory plan may give the step as a view at no cost
-(`SliceChannel`'s views). For batch-major data (N, T, k) the node keeps a time-major copy
-of the data as a hidden output, 'steps' (T, N, k): forward multiplies it as one (T*N, k)
-matrix, and backward reads it for the weight's gradient, one GEMM over all T*N rows. The
-data's gradient is one batched GEMM written through a strided view of the gradient.
+Its result is time-major, (T, N, num_hidden) whatever the data's layout, so that each step's
+part is one contiguous block, which the memory plan gives the step as a view at no cost
+(`Op.part_offsets`). For batch-major data (N, T, k) the node keeps a time-major copy of the
+data as a hidden output, 'steps' (T, N, k): forward multiplies it as one (T*N, k) matrix,
+and backward reads it for the weight's gradient, one GEMM over all T*N rows. The data's
+gradient is one batched GEMM written through a strided view of the gradient.
 
 Numbers: each output row is the same dot product of k terms as a step's own FullyConnected
 computes, but the weight's and the bias's gradients add over all T*N rows in one reduction
@@ -22,15 +23,21 @@ instead of per step and then across steps, so they differ from the unstacked gra
 last bits; CPUs keep the nodes and MXNet's numbers. A monitor sees each absorbed
 FullyConnected by its name, with its data slice, weight, bias and output, and the data's
 split where the pass removed it, all reported where the stacked node runs.
+
+The join of the steps' outputs. `merge_outputs=True` joins the T step outputs, each with a
+time axis of size 1, by a Concat along that axis, T copies each way. `StepStack` stacks them
+along a new leading axis instead, which the memory plan assembles in place (each step's
+output is written into its part by the node making it), and `TimeMajorConcat` moves the
+time axis where the Concat had it, one copy each way, with the Concat's exact values.
 """
 from __future__ import annotations
 
 from ..backend import matmul, sum_into
 from ..ops.dense import FullyConnected
-from ..ops.join_split import SliceChannel
+from ..ops.join_split import SliceChannel, Stack
 from ..ops.registry import Op
 
-__all__ = ["StepProjection", "StepSplit"]
+__all__ = ["StepProjection", "StepSplit", "StepStack", "TimeMajorConcat"]
 
 
 class StepProjection(Op):
@@ -116,3 +123,56 @@ class StepSplit(SliceChannel):
 
     def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
         return []
+
+
+class StepStack(Stack):
+    """The steps' outputs stacked time-major, (T,) + a step's shape: their join along the
+    leading axis, which the memory plan assembles in place (each step's output is written
+    into its part). A stack the user did not write: the monitor reports nothing for it."""
+
+    def __init__(self, steps: int):
+        super().__init__({"num_args": str(steps), "axis": "0"})
+
+    def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
+        return []
+
+
+class TimeMajorConcat(Op):
+    """A Concat of T step outputs along axis `dim` (each of size 1 there) from their
+    time-major stack (T,) + a step's shape: one transposing copy forward, one backward,
+    where the Concat made T copies each way. `concat` is the Concat op it stands for, which
+    the monitor reports with the steps as its inputs."""
+
+    backward_inputs = ()
+    backward_outputs = ()
+
+    def __init__(self, concat, dim: int, step_shape: tuple):
+        super().__init__({})
+        self.name = concat.name
+        self.concat, self.dim, self.step_shape = concat, int(dim), tuple(step_shape)
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        steps = len(self.concat.arguments())
+        shape, d = self.step_shape, self.dim
+        self.set_in(in_shapes, 0, (steps,) + shape)
+        self.set_out(out_shapes, 0, shape[:d] + (steps,) + shape[d + 1:])
+        return in_shapes, out_shapes
+
+    def _time_major(self, stacked):
+        """The stack as (T,) + the output's shape without its time axis."""
+        shape = self.step_shape
+        return stacked.reshape((stacked.shape[0],) + shape[:self.dim] + shape[self.dim + 1:])
+
+    def _moved(self, xp, stacked):
+        return xp.moveaxis(self._time_major(stacked), 0, self.dim)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        xp.copyto(out[0], self._moved(xp, inputs[0]))
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            xp.copyto(self._moved(xp, in_grads[0]), out_grads[0])
+
+    def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
+        steps = [step.reshape(self.step_shape) for step in inputs[0]]
+        return [(node_name, self.concat, steps, list(outputs))]
