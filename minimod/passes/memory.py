@@ -172,17 +172,18 @@ class _Planner:
         return joins
 
     def viewed(self, eid: int) -> int:
-        """The entry `eid` is a view of, through any chain of reshapes (itself if none)."""
+        """The planned entry `eid` is a view of, through any chain of reshapes (itself if it
+        is no view, or a view of an entry the plan does not place)."""
         graph = self.graph
-        while eid not in self.external:
+        while True:
             nid = graph.entry_node(eid)
             op = graph.nodes[nid].op
             pos = eid - graph.row_ptr[nid]
             src = [graph.input_eids[nid][i] for i, o in (op.views if op else ()) if o == pos]
-            if not src or self.nbytes[src[0]] != self.nbytes[eid]:
-                break
+            if (not src or src[0] in self.external
+                    or self.nbytes[src[0]] != self.nbytes[eid]):
+                return eid
             eid = src[0]
-        return eid
 
     def place_piece(self, dst: int, joins: dict) -> None:
         nid, offset = joins[dst]

@@ -239,3 +239,22 @@ def test_a_join_of_views_has_the_viewed_entries_written_into_it():
         np.testing.assert_array_equal(po[0], fo[0])
         for k in pg:
             np.testing.assert_array_equal(pg[k], fg[k], err_msg=k)
+
+
+def test_a_join_of_views_of_variables_still_joins_in_place():
+    """Pieces that are reshapes of unplanned entries (the arguments) are themselves the
+    pieces: each reshape writes into its place, and the join copies nothing."""
+    xs = [mx.sym.Variable("x%d" % k) for k in range(3)]
+    joined = mx.sym.Concat(*[mx.sym.expand_dims(x, axis=0, name="w%d" % k)
+                             for k, x in enumerate(xs)], dim=0, name="joined")
+    sym = mx.sym.MakeLoss(mx.sym.sum(joined * joined))
+    shapes = {"x%d" % k: (2, 3) for k in range(3)}
+    exe, planned = _run(sym, shapes, reuse=True)
+    graph, memory = exe._plan.graph, exe._plan.memory
+    idle = {graph.nodes[n].name for n in memory.idle_nodes}
+    assert "joined" in idle and "w0" not in idle  # each reshape copies into the join
+    _, fresh = _run(sym, shapes, reuse=False)
+    for (po, pg, _), (fo, fg, _) in zip(planned, fresh):
+        np.testing.assert_array_equal(po[0], fo[0])
+        for k in pg:
+            np.testing.assert_array_equal(pg[k], fg[k], err_msg=k)
