@@ -211,6 +211,13 @@ def copy_into(dst, src) -> None:
     dst[...] = src
 
 
+def address(arr) -> int:
+    """The address of `arr`'s first element: device memory for a CuPy array (`data.ptr`),
+    host memory for a NumPy array."""
+    ptr = getattr(getattr(arr, "data", None), "ptr", None)
+    return int(ptr) if ptr is not None else int(arr.__array_interface__["data"][0])
+
+
 def asnumpy(arr) -> np.ndarray:
     """A NumPy array with the values of `arr` (no copy for NumPy input). For a CuPy array this
     waits for the work queued on its device."""

@@ -18,9 +18,10 @@ describes one single-operation graph, as the frontend's documentation lays the w
     graph.execute({X: x, W: w, Y: y}, workspace, handle=handle)
 
 Conventions are CudnnOps's: every call writes into the array it is given, 1-D data is lifted
-to 2-D with a unit height, and a destination that is not C-contiguous is computed into a
-temporary and copied back. Tensors are described NCHW (NCDHW), packed: inputs that are not
-C-contiguous are first copied into a scratch array. Groups are implied by the channel counts
+to 2-D with a unit height, and a destination that is not C-contiguous (or not 16-byte
+aligned, as the tensors declare) is computed into a temporary and copied back. Tensors are
+described NCHW (NCDHW), packed: inputs that are not C-contiguous and aligned are first copied
+into a scratch array. Groups are implied by the channel counts
 (data channels = groups x filter channels), as in cuDNN's graph API. The bias is one broadcast
 add after the convolution: a conv + bias graph would need the runtime-fusion engines, which
 take NHWC only.
@@ -161,7 +162,7 @@ class FrontendOps:
 
     def _run(self, kind, inputs, out_slot, out, geometry, tune, workspace_mb) -> None:
         device = backend.device_of(out)
-        target = self._scratch(out, device, out_slot) if not out.flags.c_contiguous else out
+        target = out if _in_place(out) else self._scratch(out, device, out_slot)
         arrays = {slot: _lift_1d(self._contiguous(arr, device, slot))
                   for slot, arr in inputs.items()}
         arrays[out_slot] = _lift_1d(target)
@@ -284,11 +285,22 @@ class FrontendOps:
                             arr.shape, arr.dtype)
 
     def _contiguous(self, arr, device, slot):
-        if arr.flags.c_contiguous:
+        if _in_place(arr):
             return arr
         scratch = self._scratch(arr, device, slot)
         scratch[...] = arr
         return scratch
+
+
+#: the byte alignment the frontend's tensors declare (cuDNN's default for its tensors)
+_ALIGNMENT = 16
+
+
+def _in_place(arr) -> bool:
+    """Whether cuDNN may read or write `arr` where it lies: C-contiguous, and aligned as the
+    graph's tensors declare (a planned entry may start anywhere in its block, such as a
+    split's part)."""
+    return arr.flags.c_contiguous and backend.address(arr) % _ALIGNMENT == 0
 
 
 def _check_groups(channels: int, filter_channels: int, groups: int) -> None:

@@ -353,3 +353,21 @@ def test_cudnn_status_names_the_binding(monkeypatch):
         lambda: 1 / 0)})
     text, lib = probe(cudnn=broken)
     assert lib is None and "ZeroDivisionError" in text
+
+
+def test_arrays_off_the_declared_alignment_go_through_scratch(frontend_on_cpu):
+    """A planned entry may start anywhere in its block (a split's part): cuDNN reads and
+    writes only 16-byte aligned tensors, so such an input or output is copied."""
+    ops = frontend_on_cpu
+    x, w, _, gy, geo = _data(GEOMETRIES["2d"], "float32")
+    want = np.empty_like(gy)
+    ops.conv_forward(x, w, None, want, *geo)
+
+    def misaligned(a):
+        buf = np.empty(a.size + 1, a.dtype)[1:].reshape(a.shape)  # 4 bytes off
+        buf[...] = a
+        return buf
+    x_off, y_off = misaligned(x), misaligned(np.zeros_like(gy))
+    assert x_off.flags.c_contiguous and x_off.__array_interface__["data"][0] % 16
+    ops.conv_forward(x_off, w, None, y_off, *geo)
+    np.testing.assert_array_equal(y_off, want)

@@ -364,6 +364,9 @@ def _host(arr, t):
         raise FrontendError("variant pack: %r is %s %s strides %s, described as %s %s %s"
                             % (t.name, host.dtype, host.shape, strides, t.dtype, t.dim,
                                t.stride))
+    if host.__array_interface__["data"][0] % 16:
+        raise FrontendError("variant pack: %r is not 16-byte aligned, as its tensor declares"
+                            % t.name)
     return host
 
 
