@@ -4,8 +4,8 @@ For every mode, one step of one (layer, direction) pass is a recurrent matrix pr
 chain of elementwise passes over (N, G*H) blocks. On CuPy that chain runs as one
 ElementwiseKernel (`backend.elementwise`) per step, forward and backward:
 
-- lstm: gate activations, cell update, tanh(c) and h (forward); dh += dy, dc and the four
-  gate gradients (backward);
+- lstm: the recurrent sum, gate activations, cell update, tanh(c) and h (forward); dh += dy,
+  dc and the four gate gradients (backward);
 - gru: the recurrent bias, r and z, the candidate n = tanh(x_n + r * (W_hn h + b_hn)) and
   h = (h_prev - n) * z + n (forward); dh = z * dh + dW_h-product + dy, the input-side and
   recurrent-side gate gradients (backward: the product of the previous step's recurrent
@@ -27,13 +27,14 @@ __all__ = ["LSTM_STEP", "LSTM_STEP_GRAD", "GRU_STEP", "GRU_STEP_GRAD", "VANILLA_
            "VANILLA_STEP_GRAD", "lstm_forward", "lstm_backward", "gru_forward", "gru_backward",
            "vanilla_forward", "vanilla_backward"]
 
-# Gate order i, f, c (candidate), o
+# Gate order i, f, c (candidate), o. The gate blocks hold the input-side pre-activations on
+# entry and the activated gates on exit; ri, rf, rc, ro are the blocks of W_h h_prev.
 LSTM_STEP = backend.ElementwiseSpec(
-    "lstm_step", "T c_prev", "T gi, T gf, T gc, T go, T c, T tc, T h",
-    "gi = tanh(gi * (T)0.5) * (T)0.5 + (T)0.5;"
-    "gf = tanh(gf * (T)0.5) * (T)0.5 + (T)0.5;"
-    "gc = tanh(gc);"
-    "go = tanh(go * (T)0.5) * (T)0.5 + (T)0.5;"
+    "lstm_step", "T ri, T rf, T rc, T ro, T c_prev", "T gi, T gf, T gc, T go, T c, T tc, T h",
+    "gi = gi + ri; gi = tanh(gi * (T)0.5) * (T)0.5 + (T)0.5;"
+    "gf = gf + rf; gf = tanh(gf * (T)0.5) * (T)0.5 + (T)0.5;"
+    "gc = gc + rc; gc = tanh(gc);"
+    "go = go + ro; go = tanh(go * (T)0.5) * (T)0.5 + (T)0.5;"
     "c = gf * c_prev + gi * gc;"
     "tc = tanh(c);"
     "h = go * tc;")
@@ -104,11 +105,10 @@ def lstm_forward(xp, fused, gates, wh_t, res, hs, h0, c0, order, rec_buf) -> Non
     """The LSTM steps of one pass (no clipping)."""
     cs, tanh_cs = res["c"], res["tanh_c"]
     h_prev, c_prev = h0, c0
+    rec = _blocks(rec_buf, 4)
     for t in order:
-        g = gates[t]
         backend.matmul(xp, h_prev, wh_t, out=rec_buf)
-        g += rec_buf
-        fused(c_prev, *_blocks(g, 4), cs[t], tanh_cs[t], hs[t])
+        fused(*rec, c_prev, *_blocks(gates[t], 4), cs[t], tanh_cs[t], hs[t])
         h_prev, c_prev = hs[t], cs[t]
 
 
