@@ -112,19 +112,13 @@ def _groups(graph: Graph, sid: int) -> list:
 def _rebuild(graph: Graph, groups: list, joins: dict) -> Graph:
     """The graph with each group's nodes and each join replaced (see the module
     docstring)."""
-    nodes, row, consumers = graph.nodes, graph.row_ptr, graph.consumers()
+    nodes = graph.nodes
     before: dict = {}  # node id -> the groups to insert before it
-    stacked = set()
     for group in groups:
         before.setdefault(min(group[2]), []).append(group)
-        stacked.update(group[2])
-    drop = set(stacked)
-    for sid in {g[0] for g in groups}:  # a split read by the stacked nodes only
-        eids = range(row[sid], row[sid + 1])
-        if all(set(consumers[e]) <= stacked and e not in graph.output_eids for e in eids):
-            drop.add(sid)
+    drop = _dropped(graph, groups)
     copies: dict = {}  # id(old node) -> its copy
-    moved: dict = {}  # (id(old FullyConnected), 0) -> the split's entry for its step
+    moved: dict = {}  # (id(old node), output) -> the entry standing for it from now on
 
     def entry(e: Entry) -> Entry:
         return moved.get((id(e.node), e.index)) or Entry(copies.get(id(e.node), e.node),
@@ -134,18 +128,11 @@ def _rebuild(graph: Graph, groups: list, joins: dict) -> Graph:
     reported = set()  # removed splits a stacked node reports to the monitor
     for nid, node in enumerate(nodes):
         for sid, axis, fcs in before.get(nid, ()):
-            first = nodes[fcs[0]]
             split = None
             if sid in drop and sid not in reported:
                 split = (nodes[sid].name, nodes[sid].op)
                 reported.add(sid)
-            op = StepProjection(first.op, axis, [nodes[n].name for n in fcs], split)
-            data = nodes[sid].inputs[0]
-            stack = Node(op, first.name + "_steps", {},
-                         [entry(data)] + [entry(e) for e in first.inputs[1:]])
-            split = Node(StepSplit(len(fcs)), first.name + "_split", {}, [Entry(stack, 0)])
-            kept += [stack, split]
-            moved.update({(id(nodes[n]), 0): Entry(split, t) for t, n in enumerate(fcs)})
+            kept += _projection(graph, sid, axis, fcs, split, entry, moved)
         if nid in joins:
             kept += _time_major_join(node, joins[nid], [entry(e) for e in node.inputs], moved)
             continue
@@ -156,6 +143,31 @@ def _rebuild(graph: Graph, groups: list, joins: dict) -> Graph:
             copies[id(node)] = Node(node.op, node.name, node.attrs, ins)
         kept.append(copies.get(id(node), node))
     return Graph(kept, [entry(e) for e in graph.outputs])
+
+
+def _dropped(graph: Graph, groups: list) -> set:
+    """The ids of the groups' nodes, and of each split nothing else reads."""
+    row, consumers = graph.row_ptr, graph.consumers()
+    stacked = {n for group in groups for n in group[2]}
+    drop = set(stacked)
+    for sid in {g[0] for g in groups}:
+        eids = range(row[sid], row[sid + 1])
+        if all(set(consumers[e]) <= stacked and e not in graph.output_eids for e in eids):
+            drop.add(sid)
+    return drop
+
+
+def _projection(graph: Graph, sid: int, axis: int, fcs: list, split, entry, moved: dict):
+    """The StepProjection and StepSplit nodes standing for the FullyConnected nodes `fcs`
+    reading split `sid`'s steps; readers of their products read the split from now on."""
+    nodes = graph.nodes
+    first = nodes[fcs[0]]
+    op = StepProjection(first.op, axis, [nodes[n].name for n in fcs], split)
+    stack = Node(op, first.name + "_steps", {},
+                 [entry(nodes[sid].inputs[0])] + [entry(e) for e in first.inputs[1:]])
+    parts = Node(StepSplit(len(fcs)), first.name + "_split", {}, [Entry(stack, 0)])
+    moved.update({(id(nodes[n]), 0): Entry(parts, t) for t, n in enumerate(fcs)})
+    return [stack, parts]
 
 
 def _time_major_join(concat: Node, step_shape: tuple, inputs: list, moved: dict) -> list:
