@@ -13,8 +13,11 @@
 The second line names the rewrites the compiler ran, in order, and says which of them left
 the graph as it was; the step lines are the graph that runs, after those rewrites: a fused
 node shows its fused op (`Activation+Pooling`), a node storing data batch-last says so.
-`name(shape)@b3` is a value in planned block 3, `@ext` an array the user owns. The last three
-lines end as MXNet's do (MXNet's executor group reads the MB figure, third from the end).
+`name(shape)@b3` is a value in planned block 3 (`@b3+96`: 96 bytes into it), `@ext` an array
+the user owns; a step marked `[in place]` runs nothing, its outputs planned where their
+values already are (a reshape's output in its input's bytes, a leading-axis split's parts).
+The last three lines end as MXNet's do (MXNet's executor group reads the MB figure, third
+from the end).
 
 A plan placed over several devices (`group2ctx`) has a third line, `Placement: dev1 ->
 cpu(1), dev2 -> cpu(2), others -> cpu(0); copies: 2 forward, 2 back`, every step line ends with
@@ -84,13 +87,16 @@ def placement_text(plan: Plan) -> str:
 
 
 def _node_note(plan: Plan, nid: int) -> str:
-    """What the step line says after the op's name: a copy's devices, a layout note."""
+    """What the step line says after the op's name: a copy's devices, a layout note, and
+    ' [in place]' for a step whose outputs the memory plan put where their values already
+    are (it runs nothing)."""
     graph = plan.graph
     node = graph.nodes[nid]
+    idle = " [in place]" if nid in plan.memory.idle_nodes else ""
     if plan.devices is not None and is_copy(node.op):
         source = plan.devices[graph.input_eids[nid][-1]]
-        return " %s -> %s" % (source, plan.devices[graph.row_ptr[nid]])
-    return node.op.layout_note()
+        return " %s -> %s%s" % (source, plan.devices[graph.row_ptr[nid]], idle)
+    return node.op.layout_note() + idle
 
 
 def _device_text(plan: Plan, nid: int) -> str:
