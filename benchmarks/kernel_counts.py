@@ -7,7 +7,7 @@ Each recorded operation is one kernel launch of CuPy (an elementwise or reductio
 copy, a fill); a cuBLAS GEMM counts as one, though cuBLAS may split it. With graphs, launch
 costs vanish and a small net's step time is about its kernel count times a few microseconds
 of GPU time, so this count bounds what a graph replay can gain. `--fusion both` also counts
-the plans without the fusion pass (`minimod.passes.fusion(False)`).
+the plans without the fusion pass and the step stacking (`minimod.passes.fusion(False)`).
 
     python3 benchmarks/kernel_counts.py [--nets mlp,lenet,lstm,lstm_fused] [--fusion both]
 """
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     parser.add_argument("--fusion", choices=("on", "both"), default="both")
     args = parser.parse_args(argv)
     print("| net | batch | kernels per step | of which: step lists + update |"
-          + (" without the fusion pass |" if args.fusion == "both" else ""))
+          + (" without fusion and stacking |" if args.fusion == "both" else ""))
     print("|---|---|---|---|" + ("---|" if args.fusion == "both" else ""))
     for net in args.nets.split(","):
         counts = kernels_per_step(net, BATCH[net])
