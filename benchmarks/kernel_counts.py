@@ -8,12 +8,16 @@ copy, a fill); a cuBLAS GEMM counts as one, though cuBLAS may split it. With gra
 costs vanish and a small net's step time is about its kernel count times a few microseconds
 of GPU time, so this count bounds what a graph replay can gain. `--fusion both` also counts
 the plans without the fusion pass and the step stacking (`minimod.passes.fusion(False)`).
+`--by-op` says instead where each net's kernels go: per op of the plan (a gradient node as
+`_backward_<op>`), the kernels its captured steps recorded.
 
     python3 benchmarks/kernel_counts.py [--nets mlp,lenet,lstm,lstm_fused] [--fusion both]
+    python3 benchmarks/kernel_counts.py --nets lstm --by-op
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import sys
 
@@ -21,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]
 os.environ["MINIMOD_CUDA_GRAPHS"] = "1"
 
-from tests import fake_cupy  # noqa: E402
+from tests import fake_cuda_graphs, fake_cupy  # noqa: E402
 
 fake_cupy.install()  # before minimod loads: gpu(0) is the stand-in
 
@@ -49,11 +53,44 @@ def kernels_per_step(net: str, batch: int, fused: bool = True, steps: int = 3) -
     return counts
 
 
+def kernels_by_op(net: str, batch: int) -> collections.Counter:
+    """{op name: kernels its steps recorded} over one captured training step of `net`, the
+    optimizer's update as 'update'. Each recorded kernel is put down to the step the executor
+    was running when the stand-in recorded it."""
+    counts: collections.Counter = collections.Counter()
+    record = fake_cuda_graphs.record
+
+    def attributed(thunk):
+        frame, name = sys._getframe(1), "update"
+        while frame is not None:
+            if frame.f_code.co_name == "_run_steps" and "step" in frame.f_locals:
+                name = frame.f_locals["step"].node.op.name
+                break
+            frame = frame.f_back
+        counts[name] += 1
+        record(thunk)
+    fake_cuda_graphs.record = attributed
+    try:
+        kernels_per_step(net, batch)
+    finally:
+        fake_cuda_graphs.record = record
+    return counts
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nets", default="mlp,lenet,lstm,lstm_fused")
     parser.add_argument("--fusion", choices=("on", "both"), default="both")
+    parser.add_argument("--by-op", action="store_true",
+                        help="per net, the kernels of each op instead of the totals")
     args = parser.parse_args(argv)
+    if args.by_op:
+        for net in args.nets.split(","):
+            counts = kernels_by_op(net, BATCH[net])
+            print("%s (batch %d): %d kernels" % (net, BATCH[net], sum(counts.values())))
+            for name, count in counts.most_common():
+                print("  %5d  %s" % (count, name))
+        return 0
     print("| net | batch | kernels per step | of which: step lists + update |"
           + (" without fusion and stacking |" if args.fusion == "both" else ""))
     print("|---|---|---|---|" + ("---|" if args.fusion == "both" else ""))

@@ -99,3 +99,18 @@ def test_kernel_counts_table_on_the_stand_in():
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "128" and int(cells[2]) == int(cells[4]) > 10
     assert cells[3].startswith("train ") and "update " in cells[3]
+
+
+def test_kernel_counts_by_op_on_the_stand_in():
+    """`--by-op` puts each kernel of a captured step down to the op whose step made it."""
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "kernel_counts.py"),
+                           "--nets", "mlp", "--by-op"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    total = int(lines[0].split(": ")[1].split()[0])
+    rows = {line.split()[1]: int(line.split()[0]) for line in lines[1:]}
+    assert sum(rows.values()) == total > 10
+    # three layers: a GEMM and a bias each forward; the update is one kernel
+    assert rows["FullyConnected"] == 6 and rows["update"] == 1
+    assert rows["_backward_FullyConnected"] >= 6

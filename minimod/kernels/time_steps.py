@@ -143,12 +143,12 @@ class TimeMajorConcat(Op):
     where the Concat made T copies each way. `concat` is the Concat op it stands for, which
     the monitor reports with the steps as its inputs."""
 
+    name = "Concat(time-major)"
     backward_inputs = ()
     backward_outputs = ()
 
     def __init__(self, concat, dim: int, step_shape: tuple):
         super().__init__({})
-        self.name = concat.name
         self.concat, self.dim, self.step_shape = concat, int(dim), tuple(step_shape)
 
     def infer_shape(self, in_shapes: list, out_shapes: list):
