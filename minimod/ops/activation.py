@@ -101,6 +101,15 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_LAMBDA = 1.0507009873554804934193349852946
 
 
+def _slopes(xp, lower: float, upper: float, shape: tuple):
+    """RReLU's random slopes, uniform in [lower, upper): on a GPU from the device's generator
+    (`backend.uniform`, so a training step with RReLU can be captured as a CUDA graph), on
+    the CPU from `backend.rng` as before."""
+    if backend.draws_on_device(xp):
+        return lower + (upper - lower) * backend.uniform(xp, shape)
+    return backend.rng(xp).uniform(lower, upper, shape)
+
+
 @dataclasses.dataclass(frozen=True)
 class LeakyReLUAttrs:
     act_type: Literal["leaky", "prelu", "rrelu", "elu", "selu", "gelu"] = "leaky"
@@ -184,7 +193,7 @@ class LeakyReLU(Op):
             y[...] = xp.where(x > 0, x, self._gamma(x, inputs[1]) * x)
         elif act == "rrelu":
             if is_train:
-                out[1][...] = backend.rng(xp).uniform(a.lower_bound, a.upper_bound, x.shape)
+                out[1][...] = _slopes(xp, a.lower_bound, a.upper_bound, x.shape)
                 y[...] = xp.where(x > 0, x, out[1] * x)
             else:
                 out[1][...] = 0

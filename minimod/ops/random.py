@@ -4,8 +4,10 @@ each element draws `shape` samples, so out is param.shape + shape).
 
 Every op draws from `backend.rng(xp)`, the process-wide generator `mx.random.seed` resets, at
 every forward (in training and inference alike, as MXNet's do); none has a gradient. On a GPU
-uniform and normal draw from `backend.uniform` instead (minimod.device_rng, whose state lives
-on the device), so steps that draw them can be captured as CUDA graphs. The streams are
+uniform, normal, exponential and randint (spans up to 2**24 values) draw from
+`backend.uniform` instead (minimod.device_rng, whose state lives on the device), so steps
+that draw them can be captured as CUDA graphs; gamma, Poisson, the negative binomials and
+shuffle still draw from CuPy's generator, and a capture refuses them. The streams are
 minimod's own: a seed reproduces minimod's numbers, not MXNet's. Distributions
 follow MXNet's parametrisations: gamma(alpha, beta) has shape alpha and scale beta,
 exponential(lam) has rate lam, negative_binomial(k, p) counts failures before k successes of
@@ -29,7 +31,7 @@ FloatName = Literal["float16", "float32", "float64"]
 def _draw(xp, name: str, params: tuple, size: tuple):
     """Samples of distribution `name` with `params` (scalars, or arrays broadcasting against
     `size`), from the backend's generator."""
-    if backend.draws_on_device(xp) and name in ("uniform", "normal"):
+    if backend.draws_on_device(xp) and name in ("uniform", "normal", "exponential"):
         return _draw_on_device(xp, name, params, size)
     gen = backend.rng(xp)
     if name == "uniform":
@@ -52,13 +54,16 @@ def _draw(xp, name: str, params: tuple, size: tuple):
 
 
 def _draw_on_device(xp, name: str, params: tuple, size: tuple):
-    """Uniform or normal samples on a GPU from `backend.uniform` (minimod.device_rng, whose
-    state lives on the device, so a step that draws them can be captured as a CUDA graph):
-    low + (high - low) u, or loc + scale sqrt(-2 log(1 - u1)) cos(2 pi u2) (Box and
-    Muller), in float32."""
+    """Uniform, normal or exponential samples on a GPU from `backend.uniform`
+    (minimod.device_rng, whose state lives on the device, so a step that draws them can be
+    captured as a CUDA graph): low + (high - low) u, loc + scale sqrt(-2 log(1 - u1))
+    cos(2 pi u2) (Box and Muller), or -log(1 - u) / lam (the inverse of the exponential's
+    distribution function), in float32."""
     u = backend.uniform(xp, size)
     if name == "uniform":
         return params[0] + (params[1] - params[0]) * u
+    if name == "exponential":
+        return -xp.log1p(-u) / params[0]
     radius = xp.sqrt(-2 * xp.log1p(-u))
     return params[0] + params[1] * (radius * xp.cos(2 * math.pi * backend.uniform(xp, size)))
 
@@ -198,6 +203,10 @@ for _dist, (_params, _inputs) in _DISTRIBUTIONS.items():
         dist=_dist)))
 
 
+#: the widest span randint draws from the device's float32 uniforms (their 2**24 steps)
+_EXACT_SPAN = 1 << 24
+
+
 @dataclasses.dataclass(frozen=True)
 class RandintAttrs:
     low: int
@@ -224,7 +233,15 @@ class RandomRandint(_Random):
 
     def forward(self, xp, inputs, aux, out, is_train):
         a = self.attrs
-        out[0][...] = backend.rng(xp).randint(a.low, a.high, out[0].shape)
+        span = a.high - a.low
+        if backend.draws_on_device(xp) and span <= _EXACT_SPAN:
+            # floor(u * span) from the device's float32 uniforms: every integer of the span
+            # is reachable while the span has no more values than u has steps
+            u = backend.uniform(xp, out[0].shape).astype("float64")
+            picks = xp.minimum(xp.floor(u * span), span - 1)
+            out[0][...] = picks.astype(out[0].dtype) + a.low
+        else:
+            out[0][...] = backend.rng(xp).randint(a.low, a.high, out[0].shape)
 
 
 @register

@@ -104,6 +104,36 @@ def _noise_net():
     return mx.sym.SoftmaxOutput(net, name="softmax"), {"data": (6, 5)}
 
 
+def _more_noise_net():
+    """Exponential noise, an RReLU (training: random slopes) and an integer mask from randint
+    in one step."""
+    data = mx.sym.Variable("data")
+    noisy = data * mx.sym.random.exponential(scale=0.25, shape=(6, 5))
+    mask = mx.sym.cast(mx.sym.random.randint(low=0, high=2, shape=(6, 5)), dtype="float32")
+    net = mx.sym.LeakyReLU(noisy * mask - 0.1, act_type="rrelu", name="rrelu")[0]
+    net = mx.sym.FullyConnected(net, num_hidden=3, name="fc")
+    return mx.sym.SoftmaxOutput(net, name="softmax"), {"data": (6, 5)}
+
+
+@needs_gpu
+def test_device_exponential_randint_and_rrelu_samples_have_their_laws():
+    mx.random.seed(4)
+    exe = mx.sym.Group([mx.sym.random.exponential(scale=0.5, shape=(400, 500)),
+                        mx.sym.random.randint(low=-3, high=4, shape=(400, 500))]).simple_bind(
+        mx.gpu(0), grad_req="null")
+    exp, ints = (o.asnumpy() for o in exe.forward())
+    assert exp.min() >= 0 and abs(exp.mean() - 0.5) < 0.005 and abs(exp.std() - 0.5) < 0.005
+    assert abs((exp > 1.0).mean() - np.exp(-2.0)) < 0.003  # the tail: P(X > 1) = e^-2
+    assert ints.dtype == np.int32 and set(np.unique(ints)) == set(range(-3, 4))
+    assert np.abs(np.bincount(ints.ravel() + 3) / ints.size - 1 / 7).max() < 0.003
+    x = mx.sym.Variable("x")
+    act = mx.sym.LeakyReLU(x, act_type="rrelu", lower_bound=0.2, upper_bound=0.6)[0]
+    exe = act.simple_bind(mx.gpu(0), x=(400, 500), grad_req="null")
+    exe.arg_dict["x"][:] = -1.0
+    slopes = -exe.forward(is_train=True)[0].asnumpy()
+    assert slopes.min() >= 0.2 and slopes.max() < 0.6 and abs(slopes.mean() - 0.4) < 0.002
+
+
 @needs_gpu
 def test_device_uniform_and_normal_samples_have_their_moments():
     mx.random.seed(2)
@@ -118,8 +148,8 @@ def test_device_uniform_and_normal_samples_have_their_moments():
 
 
 @needs_gpu
-@pytest.mark.parametrize("build", [_dropout_net, _rnn_net, _noise_net],
-                         ids=["Dropout", "RNN", "uniform-normal"])
+@pytest.mark.parametrize("build", [_dropout_net, _rnn_net, _noise_net, _more_noise_net],
+                         ids=["Dropout", "RNN", "uniform-normal", "exponential-randint-RReLU"])
 def test_random_steps_are_captured_and_draw_anew_at_each_replay(build, monkeypatch):
     want, eager = _train(build, False, monkeypatch, reseed_at=3)
     got, status = _train(build, True, monkeypatch, reseed_at=3)
