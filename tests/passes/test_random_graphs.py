@@ -1,5 +1,7 @@
 """Hypothesis builds random small graphs; the memory plan must be safe and the gradients
-must match central differences on every one of them."""
+must match central differences on every one of them. Besides elementwise ops the graphs
+hold what the plan places inside other values: reshapes and copies (views of their input),
+splits of the rows (parts of their input) and joins of the rows (written in place)."""
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,13 +14,34 @@ UNARY = ["tanh", "sigmoid", "square", "exp"]
 BINARY = ["elemwise_add", "elemwise_mul", "elemwise_sub", "_maximum"]
 
 
+def _restructured(kind: str, x, shape: tuple, rows: list):
+    """x (of `shape`) through a chain of ops the plan places in other values' bytes, back
+    to `shape`: `rows` says which rows get squashed on the way."""
+    if kind == "reshape":  # two views
+        return mx.sym.Reshape(mx.sym.Reshape(x, shape=(-1,)), shape=shape)
+    if kind == "copy":
+        return mx.sym.identity(mx.sym.expand_dims(x, axis=0)).reshape(shape)
+    parts = mx.sym.SliceChannel(x, axis=0, num_outputs=shape[0], squeeze_axis=True)
+    picked = [mx.sym.tanh(parts[r]) if r in rows else parts[r] for r in range(shape[0])]
+    if kind == "rows":  # parts of x, joined again through views of each row
+        return mx.sym.Concat(*[mx.sym.expand_dims(p, axis=0) for p in picked], dim=0)
+    return mx.sym.Reshape(mx.sym.stack(*picked, axis=0), shape=shape)  # "stack"
+
+
 @st.composite
 def graphs(draw):
-    """A random DAG over two inputs of one shape: unary ops, binary ops, a reused node."""
+    """A random DAG over two inputs of one shape: unary ops, binary ops, a reused node, and
+    reshapes, copies, splits and joins of rows."""
     shape = (draw(st.integers(1, 3)), draw(st.integers(1, 4)))
     nodes = [mx.sym.Variable("a"), mx.sym.Variable("b")]
     for _ in range(draw(st.integers(1, 7))):
-        if draw(st.booleans()):
+        choice = draw(st.integers(0, 3))
+        if choice == 0:
+            kind = draw(st.sampled_from(["reshape", "copy", "rows", "stack"]))
+            src = nodes[draw(st.integers(0, len(nodes) - 1))]
+            rows = draw(st.lists(st.integers(0, shape[0] - 1), max_size=shape[0]))
+            nodes.append(_restructured(kind, src, shape, rows))
+        elif choice == 1:
             op = draw(st.sampled_from(UNARY))
             src = nodes[draw(st.integers(0, len(nodes) - 1))]
             nodes.append(getattr(mx.sym, op)(src) * 0.5)
