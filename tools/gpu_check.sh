@@ -33,8 +33,12 @@ for net in ("mlp", "lenet", "lstm"):
                 mod.forward_backward(b); mod.update()
             params[graphs] = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
             inner = getattr(mod, "_curr_module", mod)
-            print(net, "graphs=%s" % graphs, inner._exec_group.execs[0].graph_status(),
+            exe = inner._exec_group.execs[0]
+            print(net, "graphs=%s" % graphs, exe.graph_status(),
                   "update:", sorted(set(update_graph_status(inner._updater).values())))
+            ops = [n.op.name for n in exe._plan.graph.nodes if n.op is not None]
+            print(net, "plan: %d steps, %d idle;" % (len(ops), len(exe._plan.memory.idle_nodes)),
+                  "rewrites:", dict(exe._plan.rewrites))
         except Exception:
             print(net, "graphs=%s FAILED" % graphs); traceback.print_exc()
     if len(params) == 2:
