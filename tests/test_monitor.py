@@ -137,3 +137,13 @@ def test_callback_written_for_mxnet_wraps_the_handle_it_gets():
     wider.forward()
     assert seen["conv_output"].shape == (1, 1, 3, 5)
     assert {"data", "conv_data", "conv_weight", "conv_bias"} <= set(seen)
+
+
+def test_two_arguments_bound_to_one_array_keep_their_names():
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    one = mx.nd.ones((2, 2))
+    exe = mx.sym.elemwise_add(a, b, name="p").bind(mx.cpu(), {"a": one, "b": one})
+    names = []
+    exe.set_monitor_callback(lambda name, arr: names.append(name), monitor_all=True)
+    exe.forward()
+    assert names == ["a", "p_lhs", "b", "p_rhs", "p_output"]

@@ -46,10 +46,11 @@ def _forward_step(step: Step, plan, ctx, callback: Callable, monitor_all: bool) 
         # read after it
         ins, outs = op.as_written(xp, inputs, outputs)
         parts = op.unfused_nodes(xp, node.name, ins, outs)
-        # a part reading one of the node's variable inputs reports the variable too
+        # a later part reading one of the node's variable inputs reports the variable too
         named = {id(arr): name for arr, name in zip(ins, variables) if name is not None}
         if monitor_all and parts:  # a node no user wrote (a rewrite's split) has no parts
-            _report_inputs(callback, ctx, *parts[0][:3], _named(parts[0][2], named))
+            _report_inputs(callback, ctx, *parts[0][:3],
+                           _first_names(parts[0][2], ins, variables, named))
         inner(xp, is_train)
         for k, (name, part_op, part_ins, part_outs) in enumerate(parts):
             if k and monitor_all:
@@ -77,6 +78,14 @@ def _report_inputs(callback: Callable, ctx, name: str, op, ins: list, variables=
         if variable is not None:
             callback(variable, NDArray(arr, ctx))
         callback("%s_%s" % (name, slot), NDArray(arr, ctx))
+
+
+def _first_names(arrays: list, ins: list, variables: list, named: dict) -> list:
+    """The variable names of the first part's inputs: the node's own where the part reads
+    the node's input in its place (two arguments bound to one array keep their names), else
+    the name `named` gives the very array (a fused node's part reading a weight)."""
+    return [variables[k] if k < len(ins) and arr is ins[k] else named.get(id(arr))
+            for k, arr in enumerate(arrays)]
 
 
 def _named(arrays: list, named: dict) -> list:

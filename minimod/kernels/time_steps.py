@@ -36,6 +36,8 @@ from ..backend import matmul, sum_into
 from ..ops.dense import FullyConnected
 from ..ops.join_split import SliceChannel, Stack
 from ..ops.registry import Op
+from .joins import bind_stack
+from .registry import fast_path
 
 __all__ = ["StepProjection", "StepSplit", "StepStack", "TimeMajorConcat"]
 
@@ -135,6 +137,11 @@ class StepStack(Stack):
 
     def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
         return []
+
+
+# a StepStack the plan could not assemble in place runs as a Stack does on CuPy: per-input
+# copies from nine inputs on, which a CUDA graph can hold (the registry matches exact classes)
+fast_path(StepStack, stage="forward")(bind_stack)
 
 
 class TimeMajorConcat(Op):

@@ -39,7 +39,7 @@ __all__ = ["fuse"]
 def fuse(graph: Graph, shapes: Sequence, dtypes: Sequence, ctx=None) -> Graph:
     """`graph` with every fusible pattern replaced by its fused op (`graph` itself when there is
     none). `shapes` and `dtypes` are per entry of `graph`; `ctx` is the target Context."""
-    if ctx is not None and ctx.device_type != "cpu":
+    if ctx is not None and ctx.device_type == "gpu":
         return _fuse_cells(graph, shapes, dtypes)
     consumers = graph.consumers()
     outputs = set(graph.output_eids)

@@ -138,30 +138,38 @@ class _Planner:
         if self.holders[sid] == 0:
             self.free.setdefault(self.block_device[sid], []).append(sid)
 
-    def can_view(self, src: int, dst: int) -> bool:
-        """Whether `dst` may be placed inside `src`'s bytes: both planned, dst not yet."""
+    def can_take(self, src: int, dst: int) -> bool:
+        """Whether `dst` may be placed in `src`'s bytes: both planned, dst not yet."""
         return (src not in self.external and dst not in self.external
                 and self.storage[src] >= 0 and self.storage[dst] < 0
                 and self.device(src) == self.device(dst))
+
+    def can_view(self, src: int, dst: int) -> bool:
+        """Whether `dst` may share `src`'s bytes while both live (a view or a part): as
+        `can_take`, and neither a graph output (the user reads and may write those: two
+        outputs of one value, such as CSE's copies of a repeated output, stay two arrays)."""
+        return self.can_take(src, dst) and src not in self.pinned and dst not in self.pinned
 
     # ---------------------------------------------------------------- joins
     def find_joins(self) -> dict:
         """{piece entry: (join node id, byte offset)} for each node whose output is its
         inputs' bytes one after another (`Op.join_offsets`) where every input can be
-        written straight into its place: planned, and a piece of no other join. An input that
-        is a view (`Op.views`: a reshape) stands for the entry it views, which is then
-        the piece: its producer writes it into the join, and the view shares its place."""
+        written straight into its place: planned, no graph output (nor the join's output),
+        and a piece of no other join. An input that is a view (`Op.views`: a reshape)
+        stands for the entry it views, which is then the piece: its producer writes it into
+        the join, and the view shares its place."""
         graph, joins, join_outputs = self.graph, {}, set()
         for nid, node in enumerate(graph.nodes):
             if node.op is None or node.num_outputs() != 1:
                 continue
             ins, out = graph.input_eids[nid], graph.row_ptr[nid]
             offsets = node.op.join_offsets([self.shapes[e] for e in ins], [self.shapes[out]])
-            if offsets is None or out in self.external:
+            if offsets is None or out in self.external or out in self.pinned:
                 continue
             pieces = [self.viewed(e) for e in ins]
-            if (len(set(pieces)) != len(pieces)
-                    or any(e in self.external or e in joins or e in join_outputs
+            if (len(set(pieces)) != len(pieces) or any(e in self.pinned for e in ins)
+                    or any(e in self.external or e in self.pinned or e in joins
+                           or e in join_outputs
                            or self.device(e) != self.device(out) for e in pieces)):
                 continue
             join_outputs.add(out)  # a join of joins is left to copy
@@ -180,7 +188,7 @@ class _Planner:
             op = graph.nodes[nid].op
             pos = eid - graph.row_ptr[nid]
             src = [graph.input_eids[nid][i] for i, o in (op.views if op else ()) if o == pos]
-            if (not src or src[0] in self.external
+            if (not src or src[0] in self.external or src[0] in self.pinned
                     or self.nbytes[src[0]] != self.nbytes[eid]):
                 return eid
             eid = src[0]
@@ -246,7 +254,7 @@ class _Planner:
         taken = set()
         for pos_in, pos_out in op.inplace:
             src, dst = ins[pos_in], first + pos_out
-            if (not self.can_view(src, dst) or self.nbytes[src] != self.nbytes[dst]
+            if (not self.can_take(src, dst) or self.nbytes[src] != self.nbytes[dst]
                     or src in self.pinned or self.dies_at[src] != nid or src in taken
                     or self.holders[self.storage[src]] != 1 or ins.count(src) != 1):
                 continue

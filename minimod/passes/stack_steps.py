@@ -19,10 +19,12 @@ Two patterns of an unrolled RNN, each T nodes (or T kernels) for what is one ope
   (`TimeMajorConcat`, which keeps the Concat's name): one kernel each way.
 
 It runs after the fusion pass (the cells' fused nodes read the products, whoever makes them)
-and only on GPUs: its gradient sums add in another order than the unstacked graph's, and
-CPUs keep MXNet's numbers. `with mx.passes.fusion(False):` turns it off with the fusion
-pass, `with mx.passes.stacking(False):` alone. A step's product that is a graph output, a
-group that misses a step or reads one twice, and half-precision data are left as written.
+and only on GPUs (not on cpu_pinned either): its gradient sums add in another order than
+the unstacked graph's, and CPUs keep MXNet's numbers. `with mx.passes.fusion(False):` turns
+it off with the fusion pass, `with mx.passes.stacking(False):` alone. The new nodes keep the
+hidden attributes (`ctx_group`) of the nodes they stand for. A step's product that is a
+graph output, a group that misses a step or reads one twice, and half-precision data are
+left as written.
 The new nodes' results are the old ones' values (the join's exactly), and a monitor sees the
 nodes as written, by their names.
 """
@@ -45,7 +47,7 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 def stack_steps(graph: Graph, shapes: Sequence, dtypes: Sequence, ctx=None) -> Graph:
     """`graph` with every group of per-step products stacked and every join of the steps'
     outputs made time-major (`graph` itself when there is none, or on a CPU)."""
-    if ctx is None or ctx.device_type == "cpu":
+    if ctx is None or ctx.device_type != "gpu":
         return graph
     groups, joins = [], {}
     for nid, node in enumerate(graph.nodes):
@@ -72,7 +74,10 @@ def _step_join(graph: Graph, nid: int, shapes: Sequence):
     if shape is None or None in shape or len(shape) < 2:
         return None
     dim = op.attrs.dim % len(shape)
-    return shape if dim >= 1 and shape[dim] == 1 else None
+    # with every dim before `dim` of size 1 (a batch of one) the join is a leading one
+    # already, which the memory plan assembles in place without a transpose
+    leading = all(d == 1 for d in shape[:dim])
+    return shape if dim >= 1 and shape[dim] == 1 and not leading else None
 
 
 def _time_axis(graph: Graph, sid: int, shapes: Sequence, dtypes: Sequence):
@@ -163,9 +168,10 @@ def _projection(graph: Graph, sid: int, axis: int, fcs: list, split, entry, move
     nodes = graph.nodes
     first = nodes[fcs[0]]
     op = StepProjection(first.op, axis, [nodes[n].name for n in fcs], split)
-    stack = Node(op, first.name + "_steps", {},
+    hidden = _hidden_attrs(first)
+    stack = Node(op, first.name + "_steps", hidden,
                  [entry(nodes[sid].inputs[0])] + [entry(e) for e in first.inputs[1:]])
-    parts = Node(StepSplit(len(fcs)), first.name + "_split", {}, [Entry(stack, 0)])
+    parts = Node(StepSplit(len(fcs)), first.name + "_split", hidden, [Entry(stack, 0)])
     moved.update({(id(nodes[n]), 0): Entry(parts, t) for t, n in enumerate(fcs)})
     return [stack, parts]
 
@@ -173,10 +179,16 @@ def _projection(graph: Graph, sid: int, axis: int, fcs: list, split, entry, move
 def _time_major_join(concat: Node, step_shape: tuple, inputs: list, moved: dict) -> list:
     """The stack and the transposing copy that stand for Concat node `concat` of `inputs`;
     readers of the Concat read the copy from now on (`moved`)."""
-    steps = len(inputs)
-    stack = Node(StepStack(steps), concat.name + "_steps", {}, inputs)
+    steps, hidden = len(inputs), _hidden_attrs(concat)
+    stack = Node(StepStack(steps), concat.name + "_steps", hidden, inputs)
     dim = concat.op.attrs.dim % len(step_shape)
-    join = Node(TimeMajorConcat(concat.op, dim, step_shape), concat.name, {},
+    join = Node(TimeMajorConcat(concat.op, dim, step_shape), concat.name, hidden,
                 [Entry(stack, 0)])
     moved[(id(concat), 0)] = Entry(join, 0)
     return [stack, join]
+
+
+def _hidden_attrs(node: Node) -> dict:
+    """The hidden `__key__` attributes of `node` (its `ctx_group` for model parallelism,
+    ...), which the nodes standing for it keep."""
+    return {k: v for k, v in node.attrs.items() if k.startswith("__")}

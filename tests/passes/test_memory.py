@@ -258,3 +258,17 @@ def test_a_join_of_views_of_variables_still_joins_in_place():
         np.testing.assert_array_equal(po[0], fo[0])
         for k in pg:
             np.testing.assert_array_equal(pg[k], fg[k], err_msg=k)
+
+
+def test_graph_outputs_never_share_bytes_through_views():
+    """Two outputs of one value (CSE's copy of a repeated output, an identity of an output,
+    a reshape of one) stay two arrays: writing one leaves the other as computed."""
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    y = mx.sym.elemwise_add(a, b, name="y")
+    for heads in ([y, mx.sym.elemwise_add(a, b, name="again")], [y, mx.sym.identity(y)],
+                  [y, mx.sym.Reshape(y, shape=(-1,))]):
+        exe = mx.sym.Group(heads).simple_bind(mx.cpu(), a=(2, 2), b=(2, 2), grad_req="null")
+        exe.arg_dict["a"][:] = 1
+        outs = exe.forward()
+        outs[0][:] = 5
+        np.testing.assert_array_equal(outs[1].asnumpy().ravel(), np.ones(4))

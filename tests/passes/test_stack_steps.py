@@ -71,6 +71,20 @@ def test_each_sequence_of_step_products_becomes_one_node_on_a_gpu(layout):
     assert _stacked(sym, shapes, mx.cpu())[1] is graph
 
 
+def test_the_new_nodes_keep_the_ctx_group_and_cpu_pinned_plans_keep_the_steps():
+    with mx.AttrScope(ctx_group="dev2"):
+        sym, shapes = _rnn()
+    graph, stacked = _stacked(sym, shapes)
+    made = [n for n in stacked.nodes if n.op is not None
+            and type(n.op) in (StepProjection, StepStack, TimeMajorConcat)]
+    assert len(made) == 3 and all(n.attrs.get("__ctx_group__") == "dev2" for n in made)
+    assert _stacked(sym, shapes, mx.cpu_pinned(0))[1] is graph
+    # a batch of one: the Concat along axis 1 is a leading join already, left as written
+    sym, _ = _rnn()
+    ops = [type(n.op) for n in _stacked(sym, {"data": (1, 4, 4)})[1].nodes]
+    assert StepProjection in ops and TimeMajorConcat not in ops
+
+
 def test_a_gru_and_per_step_outputs_stack_too():
     for sym, shapes in (_rnn(gru=True), _rnn(merge=False)):
         assert [op for _, op in _ops(_stacked(sym, shapes)[1])].count(STACKED) == 1
@@ -195,3 +209,15 @@ def test_a_captured_step_holds_far_fewer_kernels(monkeypatch):
     # per step: a GEMM and a bias forward, three backward, the split's copies and the
     # join's, all gone; eight kernels for the whole sequence instead
     assert kernels[False] - kernels[True] >= 8 * 8 - 8, kernels
+
+
+def test_a_step_stack_not_assembled_in_place_binds_as_a_stack():
+    """The kernel registry matches exact classes: StepStack has Stack's CuPy binding (per-
+    input copies from nine inputs on, which a CUDA graph can hold), and none on NumPy."""
+    from minimod import kernels
+    from minimod.kernels import joins
+    op = StepStack(10)
+    xs = [np.ones((2, 3), np.float32) * k for k in range(10)]
+    out = [np.empty((10, 2, 3), np.float32)]
+    assert kernels.bind_forward(np, op, xs, [], out) is None  # NumPy: the op's own stack
+    assert kernels.registry._FORWARD[StepStack] is joins.bind_stack
