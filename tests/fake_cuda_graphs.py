@@ -309,3 +309,10 @@ class _RawFunction:
 def _softmax_kernels() -> tuple:
     from minimod.kernels import softmax_rows
     return tuple(softmax_rows.KERNELS.values())
+
+
+def captured_kernels(exe) -> int:
+    """The kernels the stand-in recorded in an executor's captured graphs, once every step
+    list of it replays as a graph (checked)."""
+    assert set(exe.graph_status().values()) == {"graph"}, exe.graph_status()
+    return sum(len(g.graph.thunks) for g in exe._graphs.graphs.values())
