@@ -50,15 +50,15 @@ class StepProjection(Op):
     it too, so that the monitor still sees it."""
 
     name = "FullyConnected(steps)"
-    backward_inputs = (1,)  # the weight; the data is read time-major, from 'steps'
 
     def __init__(self, fc: FullyConnected, axis: int, names: list, split=None):
         super().__init__({})
         self.fc, self.axis, self.names, self.split = fc, int(axis), list(names), split
         self.num_hidden, self.no_bias = fc.attrs.num_hidden, fc.attrs.no_bias
-        self.backward_outputs = (1,) if self.axis == 1 else ()
-        if self.axis == 0:  # the data is time-major already: backward reads it
-            self.backward_inputs = (0, 1)
+        # backward reads the weight and the data time-major: the input itself (axis 0), or
+        # the hidden 'steps' copy (axis 1)
+        self.backward_inputs = (0, 1) if self.axis == 0 else (1,)
+        self.backward_outputs = () if self.axis == 0 else (1,)
 
     def arguments(self) -> list:
         return self.fc.arguments()

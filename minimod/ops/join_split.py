@@ -12,6 +12,20 @@ from .registry import Op, VariadicOp, fmt_shape, merge_shape, register, shape_is
 __all__ = ["Concat", "Stack", "SliceChannel", "SplitV2"]
 
 
+def _runs(whole, axis: int, sizes: list):
+    """Where each piece of `whole` starts, in elements, when whole is cut (or joined) along
+    `axis` and every dim before `axis` is 1, so that each piece is one run of its elements:
+    the sizes of the pieces before it. `sizes` are the pieces' sizes, None for equal parts.
+    None where `whole` is not known or not cut along a leading axis."""
+    if whole is None or not shape_is_known(whole):
+        return None
+    if prod_or_none(whole[:axis_index(axis, len(whole), "axis")]) != 1:
+        return None
+    if None in sizes:
+        sizes = [prod_or_none(whole) // len(sizes)] * len(sizes)
+    return tuple(sum(sizes[:i]) for i in range(len(sizes)))
+
+
 @register
 class Concat(VariadicOp):
     """Join `num_args` arrays along `dim`; every other dim must agree.
@@ -94,13 +108,9 @@ class Concat(VariadicOp):
     def join_offsets(self, in_shapes: list, out_shapes: list):
         """Joined along the leading axis (every dim before `dim` is 1), each input is one run
         of the output: its offset is the sizes of the inputs before it."""
-        out = out_shapes[0]
-        if out is None or not shape_is_known(out) or not all(map(shape_is_known, in_shapes)):
+        if not all(map(shape_is_known, in_shapes)):
             return None
-        if prod_or_none(out[:axis_index(self.attrs.dim, len(out), "dim")]) != 1:
-            return None
-        sizes = [prod_or_none(s) for s in in_shapes]
-        return tuple(sum(sizes[:i]) for i in range(len(sizes)))
+        return _runs(out_shapes[0], self.attrs.dim, [prod_or_none(s) for s in in_shapes])
 
     def _offset(self, sizes: list, i: int, total: int) -> int:
         """Offset of needed slice i when some gradients are skipped (None).
@@ -150,13 +160,7 @@ class Stack(VariadicOp):
     def join_offsets(self, in_shapes: list, out_shapes: list):
         """Stacked along a leading axis (every dim before `axis` is 1), input i is the i-th
         run of the output."""
-        out = out_shapes[0]
-        if out is None or not shape_is_known(out):
-            return None
-        if prod_or_none(out[:axis_index(self.attrs.axis, len(out))]) != 1:
-            return None
-        size = prod_or_none(out) // self.attrs.num_args
-        return tuple(i * size for i in range(self.attrs.num_args))
+        return _runs(out_shapes[0], self.attrs.axis, [None] * self.attrs.num_args)
 
     def forward(self, xp, inputs, aux, out, is_train):
         xp.stack(inputs, axis=self.attrs.axis, out=out[0])
@@ -259,13 +263,7 @@ class SliceChannel(_Split):
     def part_offsets(self, in_shapes: list, out_shapes: list):
         """Split along the leading axis (every dim before `axis` is 1), each output is one
         run of the input, the k-th starting k outputs' sizes in."""
-        data = in_shapes[0]
-        if data is None or not shape_is_known(data):
-            return None
-        if prod_or_none(data[:axis_index(self.attrs.axis, len(data))]) != 1:
-            return None
-        size = prod_or_none(data) // self.attrs.num_outputs
-        return tuple(k * size for k in range(self.attrs.num_outputs))
+        return _runs(in_shapes[0], self.attrs.axis, [None] * self.attrs.num_outputs)
 
     def _parts(self, shape: tuple) -> list:
         parts = self._slicers.get(shape)

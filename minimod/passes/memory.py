@@ -168,8 +168,7 @@ class _Planner:
                 continue
             pieces = [self.viewed(e) for e in ins]
             if (len(set(pieces)) != len(pieces) or any(e in self.pinned for e in ins)
-                    or any(e in self.external or e in self.pinned or e in joins
-                           or e in join_outputs
+                    or any(e in self.external or e in joins or e in join_outputs
                            or self.device(e) != self.device(out) for e in pieces)):
                 continue
             join_outputs.add(out)  # a join of joins is left to copy
