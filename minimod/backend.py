@@ -345,12 +345,16 @@ def const(xp, value, dtype):
     return arr
 
 
-def matmul(xp, a, b, out=None):
-    """a @ b (into `out` when given), as `xp.matmul`. On CuPy, 2-D float products go through
-    our own cuBLAS handle (`minimod.gemm`), which CUDA graphs can capture."""
+def matmul(xp, a, b, out=None, accumulate: bool = False):
+    """a @ b (into `out` when given), as `xp.matmul`; with `accumulate`, added to `out`. On
+    CuPy, 2-D float products go through our own cuBLAS handle (`minimod.gemm`), which CUDA
+    graphs can capture, and accumulate in the GEMM itself."""
     if xp is np:
+        if accumulate:
+            out += np.matmul(a, b)
+            return out
         return np.matmul(a, b, out=out)
-    return _gemm.matmul(xp, a, b, out)
+    return _gemm.matmul(xp, a, b, out, accumulate)
 
 
 def sum_into(xp, a, axis, out, keepdims: bool = False):

@@ -68,14 +68,20 @@ def _as_2d(a, b, out):
     return a2, b2, out2
 
 
-def matmul(xp, a, b, out=None):
+def matmul(xp, a, b, out=None, accumulate: bool = False):
     """a @ b for CuPy arrays (see the module docstring); `out`, when given, is written and
-    returned, as with `cupy.matmul(a, b, out=out)`."""
-    return matmul_through(_blas(xp), xp, a, b, out)
+    returned, as with `cupy.matmul(a, b, out=out)`. With `accumulate`, the product is added
+    to what `out` holds (GEMM's beta = 1: no temporary where `out` is a writable matrix)."""
+    return matmul_through(_blas(xp), xp, a, b, out, accumulate)
 
 
-def matmul_through(blas, xp, a, b, out=None):
+def matmul_through(blas, xp, a, b, out=None, accumulate: bool = False):
     """`matmul` with `blas` (a CublasLib, or None for `xp.matmul`) making the GEMM call."""
+    if accumulate and (out is None or a.ndim != 2 or b.ndim != 2):
+        if out is None:
+            raise ValueError("an accumulating product needs the array it adds to")
+        out += matmul_through(blas, xp, a, b)  # batched or vector operands: a temporary
+        return out
     if blas is not None and min(a.ndim, b.ndim) >= 2 and max(a.ndim, b.ndim) >= 3:
         batch = _batch_shape(a, b, out)
         if batch is not None:
@@ -88,12 +94,16 @@ def matmul_through(blas, xp, a, b, out=None):
             raise CaptureError("a %s @ %s product of %s/%s goes through cupy.matmul, which "
                                "CuPy refuses during capture" % (a.shape, b.shape, a.dtype,
                                                                  b.dtype))
+        if accumulate:
+            out += xp.matmul(a, b)
+            return out
         return xp.matmul(a, b, out=out)
-    return _single(blas, xp, a, b, out)
+    return _single(blas, xp, a, b, out, accumulate)
 
 
-def _single(blas, xp, a, b, out):
-    """a @ b for 1-D or 2-D operands as one GEMM (see `matmul_through`)."""
+def _single(blas, xp, a, b, out, accumulate: bool = False):
+    """a @ b for 1-D or 2-D operands as one GEMM (see `matmul_through`); with `accumulate`,
+    added to `out`."""
     a2, b2, out2 = _as_2d(a, b, out)
     m, k, n = a2.shape[0], a2.shape[1], b2.shape[1]
     result = xp.empty((m, n), dtype=a.dtype) if out2 is None else out2
@@ -103,15 +113,21 @@ def _single(blas, xp, a, b, out):
     if out_layout is None or out_layout[0] != OP_N:
         target = xp.empty((m, n), dtype=a.dtype)
         out_layout = operand_layout(target.shape, target.strides, item)
+    beta = 1 if accumulate and target is result else 0
     if m and n:
         if k == 0:
-            target.fill(0)
+            if not beta:
+                target.fill(0)
         else:
             a2, lay_a = _readable(xp, a2, item)
             b2, lay_b = _readable(xp, b2, item)
-            blas.gemm(xp, a.dtype, gemm_plan(lay_a, lay_b, out_layout, m, n, k), b2, a2, target)
+            blas.gemm(xp, a.dtype, gemm_plan(lay_a, lay_b, out_layout, m, n, k), b2, a2, target,
+                      beta)
     if target is not result:
-        result[...] = target
+        if accumulate:
+            result += target
+        else:
+            result[...] = target
     if out is not None:
         return out
     return result.reshape(_result_shape(a, b))
@@ -313,15 +329,16 @@ class CublasLib:
             kept = self.handles[device_id] = (handle, workspace)
         return kept[0]
 
-    def gemm(self, xp, dtype, plan: tuple, a, b, c) -> None:
-        """C = op(A) op(B), column-major, with (transa, transb, m, n, k, lda, ldb, ldc) =
-        `plan`, on CuPy's (`xp`'s) current stream."""
+    def gemm(self, xp, dtype, plan: tuple, a, b, c, beta: int = 0) -> None:
+        """C = op(A) op(B) (+ C where `beta` is 1), column-major, with (transa, transb, m,
+        n, k, lda, ldb, ldc) = `plan`, on CuPy's (`xp`'s) current stream."""
         handle = self._on_stream(xp, a)
         one, zero = self.scalars[np.dtype(dtype)]
+        keep = one if beta else zero
         fn = self.lib.cublasSgemm_v2 if np.dtype(dtype) == np.float32 else self.lib.cublasDgemm_v2
         ta, tb, m, n, k, lda, ldb, ldc = plan
         self._check(fn(handle, ta, tb, m, n, k, ctypes.byref(one), a.data.ptr, lda, b.data.ptr,
-                       ldb, ctypes.byref(zero), c.data.ptr, ldc), "gemm")
+                       ldb, ctypes.byref(keep), c.data.ptr, ldc), "gemm")
 
     def gemm_batched(self, xp, dtype, plan: tuple, strides: tuple, count: int, a, b,
                      c) -> None:

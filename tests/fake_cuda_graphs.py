@@ -168,14 +168,14 @@ class Blas:
 
     path = "stand-in"
 
-    def gemm(self, xp, dtype, plan, a, b, c):
+    def gemm(self, xp, dtype, plan, a, b, c, beta=0):
         from tests.fake_cupy import _check_operands
         _check_operands((a, b, c), "gemm")
         _STATE["gemms"] += 1
         if capturing():
-            record(lambda: self._gemm(plan, a, b, c))
+            record(lambda: self._gemm(plan, a, b, c, beta))
         else:
-            self._gemm(plan, a, b, c)
+            self._gemm(plan, a, b, c, beta)
 
     def gemm_batched(self, xp, dtype, plan, strides, count, a, b, c):
         """cuBLAS's strided batched GEMM over (count, rows, cols) operands whose matrices
@@ -198,15 +198,19 @@ class Blas:
             run()
 
     @staticmethod
-    def _gemm(plan, a, b, c):
+    def _gemm(plan, a, b, c, beta=0):
         ta, tb, m, n, k, lda, ldb, ldc = plan
         op_a = _colmajor(a, (m, k) if ta == 0 else (k, m), lda)
         op_b = _colmajor(b, (k, n) if tb == 0 else (n, k), ldb)
         out = _colmajor(c, (m, n), ldc)
         # contiguous copies, so NumPy multiplies through BLAS (its loop over strided views
         # sums in another order, less accurately than cuBLAS or OpenBLAS do)
-        out[...] = (_np.ascontiguousarray(op_a if ta == 0 else op_a.T)
-                    @ _np.ascontiguousarray(op_b if tb == 0 else op_b.T))
+        product = (_np.ascontiguousarray(op_a if ta == 0 else op_a.T)
+                   @ _np.ascontiguousarray(op_b if tb == 0 else op_b.T))
+        if beta:
+            out += product
+        else:
+            out[...] = product
 
 
 _byte_bounds = getattr(getattr(_np.lib, "array_utils", None), "byte_bounds", None) or getattr(

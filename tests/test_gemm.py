@@ -15,8 +15,12 @@ from .fake_cuda_graphs import Blas
 class _HostBlas:
     """The stand-in's column-major GEMM over plain NumPy arrays."""
 
-    def gemm(self, xp, dtype, plan, a, b, c):
-        Blas._gemm(plan, a, b, c)
+    def __init__(self):
+        self.betas = []
+
+    def gemm(self, xp, dtype, plan, a, b, c, beta=0):
+        self.betas.append(beta)
+        Blas._gemm(plan, a, b, c, beta)
 
 
 _HOST = types.SimpleNamespace(empty=np.empty, ascontiguousarray=np.ascontiguousarray,
@@ -55,6 +59,31 @@ def test_gemm_layouts_equal_numpy(dtype, m, k, n):
                     assert got is out
                 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5,
                                            err_msg="%s %s %s" % (fa, fb, out_form))
+
+
+@pytest.mark.parametrize("out_form", ["c", "t", "strided"])
+def test_an_accumulating_product_adds_to_what_out_holds(out_form):
+    """beta = 1 in the GEMM itself where `out` is a matrix cuBLAS writes (rows contiguous);
+    a temporary and an addition otherwise (a transposed or strided `out`, batched or vector
+    operands, cupy.matmul)."""
+    rng = np.random.default_rng(1)
+    a, b = _operand(rng, (5, 7), "t", np.float64), _operand(rng, (7, 3), "c", np.float64)
+    start = rng.standard_normal((5, 3))
+    out = {"c": start.copy(), "t": start.T.copy().T,
+           "strided": np.repeat(start, 2, axis=1)[:, ::2]}[out_form]
+    blas = _HostBlas()
+    assert gemm.matmul_through(blas, _HOST, a, b, out, accumulate=True) is out
+    np.testing.assert_allclose(out, start + a @ b, rtol=1e-12)
+    assert blas.betas == [1 if out_form == "c" else 0]
+    # a batched product through cupy.matmul, and a matrix times a vector
+    for fallback, x, y, acc in ((None, rng.standard_normal((2, 5, 7)),
+                                 rng.standard_normal((2, 7, 3)), rng.standard_normal((2, 5, 3))),
+                                (blas, a, rng.standard_normal(7), rng.standard_normal(5))):
+        want = acc + x @ y
+        gemm.matmul_through(fallback, _HOST, x, y, acc, accumulate=True)
+        np.testing.assert_allclose(acc, want, rtol=1e-12)
+    with pytest.raises(ValueError, match="needs the array it adds to"):
+        gemm.matmul_through(blas, _HOST, a, b, accumulate=True)
 
 
 def test_gemm_vectors_and_fallbacks():
