@@ -105,20 +105,39 @@ def _gradient_step(step: Step, plan, ctx, callback: Callable) -> Step:
 
     def run(xp, is_train):
         inner(xp, is_train)
-        for label, arr, shape, dtype in reports:
+        moved = _moved_gradients(xp, step, reports)
+        for i, (label, arr, shape, dtype) in enumerate(reports):
             if arr is None:
-                arr = xp.zeros(shape, dtype)
+                arr = moved[i] if i in moved else xp.zeros(shape, dtype)
             callback(label, NDArray(arr, ctx))
     return dataclasses.replace(step, run=run)
+
+
+def _moved_gradients(xp, step: Step, reports: list) -> dict:
+    """{argument: its gradient} for the arguments whose gradient a rewrite computes outside
+    gradient node `step` (`BackwardOp.moved`: a weight's, summed over an RNN's steps by one
+    product), computed again from the node's own inputs so that the monitor sees what MXNet's
+    node holds."""
+    op = step.node.op
+    if not op.is_backward or not op.moved:
+        return {}
+    out_grads, fwd_inputs, fwd_outputs, _, aux = op.split_arrays(list(step.inputs),
+                                                                 list(step.outputs))
+    grads = [None] * len(op.fwd_op.arguments())
+    for i in op.moved:
+        grads[i] = xp.empty(reports[i][2], reports[i][3])
+    op.fwd_op.backward(xp, out_grads, fwd_inputs, fwd_outputs, grads, aux)
+    return {i: grads[i] for i in op.moved}
 
 
 def _gradient_reports(step: Step, plan) -> list:
     """(label, array or None, shape and dtype of the zeros reported in its place) per value
     gradient node `step` reports."""
     node, op = step.node, step.node.op
-    if not op.is_backward:  # a fused gradient step: its own outputs
-        return [("%s_output%d" % (node.name, k), arr, None, None)
-                for k, arr in enumerate(step.outputs) if arr is not None]
+    if not op.is_backward:  # a sum, a fused gradient step: its own outputs
+        return [(label, arr, None, None)
+                for label, arr in zip(op.gradient_labels(node.name), step.outputs)
+                if arr is not None]
     n_args = len(op.fwd_op.arguments())
     computed = dict(zip(op.wanted, step.outputs))
     inputs = _forward_inputs(plan, op.fwd_op)

@@ -39,7 +39,7 @@ from ..ops.registry import Op
 from .joins import bind_stack
 from .registry import fast_path
 
-__all__ = ["StepProjection", "StepSplit", "StepStack", "TimeMajorConcat"]
+__all__ = ["StepProjection", "StepSplit", "StepStack", "StepWeightGrad", "TimeMajorConcat"]
 
 
 class StepProjection(Op):
@@ -138,6 +138,9 @@ class StepStack(Stack):
     def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
         return []
 
+    def gradient_labels(self, node_name: str) -> list:
+        return []
+
 
 # a StepStack the plan could not assemble in place runs as a Stack does on CuPy: per-input
 # copies from nine inputs on, which a CUDA graph can hold (the registry matches exact classes)
@@ -183,3 +186,56 @@ class TimeMajorConcat(Op):
     def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
         steps = [step.reshape(self.step_shape) for step in inputs[0]]
         return [(node_name, self.concat, steps, list(outputs))]
+
+
+class StepWeightGrad(Op):
+    """The gradients of the weight (and bias) that T FullyConnected nodes share, one node per
+    step of an unrolled RNN (the cell's hidden-to-hidden product), from all the steps at once
+    (`minimod.passes.stack_grads`): dW = sum over steps of dY_t^T X_t, db = the sum of every
+    dY_t's rows.
+
+    Input 0 is the steps' output gradients stacked, (T, N, num_hidden); the others are where
+    the steps' data lie, each a run of steps: a stack of steps' data read from step `start`
+    on for `count` steps, or one step's data (N, in_units) itself (start 0, count 1), as
+    `runs` gives them, in the order of input 0's steps. Each run is one GEMM over its
+    count*N rows, the first writing dW and the others adding to it, and the bias one sum:
+    where the unrolled graph made T GEMMs, T bias sums and the two sums of T terms. The
+    result adds in another order than the unstacked graph, so it differs in the last bits.
+    `sum_names` are the gradient sums it stands for, which the monitor reports its outputs
+    by."""
+
+    name = "FullyConnected(step weights)"
+    no_gradient = True
+
+    def __init__(self, num_hidden: int, in_units: int, no_bias: bool, runs: list,
+                 sum_names: list):
+        super().__init__({})
+        self.num_hidden, self.in_units, self.no_bias = int(num_hidden), int(in_units), no_bias
+        self.runs, self.sum_names = [tuple(r) for r in runs], list(sum_names)
+
+    def arguments(self) -> list:
+        return ["out_grads"] + ["data%d" % i for i in range(len(self.runs))]
+
+    def outputs(self) -> list:
+        return ["weight_grad"] if self.no_bias else ["weight_grad", "bias_grad"]
+
+    def infer_shape(self, in_shapes: list, out_shapes: list):
+        self.set_out(out_shapes, 0, (self.num_hidden, self.in_units))
+        if not self.no_bias:
+            self.set_out(out_shapes, 1, (self.num_hidden,))
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        g = inputs[0]
+        rows = g.shape[1]
+        g2 = g.reshape(-1, self.num_hidden)
+        done = 0
+        for k, (x, (start, count)) in enumerate(zip(inputs[1:], self.runs)):
+            x2 = x.reshape(-1, self.in_units)[start * rows:(start + count) * rows]
+            matmul(xp, g2[done:done + count * rows].T, x2, out=out[0], accumulate=k > 0)
+            done += count * rows
+        if not self.no_bias:
+            sum_into(xp, g2, 0, out[1])
+
+    def gradient_labels(self, node_name: str) -> list:
+        return ["%s_output0" % name for name in self.sum_names]

@@ -9,7 +9,9 @@ Stages, in order: inference -> rewrites -> gradient -> memory plan.
 - Rewrites (`passes.options`): the ordered list the options give; the plan records which ran
   and which changed the graph (`Plan.rewrites`), and `Executor.debug_str` lists them.
 - Gradient (`passes.gradient`): backward nodes appended for the arguments whose grad_req is
-  not 'null'; their entries take the shapes and dtypes of forward entries.
+  not 'null'; their entries take the shapes and dtypes of forward entries. On a GPU, where
+  the step stacking runs, the weight gradients of an unrolled RNN's steps are then stacked
+  too (`passes.stack_grads`, listed as 'stack_grads' among the rewrites).
 - Memory plan (`passes.memory`): a storage block per entry, reusing dead ones.
 
 A model-parallel bind (`group2ctx`) passes a `Placement`: the placement pass
@@ -35,8 +37,9 @@ from ..ops.registry import fmt_shape, shape_is_known
 from .gradient import build_gradient
 from .infer import infer_graph_shapes, infer_graph_types
 from .memory import MemoryPlan, entry_nbytes, plan_memory
-from .options import CompileOptions
+from .options import STACK, CompileOptions
 from .placement import Placement, place
+from .stack_grads import stack_weight_grads
 
 __all__ = ["Plan", "Facts", "compile_graph", "normalize_grad_req", "GRAD_REQS"]
 
@@ -246,6 +249,19 @@ def _placed(bwd: _Backward, fwd: Graph, wrt: list, placement: Placement) -> _Bac
         placed.num_forward_nodes, {}, placed.devices, placed.entry_map)
 
 
+def _stacked_grads(bwd: _Backward, num_outputs: int, ctx, ran: tuple) -> tuple:
+    """(`bwd` with the weight gradients of unrolled steps stacked (`passes.stack_grads`),
+    `ran` with whether that changed anything). Its `sources` are left empty: only placement
+    reads them, and a placed plan does not stack."""
+    graph, shapes, dtypes = stack_weight_grads(bwd.graph, bwd.shapes, bwd.dtypes,
+                                               bwd.num_forward_nodes, ctx)
+    if graph is bwd.graph:
+        return bwd, ran + (("stack_grads", False),)
+    grad_eids = dict(zip(bwd.grad_eids, graph.output_eids[num_outputs:]))
+    return bwd._replace(graph=graph, shapes=shapes, dtypes=dtypes, grad_eids=grad_eids,
+                        sources={}), ran + (("stack_grads", True),)
+
+
 def _rewrites_for(options: CompileOptions, placement: Optional[Placement]) -> tuple:
     """The rewrites to run: all the options name, less those made for one device type
     (`Rewrite.per_device`) when the placement mixes device types."""
@@ -297,6 +313,8 @@ def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str
     arg_names = tuple(fwd.nodes[i].name for i in fwd.argument_ids())
     wrt = [n for n in arg_names if grad_req.get(n, "null") != "null"]
     bwd = _differentiate(facts, wrt)
+    if wrt and placement is None and STACK in options.rewrites:
+        bwd, ran = _stacked_grads(bwd, len(fwd.outputs), ctx, ran)
     if placement is not None:
         bwd = _placed(bwd, fwd, wrt, placement)
     direct = _direct_grads(bwd, grad_req)

@@ -33,16 +33,19 @@ class BackwardOp(Op):
     Output k is the gradient of forward argument `wanted[k]`. It computes nothing itself: the
     executor binds the node to `fwd_op.backward` (or its kernel) over `split_arrays`. Shapes
     and dtypes of its entries come from forward entries, so it is never asked to infer them.
+    `moved` lists the arguments whose gradient a rewrite computes elsewhere
+    (`passes.stack_grads`); only a monitor asks for them, and gets them computed again.
     """
 
     is_backward = True
     no_gradient = True
 
-    def __init__(self, fwd_op: Op, wanted: Sequence[int]):
+    def __init__(self, fwd_op: Op, wanted: Sequence[int], moved: Sequence[int] = ()):
         super().__init__()
         self.fwd_op = fwd_op
         self.name = "_backward_%s" % fwd_op.name
         self.wanted = tuple(wanted)
+        self.moved = tuple(moved)
         n_args = len(fwd_op.arguments())
         n_out = fwd_op.num_outputs()
         self.n_head = fwd_op.num_visible_outputs() if fwd_op.needs_out_grad else 0

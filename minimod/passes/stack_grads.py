@@ -1,0 +1,260 @@
+"""The weight-gradient stacking pass (GPUs): the gradient of a weight that every step of an
+unrolled RNN multiplies, as one product over all the steps.
+
+An unrolled cell gives each time step a FullyConnected of its own on the previous step's
+output (the hidden-to-hidden product), all T with one weight and bias. The gradient pass then
+makes T gradient nodes, each a GEMM for the data's gradient, a GEMM for the weight's and a
+bias sum, and two `add_n` nodes summing the T weight and the T bias gradients: 3T + 2 kernels
+for what is, over the sequence, one product. The recurrence keeps the forward products and
+the data's gradients step by step (each step's needs the next step's), but the weight's and
+the bias's gradients only add up what the steps leave behind. This pass, run on the graph
+with its gradient nodes, makes each step's gradient node compute the data's gradient only,
+and puts one `StepWeightGrad` (minimod/kernels/time_steps.py) where the sums were:
+
+- the steps' output gradients are stacked by a `StepStack`, which the memory plan assembles
+  in place (the node making each writes it into its part);
+- the steps' data are read where they already lie stacked, in the join of the steps' outputs
+  that `stack_steps` made (looking through reshapes such as its expand_dims): one GEMM per
+  run of consecutive steps found there, one per step's data found nowhere (the begin state);
+- the bias's gradient is one sum over all the steps' rows.
+
+For an LSTM over 35 steps that is 3 kernels where there were 107.
+
+A group is the FullyConnected gradient nodes whose weight gradients one `add_n` sums and
+nothing else reads, two or more, with one weight, the same attributes and 2-D float32 or
+float64 data of one shape; their bias gradients must be summed alike by one `add_n`, or not
+asked for. A step's node left with nothing to compute (the first step's, when nobody asks
+for the gradient of its begin state) goes.
+
+It runs where `stack_steps` runs (GPU plans; not with `stacking(False)` or `fusion(False)`)
+and on one device only: a placed plan (`group2ctx`) keeps its nodes. The products add in
+another order than the add_n did, so the sums differ in the last bits; CPUs keep MXNet's
+numbers. The monitor sees what it saw: each step's node with all its gradients (its
+`BackwardOp.moved` ones computed again when a monitor asks) and the sums by their names.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..graph import Entry, Graph, Node
+from ..kernels.time_steps import StepStack, StepWeightGrad
+from ..ops.binary import AddNOp
+from ..ops.dense import FullyConnected
+from .gradient import BackwardOp
+
+__all__ = ["stack_weight_grads"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_WEIGHT, _BIAS = 1, 2  # FullyConnected's argument positions
+
+
+class _Group(NamedTuple):
+    members: tuple  # the steps' gradient node ids, in the order of the steps
+    sums: dict  # _WEIGHT (and _BIAS) -> the add_n node id summing its gradients
+
+
+def stack_weight_grads(graph: Graph, shapes: list, dtypes: list, first: int, ctx=None):
+    """(graph, shapes, dtypes) of `graph`, whose gradient nodes start at node `first`, with
+    every group's weight and bias gradients computed at once (see the module docstring); the
+    three given when there is none, or not on a GPU."""
+    if ctx is None or ctx.device_type != "gpu":
+        return graph, shapes, dtypes
+    groups = _groups(graph, shapes, dtypes, first)
+    if not groups:
+        return graph, shapes, dtypes
+    return _rebuild(graph, shapes, dtypes, groups, first)
+
+
+def _groups(graph: Graph, shapes: list, dtypes: list, first: int) -> list:
+    sums: dict = {}
+    consumers = graph.consumers()
+    for nid in range(first, len(graph.nodes)):
+        if type(graph.nodes[nid].op) is AddNOp:
+            found = _summed(graph, nid, consumers)
+            if found is not None:
+                sums.setdefault(found[0], {})[found[1]] = nid
+    return [_Group(members, by_arg) for members, by_arg in sums.items()
+            if _WEIGHT in by_arg and _stackable(graph, shapes, dtypes, members, by_arg)]
+
+
+def _summed(graph: Graph, nid: int, consumers: list):
+    """(the gradient nodes in step order, the argument) when add_n node `nid` sums the
+    weight's or the bias's gradients of FullyConnected gradient nodes and nothing else reads
+    those; else None."""
+    members, args = [], set()
+    for eid in graph.input_eids[nid]:
+        bid = graph.entry_node(eid)
+        op = graph.nodes[bid].op
+        if (not isinstance(op, BackwardOp) or not isinstance(op.fwd_op, FullyConnected)
+                or consumers[eid] != [nid]):
+            return None
+        members.append(bid)
+        args.add(op.wanted[eid - graph.row_ptr[bid]])
+    if len(args) != 1 or len(set(members)) != len(members) or not args <= {_WEIGHT, _BIAS}:
+        return None
+    # gradient nodes come in reverse order of their forward nodes
+    return tuple(sorted(members, reverse=True)), args.pop()
+
+
+def _stackable(graph: Graph, shapes: list, dtypes: list, members: tuple, sums: dict) -> bool:
+    ops = [graph.nodes[b].op for b in members]
+    attrs = ops[0].fwd_op.attrs
+    if any(op.fwd_op.attrs != attrs or set(op.wanted) - {0} != set(sums)
+           or not {0, _WEIGHT} <= set(op.arg_pos) or op.n_head != 1 for op in ops):
+        return False
+    if len({_argument(graph, b, _WEIGHT) for b in members}) != 1:
+        return False
+    data = {(shapes[_argument(graph, b, 0)], dtypes[_argument(graph, b, 0)]) for b in members}
+    heads = {(shapes[e], dtypes[e]) for e in (graph.input_eids[b][0] for b in members)}
+    if len(data) != 1 or len(heads) != 1:
+        return False
+    (shape, dtype), = data
+    return shape is not None and len(shape) == 2 and dtype in _FLOATS
+
+
+def _argument(graph: Graph, bid: int, arg: int) -> int:
+    """The entry id of forward argument `arg` among gradient node `bid`'s inputs."""
+    op = graph.nodes[bid].op
+    return graph.input_eids[bid][op.n_head + op.arg_pos.index(arg)]
+
+
+def _rebuild(graph: Graph, shapes: list, dtypes: list, groups: list, first: int) -> tuple:
+    nodes, row = graph.nodes, graph.row_ptr
+    facts = {(id(node), k): (shapes[row[nid] + k], dtypes[row[nid] + k])
+             for nid, node in enumerate(nodes) for k in range(node.num_outputs())}
+    before: dict = {}  # node id -> the groups whose nodes go in before it
+    drop, ops = set(), {}
+    for group in groups:
+        before.setdefault(min(group.sums.values()), []).append(group)
+        drop.update(group.sums.values())
+        for bid in group.members:
+            op = nodes[bid].op
+            keep = tuple(a for a in op.wanted if a not in group.sums)
+            ops[bid] = BackwardOp(op.fwd_op, keep, moved=tuple(group.sums)) if keep else None
+    pieces = _stacked_steps(graph, first)
+    moved: dict = {}  # (id(old node), output) -> the entry standing for it from now on
+    copies: dict = {}
+
+    def entry(e: Entry) -> Entry:
+        return moved.get((id(e.node), e.index)) or Entry(copies.get(id(e.node), e.node),
+                                                         e.index)
+
+    kept = []
+    for nid, node in enumerate(nodes):
+        for group in before.get(nid, ()):
+            kept += _stacked(graph, group, pieces, entry, moved, facts)
+        op = ops.get(nid, node.op)
+        if nid in drop or (nid in ops and op is None):
+            continue
+        ins = [entry(e) for e in node.inputs]
+        if op is not node.op or any(a.node is not b.node for a, b in zip(ins, node.inputs)):
+            copies[id(node)] = Node(op, node.name, node.attrs, ins)
+            facts.update({(id(copies[id(node)]), k): facts[(id(node), k)]
+                          for k in range(op.num_outputs())})
+        kept.append(copies.get(id(node), node))
+    new = Graph(kept, [entry(e) for e in graph.outputs])
+    table = [facts[(id(n), k)] for n in new.nodes for k in range(n.num_outputs())]
+    return new, [s for s, _ in table], [d for _, d in table]
+
+
+def _stacked(graph: Graph, group: _Group, pieces: dict, entry, moved: dict,
+             facts: dict) -> list:
+    """The StepStack of the group's output gradients and the StepWeightGrad standing for its
+    sums; readers of the sums read the new node from now on (`moved`)."""
+    nodes = graph.nodes
+    heads = [nodes[b].inputs[0] for b in group.members]
+    head_shape, dtype = facts[(id(heads[0].node), heads[0].index)]
+    weight = _argument(graph, group.members[0], _WEIGHT)
+    name = graph.entry_name(weight)
+    stack = Node(StepStack(len(heads)), name + "_step_out_grads", {},
+                 [entry(h) for h in heads])
+    facts[(id(stack), 0)] = ((len(heads),) + tuple(head_shape), dtype)
+    data = [_argument(graph, b, 0) for b in group.members]
+    runs, sources, joins = _sources(graph, data, pieces, entry, facts, name)
+    sums = [nodes[group.sums[a]] for a in sorted(group.sums)]
+    first_data = _entry(graph, data[0])
+    in_units = facts[(id(first_data.node), first_data.index)][0][1]
+    op = StepWeightGrad(head_shape[1], in_units, _BIAS not in group.sums, runs,
+                        [s.name for s in sums])
+    grads = Node(op, name + "_step_grads", {}, [Entry(stack, 0)] + sources)
+    for k, node in enumerate(sums):
+        moved[(id(node), 0)] = Entry(grads, k)
+        facts[(id(grads), k)] = facts[(id(node), 0)]
+    return [stack] + joins + [grads]
+
+
+def _sources(graph: Graph, data: list, pieces: dict, entry, facts: dict, name: str) -> tuple:
+    """([(start, count)] per source, the source entries, the joins made for them) for the
+    steps' `data`, run by run (`_runs`)."""
+    runs, sources, joins = [], [], []
+    for run in _runs(graph, data, pieces):
+        runs.append((run[1], run[2]))
+        if run[0] is not None:  # a forward stack of the steps' outputs
+            sources.append(entry(Entry(graph.nodes[run[0]], 0)))
+        elif run[2] == 1:
+            sources.append(entry(_entry(graph, run[3][0])))
+        else:  # the steps' data joined for the product, in place where the plan can
+            join = Node(StepStack(run[2]), "%s_step_data%d" % (name, len(joins)), {},
+                        [entry(_entry(graph, e)) for e in run[3]])
+            first = _entry(graph, run[3][0])
+            step_shape, dtype = facts[(id(first.node), first.index)]
+            facts[(id(join), 0)] = ((run[2],) + tuple(step_shape), dtype)
+            joins.append(join)
+            sources.append(Entry(join, 0))
+    return runs, sources, joins
+
+
+def _stacked_steps(graph: Graph, first: int) -> dict:
+    """{entry: (StepStack node id, position)} for each entry a forward StepStack joins, the
+    entry a reshape of it views standing for the reshape."""
+    found: dict = {}
+    for nid in range(first):
+        if type(graph.nodes[nid].op) is StepStack:
+            for pos, eid in enumerate(graph.input_eids[nid]):
+                found.setdefault(_viewed(graph, eid), (nid, pos))
+    return found
+
+
+def _viewed(graph: Graph, eid: int) -> int:
+    """The entry `eid` holds the bytes of through any chain of views (`Op.views`)."""
+    while True:
+        nid = graph.entry_node(eid)
+        op = graph.nodes[nid].op
+        src = [graph.input_eids[nid][i] for i, o in (op.views if op is not None else ())
+               if o == eid - graph.row_ptr[nid]]
+        if not src:
+            return eid
+        eid = src[0]
+
+
+def _runs(graph: Graph, data: list, pieces: dict) -> list:
+    """The steps' `data` in order as runs: [stack node id, start, count] for consecutive
+    parts of one forward StepStack, [None, 0, count, [entry ids]] for consecutive entries no
+    stack joins (made by nodes: a variable, such as a begin state the user feeds, is a run
+    of its own)."""
+    runs: list = []
+    for eid in data:
+        hit = pieces.get(eid)
+        last = runs[-1] if runs else None
+        if hit and last and last[0] == hit[0] and last[1] + last[2] == hit[1]:
+            last[2] += 1
+        elif hit:
+            runs.append([hit[0], hit[1], 1])
+        elif (last and last[0] is None and _made(graph, eid)
+              and _made(graph, last[3][-1])):
+            last[2] += 1
+            last[3].append(eid)
+        else:
+            runs.append([None, 0, 1, [eid]])
+    return runs
+
+
+def _made(graph: Graph, eid: int) -> bool:
+    return graph.nodes[graph.entry_node(eid)].op is not None
+
+
+def _entry(graph: Graph, eid: int) -> Entry:
+    nid = graph.entry_node(eid)
+    return Entry(graph.nodes[nid], eid - graph.row_ptr[nid])
