@@ -100,8 +100,16 @@ def _variable_names(graph, nid: int) -> list:
 
 
 def _gradient_step(step: Step, plan, ctx, callback: Callable) -> Step:
+    inner, op = step.run, step.node.op
+    if not op.is_backward:  # a sum, a fused gradient step: what the op says it stands for
+        inputs, outputs = list(step.inputs), list(step.outputs)
+
+        def run_other(xp, is_train):
+            inner(xp, is_train)
+            for label, arr in op.gradient_reports(xp, step.node.name, inputs, outputs):
+                callback(label, NDArray(arr, ctx))
+        return dataclasses.replace(step, run=run_other)
     reports = _gradient_reports(step, plan)
-    inner = step.run
 
     def run(xp, is_train):
         inner(xp, is_train)
@@ -119,7 +127,7 @@ def _moved_gradients(xp, step: Step, reports: list) -> dict:
     product), computed again from the node's own inputs so that the monitor sees what MXNet's
     node holds."""
     op = step.node.op
-    if not op.is_backward or not op.moved:
+    if not op.moved:
         return {}
     out_grads, fwd_inputs, fwd_outputs, _, aux = op.split_arrays(list(step.inputs),
                                                                  list(step.outputs))
@@ -132,12 +140,8 @@ def _moved_gradients(xp, step: Step, reports: list) -> dict:
 
 def _gradient_reports(step: Step, plan) -> list:
     """(label, array or None, shape and dtype of the zeros reported in its place) per value
-    gradient node `step` reports."""
+    `BackwardOp` node `step` reports."""
     node, op = step.node, step.node.op
-    if not op.is_backward:  # a sum, a fused gradient step: its own outputs
-        return [(label, arr, None, None)
-                for label, arr in zip(op.gradient_labels(node.name), step.outputs)
-                if arr is not None]
     n_args = len(op.fwd_op.arguments())
     computed = dict(zip(op.wanted, step.outputs))
     inputs = _forward_inputs(plan, op.fwd_op)

@@ -31,8 +31,9 @@ from .. import backend
 from ..base import MXNetError
 from ..ops.registry import Op
 
-__all__ = ["GRU_CELL", "GRU_CELL_GRAD", "GRUCellCombine", "LSTM_CELL", "LSTM_CELL_GRAD",
-           "LSTMCellCombine"]
+__all__ = ["GRU_CELL", "GRU_CELL_GRAD", "GRU_CELL_GRAD_SUMS", "GRUCellCombine", "LSTM_CELL",
+           "LSTM_CELL_GRAD", "LSTM_CELL_GRAD_SUMS", "LSTMCellCombine", "MAX_TERMS",
+           "SummedCellGrad"]
 
 LSTM_CELL = backend.ElementwiseSpec(
     "lstm_cell", "T xi, T xf, T xc, T xo, T hi, T hf, T hc, T ho, T c_prev",
@@ -70,6 +71,26 @@ GRU_CELL_GRAD = backend.ElementwiseSpec(
     "T d_gr = d_o * ho; dho = d_o * gr;"
     "dxr = ((T)1 - gr) * gr * d_gr; dhr = dxr;"
     "dxz = ((T)1 - gz) * gz * d_z; dhz = dxz;")
+
+
+
+def _summing_dh(spec, terms: int):
+    """`spec` reading its output's gradient dh as `terms` addends dh0, dh1, ... (a gradient
+    sum it absorbs, `SummedCellGrad`), added in the order and roundings of add_n's kernel,
+    ((dh0 + dh1) + dh2) + ..."""
+    names = ["dh%d" % k for k in range(terms)]
+    body = "T dh = dh0 + dh1;" + "".join("dh = dh + %s;" % n for n in names[2:])
+    return backend.ElementwiseSpec(
+        "%s_sum%d" % (spec.name, terms),
+        spec.in_params.replace("T dh,", ", ".join("T " + n for n in names) + ",", 1),
+        spec.out_params, body + spec.body)
+
+
+#: the most addends a cell's gradient kernel sums (a GRU's h' has three readers)
+MAX_TERMS = 4
+#: addends -> the cell's gradient kernel summing them first
+LSTM_CELL_GRAD_SUMS = {k: _summing_dh(LSTM_CELL_GRAD, k) for k in range(2, MAX_TERMS + 1)}
+GRU_CELL_GRAD_SUMS = {k: _summing_dh(GRU_CELL_GRAD, k) for k in range(2, MAX_TERMS + 1)}
 
 #: the roles of the arrays the absorbed nodes read and write (see `LSTMCellCombine.roles`)
 ROLES = ("i2h", "h2h", "prev_c", "sum", "slice0", "slice1", "slice2", "slice3", "in_gate",
@@ -162,13 +183,16 @@ class LSTMCellCombine(_CellCombine):
         _kernel(self, xp, LSTM_CELL)(*_blocks(x, hidden), *_blocks(hh, hidden), c_prev,
                                      *_blocks(gates, hidden), c, tc, h)
 
-    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux, dh_more=()):
+        """`dh_more`: more gradients of h', added to the first (`SummedCellGrad`)."""
         c_prev, gates, tc = inputs[2], outputs[2], outputs[3]
         hidden = tc.shape[1]
         dc_out, dh = _head_grads(out_grads[:2], tc.dtype)
         d_x, d_h, d_c = _grad_arrays(xp, in_grads, (gates, gates, tc))
-        _kernel(self, xp, LSTM_CELL_GRAD)(dh, dc_out, *_blocks(gates, hidden), tc, c_prev,
-                                          *_blocks(d_x, hidden), *_blocks(d_h, hidden), d_c)
+        dhs = (dh,) + tuple(dh_more)
+        spec = LSTM_CELL_GRAD_SUMS[len(dhs)] if dh_more else LSTM_CELL_GRAD
+        _kernel(self, xp, spec)(*dhs, dc_out, *_blocks(gates, hidden), tc, c_prev,
+                                *_blocks(d_x, hidden), *_blocks(d_h, hidden), d_c)
 
     def roles(self, xp, inputs: list) -> dict:
         """Every array an absorbed node reads or writes, by role, computed afresh from this
@@ -218,15 +242,17 @@ class GRUCellCombine(_CellCombine):
         _kernel(self, xp, GRU_CELL)(*_blocks(x, hidden, 3), *_blocks(hh, hidden, 3), h_prev,
                                     *_blocks(gates, hidden, 3), h)
 
-    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux, dh_more=()):
+        """`dh_more`: more gradients of h', added to the first (`SummedCellGrad`)."""
         hh, h_prev, gates = inputs[1], inputs[2], outputs[1]
         hidden = h_prev.shape[1]
         (dh,) = _head_grads(out_grads[:1], h_prev.dtype)
         d_x, d_h, d_prev = _grad_arrays(xp, in_grads, (gates, gates, h_prev))
         gr, gz, gc = _blocks(gates, hidden, 3)
-        _kernel(self, xp, GRU_CELL_GRAD)(dh, gr, gz, gc, _blocks(hh, hidden, 3)[2], h_prev,
-                                         *_blocks(d_x, hidden, 3), *_blocks(d_h, hidden, 3),
-                                         d_prev)
+        dhs = (dh,) + tuple(dh_more)
+        spec = GRU_CELL_GRAD_SUMS[len(dhs)] if dh_more else GRU_CELL_GRAD
+        _kernel(self, xp, spec)(*dhs, gr, gz, gc, _blocks(hh, hidden, 3)[2], h_prev,
+                                *_blocks(d_x, hidden, 3), *_blocks(d_h, hidden, 3), d_prev)
 
     def roles(self, xp, inputs: list) -> dict:
         """Every array an absorbed node reads or writes, by role, computed afresh from this
@@ -242,3 +268,53 @@ class GRUCellCombine(_CellCombine):
             x, hh, h_prev, *xs, *hs, xs[0] + hs[0], xs[1] + hs[1], reset, update, reset_h2h_o,
             xs[2] + reset_h2h_o, cand, one_minus, one_minus * cand, update * h_prev, h)))
 
+
+
+class SummedCellGrad(Op):
+    """A fused cell's gradient node that also adds up the gradients of the cell's output h'
+    (`minimod.passes.fuse_grads`): h' read by the next step and by the sequence's output
+    (and by the next GRU cell itself) made the gradient pass sum them with an add_n before
+    the cell's gradient; here the cell's gradient kernel reads them all and adds them, one
+    kernel where there were two.
+
+    `backward` is the cell's gradient op (a BackwardOp) this node stands for: its inputs are
+    that op's, the sum at position `head` replaced by its first addend, and then the
+    `more` other addends; its outputs are that op's. `sum_name` names the add_n, and
+    `arg_shapes` are the cell's argument shapes (the zeros of a gradient nobody asked for),
+    so that the monitor sees both nodes as the gradient pass made them."""
+
+    no_gradient = True
+
+    def __init__(self, backward, head: int, more: int, sum_name: str, arg_shapes: list):
+        super().__init__({})
+        self.backward_op, self.head, self.more = backward, int(head), int(more)
+        self.sum_name, self.arg_shapes = sum_name, [tuple(s) for s in arg_shapes]
+        self.name = "%s+add_n" % backward.name
+
+    def arguments(self) -> list:
+        return self.backward_op.arguments() + ["head_grad_more%d" % k for k in range(self.more)]
+
+    def outputs(self) -> list:
+        return self.backward_op.outputs()
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        bop = self.backward_op
+        own = len(inputs) - self.more
+        out_grads, fwd_in, fwd_out, in_grads, fwd_aux = bop.split_arrays(list(inputs[:own]),
+                                                                         list(out))
+        bop.fwd_op.backward(xp, out_grads, fwd_in, fwd_out, in_grads, fwd_aux,
+                            dh_more=inputs[own:])
+
+    def gradient_reports(self, xp, node_name: str, inputs: list, outputs: list) -> list:
+        bop = self.backward_op
+        total = inputs[self.head]
+        for addend in inputs[len(inputs) - self.more:]:
+            total = total + addend
+        reports = [("%s_output0" % self.sum_name, total)]
+        computed = dict(zip(bop.wanted, outputs))
+        dtype = outputs[0].dtype
+        for i, shape in enumerate(self.arg_shapes):
+            arr = computed.get(i)
+            reports.append(("%s_output%d" % (node_name, i),
+                            xp.zeros(shape, dtype) if arr is None else arr))
+        return reports

@@ -138,7 +138,7 @@ class StepStack(Stack):
     def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
         return []
 
-    def gradient_labels(self, node_name: str) -> list:
+    def gradient_reports(self, xp, node_name: str, inputs: list, outputs: list) -> list:
         return []
 
 
@@ -237,5 +237,5 @@ class StepWeightGrad(Op):
         if not self.no_bias:
             sum_into(xp, g2, 0, out[1])
 
-    def gradient_labels(self, node_name: str) -> list:
-        return ["%s_output0" % name for name in self.sum_names]
+    def gradient_reports(self, xp, node_name: str, inputs: list, outputs: list) -> list:
+        return [("%s_output0" % name, out) for name, out in zip(self.sum_names, outputs)]

@@ -373,10 +373,11 @@ class Op:
         the node itself, or, for a fused op, each node it absorbed with its arrays."""
         return [(node_name, self, list(inputs), list(outputs))]
 
-    def gradient_labels(self, node_name: str) -> list:
-        """Among the gradient nodes (a sum of gradients, a rewrite's node), the name the
-        monitor reports each output by: `<node>_output<k>`; [] to report nothing."""
-        return ["%s_output%d" % (node_name, k) for k in range(self.num_outputs())]
+    def gradient_reports(self, xp, node_name: str, inputs: list, outputs: list) -> list:
+        """Among the gradient nodes (a sum of gradients, a rewrite's node), what the monitor
+        sees of this node after it ran, as (name, array): each output as `<node>_output<k>`;
+        a rewrite's node reports the nodes it stands for, or nothing."""
+        return [("%s_output%d" % (node_name, k), out) for k, out in enumerate(outputs)]
 
     def layout_note(self) -> str:
         """'' or a note for plan listings, such as ' [batch-last in, out]'."""

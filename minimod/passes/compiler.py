@@ -11,7 +11,9 @@ Stages, in order: inference -> rewrites -> gradient -> memory plan.
 - Gradient (`passes.gradient`): backward nodes appended for the arguments whose grad_req is
   not 'null'; their entries take the shapes and dtypes of forward entries. On a GPU, where
   the step stacking runs, the weight gradients of an unrolled RNN's steps are then stacked
-  too (`passes.stack_grads`, listed as 'stack_grads' among the rewrites).
+  too (`passes.stack_grads`), and where the fusion runs, each fused cell's gradient adds up
+  its output's two gradients itself (`passes.fuse_grads`); the listing shows them as
+  'stack_grads' and 'fuse_grads' among the rewrites.
 - Memory plan (`passes.memory`): a storage block per entry, reusing dead ones.
 
 A model-parallel bind (`group2ctx`) passes a `Placement`: the placement pass
@@ -34,10 +36,11 @@ import numpy as np
 from ..base import BindError, ShapeError
 from ..graph import Graph
 from ..ops.registry import fmt_shape, shape_is_known
+from .fuse_grads import fuse_gradient_sums
 from .gradient import build_gradient
 from .infer import infer_graph_shapes, infer_graph_types
 from .memory import MemoryPlan, entry_nbytes, plan_memory
-from .options import STACK, CompileOptions
+from .options import FUSE, STACK, CompileOptions
 from .placement import Placement, place
 from .stack_grads import stack_weight_grads
 
@@ -249,17 +252,25 @@ def _placed(bwd: _Backward, fwd: Graph, wrt: list, placement: Placement) -> _Bac
         placed.num_forward_nodes, {}, placed.devices, placed.entry_map)
 
 
-def _stacked_grads(bwd: _Backward, num_outputs: int, ctx, ran: tuple) -> tuple:
-    """(`bwd` with the weight gradients of unrolled steps stacked (`passes.stack_grads`),
-    `ran` with whether that changed anything). Its `sources` are left empty: only placement
-    reads them, and a placed plan does not stack."""
-    graph, shapes, dtypes = stack_weight_grads(bwd.graph, bwd.shapes, bwd.dtypes,
-                                               bwd.num_forward_nodes, ctx)
-    if graph is bwd.graph:
-        return bwd, ran + (("stack_grads", False),)
-    grad_eids = dict(zip(bwd.grad_eids, graph.output_eids[num_outputs:]))
-    return bwd._replace(graph=graph, shapes=shapes, dtypes=dtypes, grad_eids=grad_eids,
-                        sources={}), ran + (("stack_grads", True),)
+def _gradient_rewrites(bwd: _Backward, num_outputs: int, options: CompileOptions, ctx,
+                       ran: tuple) -> tuple:
+    """(`bwd` after the rewrites of the graph with its gradient nodes, `ran` with each and
+    whether it changed anything): on GPUs the stacking of an unrolled RNN's weight gradients
+    (`passes.stack_grads`, with the step stacking) and the fused cells' gradient sums
+    (`passes.fuse_grads`, with the fusion). The result's `sources` are left empty: only
+    placement reads them, and a placed plan runs neither."""
+    for rewrite, name, switch in ((stack_weight_grads, "stack_grads", STACK),
+                                  (fuse_gradient_sums, "fuse_grads", FUSE)):
+        if switch not in options.rewrites:
+            continue
+        graph, shapes, dtypes = rewrite(bwd.graph, bwd.shapes, bwd.dtypes,
+                                        bwd.num_forward_nodes, ctx)
+        ran += ((name, graph is not bwd.graph),)
+        if graph is not bwd.graph:
+            grad_eids = dict(zip(bwd.grad_eids, graph.output_eids[num_outputs:]))
+            bwd = bwd._replace(graph=graph, shapes=shapes, dtypes=dtypes, grad_eids=grad_eids,
+                               sources={})
+    return bwd, ran
 
 
 def _rewrites_for(options: CompileOptions, placement: Optional[Placement]) -> tuple:
@@ -313,8 +324,8 @@ def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str
     arg_names = tuple(fwd.nodes[i].name for i in fwd.argument_ids())
     wrt = [n for n in arg_names if grad_req.get(n, "null") != "null"]
     bwd = _differentiate(facts, wrt)
-    if wrt and placement is None and STACK in options.rewrites:
-        bwd, ran = _stacked_grads(bwd, len(fwd.outputs), ctx, ran)
+    if wrt and placement is None:
+        bwd, ran = _gradient_rewrites(bwd, len(fwd.outputs), options, ctx, ran)
     if placement is not None:
         bwd = _placed(bwd, fwd, wrt, placement)
     direct = _direct_grads(bwd, grad_req)

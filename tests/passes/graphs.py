@@ -121,6 +121,16 @@ def monitored(exe, is_train=False):
     return got
 
 
+def gradient_steps(exe, steps: int) -> list:
+    """The gradients (name -> values) after each of `steps` forward-backward passes."""
+    seen = []
+    for _ in range(steps):
+        exe.forward(is_train=True)
+        exe.backward()
+        seen.append({k: g.asnumpy() for k, g in exe.grad_dict.items() if g is not None})
+    return seen
+
+
 def fit_convnet(sym, contexts, batch_size):
     """A Module on `contexts` after two epochs of `fit` (SGD with momentum, Xavier) over 12
     fixed samples of CONVNET_SHAPES's data, with the iterator it ran over."""

@@ -92,7 +92,7 @@ def test_debug_str_lists_the_rewrites_and_the_graph_that_runs():
     exe = convnet().simple_bind(mx.cpu(), **CONVNET_SHAPES)
     lines = exe.debug_str().split("\n")
     assert lines[1] == ("Rewrites: cse (no change), device (no change), fuse, stack_steps (no "
-                        "change), batch_last, stack_grads (no change)")
+                        "change), batch_last, stack_grads (no change), fuse_grads (no change)")
     assert any(line.startswith("[fwd] pool1 (Activation+Pooling") for line in lines)
     assert not any(line.startswith("[fwd] act1 ") for line in lines)
     with fusion(False), layouts(False):

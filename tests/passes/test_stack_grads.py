@@ -20,6 +20,7 @@ from minimod.passes.gradient import BackwardOp
 
 from ..conftest import needs_gpu
 from ..fake_cuda_graphs import captured_kernels
+from .graphs import gradient_steps
 
 
 def _rnn(merge=True, gru=False, seq_len=4, begin=False):
@@ -130,12 +131,7 @@ def _train(sym, shapes, stacked, grad_req="write", steps=2):
     for grad in exe.grad_dict.values():
         if grad is not None:
             grad[:] = 0.5
-    seen = []
-    for _ in range(steps):
-        exe.forward(is_train=True)
-        exe.backward()
-        seen.append({k: g.asnumpy() for k, g in exe.grad_dict.items() if g is not None})
-    return exe, seen
+    return exe, gradient_steps(exe, steps)
 
 
 @needs_gpu
@@ -222,4 +218,5 @@ def test_the_step_weight_gradient_reads_its_runs():
     xs = [begin] + [rest[t, :, 0] for t in (1, 2, 3)]
     np.testing.assert_allclose(out[0], sum(g[t].T @ xs[t] for t in range(4)), rtol=1e-12)
     np.testing.assert_allclose(out[1], g.sum((0, 1)), rtol=1e-12)
-    assert op.gradient_labels("n") == ["w_sum_output0", "b_sum_output0"]
+    assert op.gradient_reports(np, "n", [g, begin, rest], out) == [("w_sum_output0", out[0]),
+                                                                  ("b_sum_output0", out[1])]
