@@ -27,7 +27,8 @@ GPU_TEST_FILES = ["tests/test_gpu_backend.py", "tests/ops/test_gpu_ops.py",
                   "tests/executor/test_graph_random.py", "tests/executor/test_graph_coverage.py",
                   "tests/passes/test_fuse_cells.py", "tests/kernels/test_softmax_rows.py",
                   "tests/kernels/test_joins.py", "tests/passes/test_stack_steps.py",
-                  "tests/passes/test_stack_grads.py", "tests/passes/test_fuse_grads.py"]
+                  "tests/passes/test_stack_grads.py", "tests/passes/test_fuse_grads.py",
+                  "tests/passes/test_cell_bias.py"]
 
 
 def _run_on_stand_in(files, **env_extra) -> str:

@@ -5,10 +5,10 @@ In an unrolled RNN whose outputs are used (merged into one sequence, or each ste
 step's output h' is read twice: by the next step's recurrent product and by the sequence's
 output. The gradient pass sums its two gradients with an `add_n` just before the cell's
 gradient node: one kernel a step, 34 of an unrolled LSTM's 244 over 35 steps. Where the
-fusion pass made the cell one op (`LSTMCellCombine`, `GRUCellCombine`), this pass gives the
-cell's gradient node the addends instead (`SummedCellGrad`, minimod/kernels/fused_cells.py),
-and its kernel adds them as it reads them, in add_n's order and roundings, so the numbers do
-not change.
+fusion pass made the cell one op (`LSTMCellCombine`, `GRUCellCombine`, or a form of them),
+this pass gives the cell's gradient node the addends instead (`SummedCellGrad`,
+minimod/kernels/fused_cells.py), and its kernel adds them as it reads them, in add_n's order
+and roundings, so the numbers do not change.
 
 An add_n qualifies when it is a gradient sum of two to four entries (a GRU's h' has three
 readers: the next cell too) that the cell's gradient node alone reads, as the gradient of the
@@ -36,11 +36,12 @@ def fuse_gradient_sums(graph: Graph, shapes: list, dtypes: list, first: int, ctx
     if ctx is None or ctx.device_type != "gpu":
         return graph, shapes, dtypes
     nodes, consumers, outputs = graph.nodes, graph.consumers(), set(graph.output_eids)
-    forward = {id(nodes[nid].op): nid for nid in range(first) if type(nodes[nid].op) in _CELLS}
+    forward = {id(nodes[nid].op): nid for nid in range(first)
+               if isinstance(nodes[nid].op, _CELLS)}
     ops, inputs, drop = [n.op for n in nodes], {}, set()
     for nid in range(first, len(nodes)):
         op = nodes[nid].op
-        if not isinstance(op, BackwardOp) or type(op.fwd_op) not in _CELLS:
+        if not isinstance(op, BackwardOp) or not isinstance(op.fwd_op, _CELLS):
             continue
         head = op.fwd_op.OUTPUTS.index("out")
         eid = graph.input_eids[nid][head]

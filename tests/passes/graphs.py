@@ -131,6 +131,38 @@ def gradient_steps(exe, steps: int) -> list:
     return seen
 
 
+def without_rewrite(graph, shapes, dtypes, first, ctx):
+    """In place of a rewrite of the graph with its gradient nodes (`minimod.passes.compiler`
+    calls them by name): no change."""
+    return graph, shapes, dtypes
+
+
+def captured_with_and_without(monkeypatch, rewrite: str, sym, shapes, steps=3) -> tuple:
+    """({True: kernels, False: kernels}, {True: gradients, False: gradients}) of `steps`
+    training steps of `sym` on gpu(0), captured as CUDA graphs on the CuPy stand-in, with
+    every rewrite (True) and with the compiler's `rewrite` changing nothing (False)."""
+    import pytest
+
+    from minimod import backend
+    from minimod.passes import compiler
+
+    from ..fake_cuda_graphs import captured_kernels
+    if not hasattr(backend._cupy, "host_reads"):
+        pytest.skip("counts the stand-in's recorded kernels")
+    monkeypatch.setenv("MINIMOD_CUDA_GRAPHS", "1")
+    kernels, grads = {}, {}
+    for on in (True, False):
+        if not on:
+            monkeypatch.setattr(compiler, rewrite, without_rewrite)
+        exe = sym.simple_bind(mx.gpu(0), **shapes)
+        rng = np.random.RandomState(0)
+        for arr in exe.arg_dict.values():
+            arr[:] = rng.uniform(-1, 1, arr.shape)
+        grads[on] = gradient_steps(exe, steps)
+        kernels[on] = captured_kernels(exe)
+    return kernels, grads
+
+
 def fit_convnet(sym, contexts, batch_size):
     """A Module on `contexts` after two epochs of `fit` (SGD with momentum, Xavier) over 12
     fixed samples of CONVNET_SHAPES's data, with the iterator it ran over."""

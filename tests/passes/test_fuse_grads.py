@@ -11,14 +11,12 @@ import numpy as np
 import pytest
 
 import minimod as mx
-from minimod import backend
 from minimod.kernels.fused_cells import SummedCellGrad
 from minimod.passes import compiler, fusion
 from minimod.passes.compiler import compile_graph
 
 from ..conftest import needs_gpu
-from ..fake_cuda_graphs import captured_kernels
-from .graphs import gradient_steps
+from .graphs import captured_with_and_without, gradient_steps, without_rewrite
 
 
 def _rnn(gru=False, seq_len=4, merge=True):
@@ -65,11 +63,6 @@ def test_cpu_plans_and_fusion_off_keep_the_sums():
     assert not _summed(plan) and ("fuse_grads", True) not in plan.rewrites
 
 
-def _unfused(graph, shapes, dtypes, first, ctx):
-    """In place of the pass: the add_n kept."""
-    return graph, shapes, dtypes
-
-
 def _train(sym, shapes, monitor=None, steps=2):
     exe = sym.simple_bind(mx.gpu(0), **shapes)
     rng = np.random.RandomState(0)
@@ -88,7 +81,7 @@ def test_fused_sums_compute_what_the_add_n_computed(case, monkeypatch):
     runs = {}
     for fused in (True, False):
         if not fused:
-            monkeypatch.setattr(compiler, "fuse_gradient_sums", _unfused)
+            monkeypatch.setattr(compiler, "fuse_gradient_sums", without_rewrite)
         seen = {}
         exe, grads = _train(sym, shapes, seen)
         assert bool(_summed(exe._plan)) == fused
@@ -107,14 +100,9 @@ def test_fused_sums_compute_what_the_add_n_computed(case, monkeypatch):
 
 @needs_gpu
 def test_a_captured_step_holds_a_kernel_fewer_per_step(monkeypatch):
-    if not hasattr(backend._cupy, "host_reads"):
-        pytest.skip("counts the stand-in's recorded kernels")
-    monkeypatch.setenv("MINIMOD_CUDA_GRAPHS", "1")
-    sym, shapes = _rnn(seq_len=8)
-    kernels = {}
-    for fused in (True, False):
-        if not fused:
-            monkeypatch.setattr(compiler, "fuse_gradient_sums", _unfused)
-        exe, _ = _train(sym, shapes, steps=3)
-        kernels[fused] = captured_kernels(exe)
+    kernels, grads = captured_with_and_without(monkeypatch, "fuse_gradient_sums",
+                                               *_rnn(seq_len=8))
     assert kernels[False] - kernels[True] == 7, kernels
+    for got, want in zip(grads[True], grads[False]):
+        for k in want:
+            np.testing.assert_array_equal(got[k], want[k], err_msg=k)
