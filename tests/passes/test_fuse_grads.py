@@ -5,12 +5,13 @@ of the cell's output and adds them itself, where the gradient pass put an add_n 
 Which nodes it changes is checked on compiled plans everywhere. The executor cases need a
 GPU or the CuPy stand-in (tests/test_fake_gpu.py runs this file on it). The kernel adds the
 two as the add_n did, one rounding, so gradients and what the monitor sees must equal the
-unfused gradient nodes' bit for bit.
+unfused gradient nodes' bit for bit on the stand-in (to rounding where NVRTC compiles).
 """
 import numpy as np
 import pytest
 
 import minimod as mx
+from minimod import backend
 from minimod.kernels.fused_cells import SummedCellGrad
 from minimod.passes import compiler, fusion
 from minimod.passes.compiler import compile_graph
@@ -87,15 +88,20 @@ def test_fused_sums_compute_what_the_add_n_computed(case, monkeypatch):
         assert bool(_summed(exe._plan)) == fused
         runs[fused] = grads, seen
     (grads, seen), (want_grads, want_seen) = runs[True], runs[False]
+    # bit for bit where the stand-in evaluates the kernel bodies; NVRTC may contract a product
+    # and a sum elsewhere in a kernel into one rounding
+    same = (np.testing.assert_array_equal if hasattr(backend._cupy, "host_reads") else
+            lambda a, b, err_msg: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6,
+                                                             err_msg=err_msg))
     for got, want in zip(grads, want_grads):
         assert got.keys() == want.keys()
         for k in got:
-            np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+            same(got[k], want[k], err_msg=k)
     # the monitor sees the sums and the cells' gradients by their names, as before
     assert sorted(seen) == sorted(want_seen)
     assert any(name.endswith("_grad_sum_output0") for name in seen)
     for name in seen:
-        np.testing.assert_array_equal(seen[name], want_seen[name], err_msg=name)
+        same(seen[name], want_seen[name], err_msg=name)
 
 
 @needs_gpu
