@@ -17,17 +17,15 @@ reset gate and reads it again backward, so it keeps its product as written.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..graph import Graph
 from ..kernels.cell_bias import BiasedLSTMCell, ProductForCell
 from ..kernels.fused_cells import LSTMCellCombine
 from ..ops.dense import FullyConnected
 from .gradient import BackwardOp
+from .infer import FLOAT_DTYPES
 
 __all__ = ["add_biases_in_cells"]
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def add_biases_in_cells(graph: Graph, shapes: list, dtypes: list, first: int, ctx=None):
@@ -50,7 +48,7 @@ def add_biases_in_cells(graph: Graph, shapes: list, dtypes: list, first: int, ct
         fc = nodes[fid].op
         data = graph.input_eids[fid][0] if fc is not None else None
         if (type(fc) is not FullyConnected or fc.attrs.no_bias or consumers[eid] != [cid]
-                or eid in outputs or len(shapes[data]) != 2 or dtypes[data] not in _FLOATS
+                or eid in outputs or len(shapes[data]) != 2 or dtypes[data] not in FLOAT_DTYPES
                 or uses[id(fc)] != 1 or uses[id(cell.op)] != 1):
             continue
         ops[fid] = new_op[id(fc)] = ProductForCell.of(fc)

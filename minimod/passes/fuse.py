@@ -24,14 +24,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
 from ..graph import Graph
 from ..kernels.fused import ActivationMaxPooling
 from ..kernels.fused_cells import GRUCellCombine, LSTMCellCombine
 from ..ops.activation import Activation
 from ..ops.join_split import SliceChannel
 from ..ops.scalar import RminusScalarOp
+from .infer import FLOAT_DTYPES
 
 __all__ = ["fuse"]
 
@@ -247,7 +246,7 @@ def _split_shape(graph: Graph, sid: int, parts: int, shapes: Sequence, dtypes: S
     a = node.op.attrs
     shape = shapes[graph.entry_id(node.inputs[0])]
     if (a.num_outputs != parts or a.squeeze_axis or shape is None or len(shape) != 2
-            or a.axis not in (1, -1) or dtypes[graph.row_ptr[sid]] not in _FLOATS):
+            or a.axis not in (1, -1) or dtypes[graph.row_ptr[sid]] not in FLOAT_DTYPES):
         return None
     return shape
 
@@ -264,7 +263,6 @@ def _only_reader(graph: Graph, eid: int, kind, act=None):
 
 #: the activation of each gate, in SliceChannel's order (i, f, candidate, o)
 _GATES = ("sigmoid", "sigmoid", "tanh", "sigmoid")
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _BINARY = {"add": ("elemwise_add", "broadcast_add"), "mul": ("elemwise_mul", "broadcast_mul")}
 
 

@@ -15,7 +15,11 @@ from ..base import DTypeError, MXNetError, ShapeError
 from ..graph import DTYPE_MX_TO_NP, Graph, parse_shape_attr
 from ..ops.registry import fmt_shape, merge_shape, shape_is_known
 
-__all__ = ["infer_graph_shapes", "infer_graph_types", "variable_shape_attr"]
+__all__ = ["FLOAT_DTYPES", "infer_graph_shapes", "infer_graph_types", "variable_shape_attr"]
+
+#: float32 and float64: the dtypes the GPU rewrites take (the fused kernels are written for
+#: them, and the products they make go through cuBLAS directly)
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 _MAX_SWEEPS = 50
 

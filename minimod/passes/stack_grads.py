@@ -36,17 +36,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
-
 from ..graph import Entry, Graph, Node
 from ..kernels.time_steps import StepStack, StepWeightGrad
 from ..ops.binary import AddNOp
 from ..ops.dense import FullyConnected
 from .gradient import BackwardOp
+from .infer import FLOAT_DTYPES
 
 __all__ = ["stack_weight_grads"]
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _WEIGHT, _BIAS = 1, 2  # FullyConnected's argument positions
 
 
@@ -111,7 +109,7 @@ def _stackable(graph: Graph, shapes: list, dtypes: list, members: tuple, sums: d
     if len(data) != 1 or len(heads) != 1:
         return False
     (shape, dtype), = data
-    return shape is not None and len(shape) == 2 and dtype in _FLOATS
+    return shape is not None and len(shape) == 2 and dtype in FLOAT_DTYPES
 
 
 def _argument(graph: Graph, bid: int, arg: int) -> int:

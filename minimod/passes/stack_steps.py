@@ -32,16 +32,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
 from ..graph import Entry, Graph, Node
 from ..kernels.time_steps import StepProjection, StepSplit, StepStack, TimeMajorConcat
 from ..ops.dense import FullyConnected
 from ..ops.join_split import Concat, SliceChannel
+from .infer import FLOAT_DTYPES
 
 __all__ = ["stack_steps"]
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def stack_steps(graph: Graph, shapes: Sequence, dtypes: Sequence, ctx=None) -> Graph:
@@ -88,7 +86,7 @@ def _time_axis(graph: Graph, sid: int, shapes: Sequence, dtypes: Sequence):
         return None
     eid = graph.entry_id(graph.nodes[sid].inputs[0])
     shape = shapes[eid]
-    if shape is None or len(shape) != 3 or None in shape or dtypes[eid] not in _FLOATS:
+    if shape is None or len(shape) != 3 or None in shape or dtypes[eid] not in FLOAT_DTYPES:
         return None
     axis = op.attrs.axis % 3
     return axis if axis in (0, 1) else None
