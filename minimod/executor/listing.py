@@ -89,10 +89,11 @@ def placement_text(plan: Plan) -> str:
 def _node_note(plan: Plan, nid: int) -> str:
     """What the step line says after the op's name: a copy's devices, a layout note, and
     ' [in place]' for a step whose outputs the memory plan put where their values already
-    are (it runs nothing)."""
+    are (it runs nothing), ' [nothing to do]' for one without outputs."""
     graph = plan.graph
     node = graph.nodes[nid]
-    idle = " [in place]" if nid in plan.memory.idle_nodes else ""
+    idle = "" if nid not in plan.memory.idle_nodes else (
+        " [in place]" if node.num_outputs() else " [nothing to do]")
     if plan.devices is not None and is_copy(node.op):
         source = plan.devices[graph.input_eids[nid][-1]]
         return " %s -> %s%s" % (source, plan.devices[graph.row_ptr[nid]], idle)

@@ -142,7 +142,7 @@ def _gradient_reports(step: Step, plan) -> list:
     """(label, array or None, shape and dtype of the zeros reported in its place) per value
     `BackwardOp` node `step` reports."""
     node, op = step.node, step.node.op
-    n_args = len(op.fwd_op.arguments())
+    n_args = len(op.fwd_op.gradient_arguments())
     computed = dict(zip(op.wanted, step.outputs))
     inputs = _forward_inputs(plan, op.fwd_op)
     reports = []

@@ -74,6 +74,9 @@ class BiasedLSTMCell(LSTMCellCombine):
         super().__init__(plain.absorbed)
         self.plain = plain
 
+    def gradient_arguments(self) -> list:
+        return self.plain.arguments()
+
     def infer_shape(self, in_shapes: list, out_shapes: list):
         _cell_shapes(self, in_shapes, out_shapes, 4, cells=(0, 1, 3), gates=2)
         wide = in_shapes[0] or in_shapes[1]

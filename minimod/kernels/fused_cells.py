@@ -73,7 +73,6 @@ GRU_CELL_GRAD = backend.ElementwiseSpec(
     "dxz = ((T)1 - gz) * gz * d_z; dhz = dxz;")
 
 
-
 def _summing_dh(spec, terms: int):
     """`spec` reading its output's gradient dh as `terms` addends dh0, dh1, ... (a gradient
     sum it absorbs, `SummedCellGrad`), added in the order and roundings of add_n's kernel,
@@ -211,7 +210,6 @@ class LSTMCellCombine(_CellCombine):
         return arrays
 
 
-
 #: the roles of the arrays GRUCellCombine's absorbed nodes read and write
 GRU_ROLES = ("i2h", "h2h", "prev_h", "i2h_r", "i2h_z", "i2h_o", "h2h_r", "h2h_z", "h2h_o",
              "sum_r", "sum_z", "reset", "update", "reset_h2h_o", "sum_o", "candidate",
@@ -267,7 +265,6 @@ class GRUCellCombine(_CellCombine):
         return dict(zip(GRU_ROLES, (
             x, hh, h_prev, *xs, *hs, xs[0] + hs[0], xs[1] + hs[1], reset, update, reset_h2h_o,
             xs[2] + reset_h2h_o, cand, one_minus, one_minus * cand, update * h_prev, h)))
-
 
 
 class SummedCellGrad(Op):

@@ -373,6 +373,11 @@ class Op:
         the node itself, or, for a fused op, each node it absorbed with its arrays."""
         return [(node_name, self, list(inputs), list(outputs))]
 
+    def gradient_arguments(self) -> list:
+        """The arguments whose gradients this op's gradient node reports to the monitor: all
+        of them, less an input a rewrite added that carries no gradient."""
+        return self.arguments()
+
     def gradient_reports(self, xp, node_name: str, inputs: list, outputs: list) -> list:
         """Among the gradient nodes (a sum of gradients, a rewrite's node), what the monitor
         sees of this node after it ran, as (name, array): each output as `<node>_output<k>`;

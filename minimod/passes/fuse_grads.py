@@ -1,5 +1,5 @@
-"""The gradient-sum fusion (GPUs): a fused RNN cell's gradient node adds up the two gradients
-of the cell's output itself.
+"""The gradient-sum fusion (GPUs): a fused RNN cell's gradient node adds up the gradients of
+the cell's output itself.
 
 In an unrolled RNN whose outputs are used (merged into one sequence, or each step's), every
 step's output h' is read twice: by the next step's recurrent product and by the sequence's
@@ -52,7 +52,8 @@ def fuse_gradient_sums(graph: Graph, shapes: list, dtypes: list, first: int, ctx
                 or eid in outputs):
             continue
         cell = forward[id(op.fwd_op)]
-        arg_shapes = [shapes[e] for e in graph.input_eids[cell][:len(op.fwd_op.ARGUMENTS)]]
+        count = len(op.fwd_op.gradient_arguments())
+        arg_shapes = [shapes[e] for e in graph.input_eids[cell][:count]]
         ins = list(nodes[nid].inputs)
         ins[head] = terms[0]
         inputs[nid] = ins + list(terms[1:])

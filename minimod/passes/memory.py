@@ -33,9 +33,10 @@ class MemoryPlan:
     """`storage[eid]` is a block id (-1: external) and `offsets[eid]` where in the block the
     entry starts, in bytes; `block_bytes[sid]` is a block's size, `block_devices[sid]` its
     device (None when the plan is for one device). `idle_nodes` are the ids of the nodes whose
-    outputs the plan put where their values already are (views, parts, assembled joins): their
-    steps compute nothing. `inplace_hits` counts outputs that took over a dying input's block,
-    `view_hits` outputs placed as views, parts or join pieces."""
+    outputs the plan put where their values already are (views, parts, assembled joins), and
+    of any without outputs: their steps compute nothing. `inplace_hits` counts outputs that
+    took over a dying input's block, `view_hits` outputs placed as views, parts or join
+    pieces."""
 
     storage: tuple
     block_bytes: tuple
@@ -205,6 +206,8 @@ class _Planner:
         graph = self.graph
         ins, first, end = graph.input_eids[nid], graph.row_ptr[nid], graph.row_ptr[nid + 1]
         outs = range(first, end)
+        if first == end:  # a node without outputs, there for the monitor, computes nothing
+            self.idle.add(nid)
         if nid in self.reserved:  # a join whose pieces were written into its block
             self.put(first, self.reserved[nid], 0)
             if all(self.storage[e] == self.reserved[nid] and self.offsets[e] == off

@@ -97,10 +97,12 @@ REWRITES = (CSE, DEVICE, FUSE, STACK, BATCH_LAST)
 class CompileOptions:
     """Everything `compile_graph` is told besides the graph, its inputs and the device.
 
-    `rewrites` run in the order given; `inplace` lets an output take over a dying input's
-    block where the op allows it; `reuse_memory=False` gives every entry its own block (the
-    baseline of the plan-safety tests); `default_dtype` is the dtype of variables that
-    nothing else types.
+    `rewrites` run in the order given, on the forward graph; with `STACK` (`FUSE`) among
+    them, the rewrites of the graph with its gradient nodes that come with it run after the
+    gradient pass (`compiler._gradient_rewrites`). `inplace` lets an output take over a dying
+    input's block where the op allows it; `reuse_memory=False` gives every entry its own
+    block (the baseline of the plan-safety tests); `default_dtype` is the dtype of variables
+    that nothing else types.
     """
 
     rewrites: tuple = REWRITES

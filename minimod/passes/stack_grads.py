@@ -24,7 +24,8 @@ A group is the FullyConnected gradient nodes whose weight gradients one `add_n` 
 nothing else reads, two or more, with one weight, the same attributes and 2-D float32 or
 float64 data of one shape; their bias gradients must be summed alike by one `add_n`, or not
 asked for. A step's node left with nothing to compute (the first step's, when nobody asks
-for the gradient of its begin state) goes.
+for the gradient of its begin state) stays, without outputs: it runs nothing, and is there
+for the monitor.
 
 It runs where `stack_steps` runs (GPU plans; not with `stacking(False)` or `fusion(False)`)
 and on one device only: a placed plan (`group2ctx`) keeps its nodes. The products add in
@@ -34,7 +35,8 @@ numbers. The monitor sees what it saw: each step's node with all its gradients (
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
+from typing import NamedTuple, Optional
 
 from ..graph import Entry, Graph, Node
 from ..kernels.time_steps import StepStack, StepWeightGrad
@@ -85,14 +87,15 @@ def _summed(graph: Graph, nid: int, consumers: list):
     for eid in graph.input_eids[nid]:
         bid = graph.entry_node(eid)
         op = graph.nodes[bid].op
-        if (not isinstance(op, BackwardOp) or not isinstance(op.fwd_op, FullyConnected)
+        if (not isinstance(op, BackwardOp) or type(op.fwd_op) is not FullyConnected
                 or consumers[eid] != [nid]):
             return None
         members.append(bid)
         args.add(op.wanted[eid - graph.row_ptr[bid]])
     if len(args) != 1 or len(set(members)) != len(members) or not args <= {_WEIGHT, _BIAS}:
         return None
-    # gradient nodes come in reverse order of their forward nodes
+    # the gradient pass makes gradient nodes in the reverse order of their forward nodes, so
+    # this is the steps' order (which only decides how the steps' data join into runs)
     return tuple(sorted(members, reverse=True)), args.pop()
 
 
@@ -130,7 +133,7 @@ def _rebuild(graph: Graph, shapes: list, dtypes: list, groups: list, first: int)
         for bid in group.members:
             op = nodes[bid].op
             keep = tuple(a for a in op.wanted if a not in group.sums)
-            ops[bid] = BackwardOp(op.fwd_op, keep, moved=tuple(group.sums)) if keep else None
+            ops[bid] = BackwardOp(op.fwd_op, keep, moved=tuple(sorted(group.sums)))
     pieces = _stacked_steps(graph, first)
     moved: dict = {}  # (id(old node), output) -> the entry standing for it from now on
     copies: dict = {}
@@ -144,7 +147,7 @@ def _rebuild(graph: Graph, shapes: list, dtypes: list, groups: list, first: int)
         for group in before.get(nid, ()):
             kept += _stacked(graph, group, pieces, entry, moved, facts)
         op = ops.get(nid, node.op)
-        if nid in drop or (nid in ops and op is None):
+        if nid in drop:
             continue
         ins = [entry(e) for e in node.inputs]
         if op is not node.op or any(a.node is not b.node for a, b in zip(ins, node.inputs)):
@@ -188,17 +191,17 @@ def _sources(graph: Graph, data: list, pieces: dict, entry, facts: dict, name: s
     steps' `data`, run by run (`_runs`)."""
     runs, sources, joins = [], [], []
     for run in _runs(graph, data, pieces):
-        runs.append((run[1], run[2]))
-        if run[0] is not None:  # a forward stack of the steps' outputs
-            sources.append(entry(Entry(graph.nodes[run[0]], 0)))
-        elif run[2] == 1:
-            sources.append(entry(_entry(graph, run[3][0])))
+        runs.append((run.start, len(run.entries)))
+        if run.stack is not None:  # a forward stack of the steps' outputs
+            sources.append(entry(Entry(graph.nodes[run.stack], 0)))
+        elif len(run.entries) == 1:
+            sources.append(entry(_entry(graph, run.entries[0])))
         else:  # the steps' data joined for the product, in place where the plan can
-            join = Node(StepStack(run[2]), "%s_step_data%d" % (name, len(joins)), {},
-                        [entry(_entry(graph, e)) for e in run[3]])
-            first = _entry(graph, run[3][0])
+            join = Node(StepStack(len(run.entries)), "%s_step_data%d" % (name, len(joins)), {},
+                        [entry(_entry(graph, e)) for e in run.entries])
+            first = _entry(graph, run.entries[0])
             step_shape, dtype = facts[(id(first.node), first.index)]
-            facts[(id(join), 0)] = ((run[2],) + tuple(step_shape), dtype)
+            facts[(id(join), 0)] = ((len(run.entries),) + tuple(step_shape), dtype)
             joins.append(join)
             sources.append(Entry(join, 0))
     return runs, sources, joins
@@ -227,25 +230,33 @@ def _viewed(graph: Graph, eid: int) -> int:
         eid = src[0]
 
 
+@dataclasses.dataclass
+class _Run:
+    """Consecutive steps whose data lie together: parts `start`, `start + 1`, ... of forward
+    StepStack node `stack`, or (`stack` None) entries no stack joins, to be joined."""
+
+    stack: Optional[int]
+    start: int
+    entries: list  # the steps' data entry ids
+
+
 def _runs(graph: Graph, data: list, pieces: dict) -> list:
-    """The steps' `data` in order as runs: [stack node id, start, count] for consecutive
-    parts of one forward StepStack, [None, 0, count, [entry ids]] for consecutive entries no
-    stack joins (made by nodes: a variable, such as a begin state the user feeds, is a run
-    of its own)."""
+    """The steps' `data` in order as `_Run`s. A variable (a begin state the user feeds) is
+    a run of its own: a join cannot hold it in place."""
     runs: list = []
     for eid in data:
         hit = pieces.get(eid)
         last = runs[-1] if runs else None
-        if hit and last and last[0] == hit[0] and last[1] + last[2] == hit[1]:
-            last[2] += 1
+        if (hit and last and last.stack == hit[0]
+                and last.start + len(last.entries) == hit[1]):
+            last.entries.append(eid)
         elif hit:
-            runs.append([hit[0], hit[1], 1])
-        elif (last and last[0] is None and _made(graph, eid)
-              and _made(graph, last[3][-1])):
-            last[2] += 1
-            last[3].append(eid)
+            runs.append(_Run(hit[0], hit[1], [eid]))
+        elif (last and last.stack is None and _made(graph, eid)
+              and _made(graph, last.entries[-1])):
+            last.entries.append(eid)
         else:
-            runs.append([None, 0, 1, [eid]])
+            runs.append(_Run(None, 0, [eid]))
     return runs
 
 

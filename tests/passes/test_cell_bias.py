@@ -15,12 +15,12 @@ import minimod as mx
 from minimod import backend
 from minimod.kernels.cell_bias import LSTM_CELL_BIASED, BiasedLSTMCell, ProductForCell
 from minimod.kernels.fused_cells import SummedCellGrad
-from minimod.passes import fusion
+from minimod.passes import compiler, fusion
 from minimod.passes.compiler import compile_graph
 from minimod.passes.gradient import BackwardOp
 
 from ..conftest import needs_gpu
-from .graphs import captured_with_and_without
+from .graphs import captured_with_and_without, gradient_steps, without_rewrite
 
 
 def _rnn(gru=False, seq_len=4):
@@ -54,12 +54,11 @@ def test_each_lstm_cell_reads_its_recurrent_bias(req):
         assert len(plan.graph.nodes) == plan.num_forward_nodes
         return
     # the gradient nodes run the new ops: their gradients are FullyConnected's and the cell's
-    # (the first step's product has none left: its weight's and bias's are stacked, and its
-    # data is the begin state; the cells' may absorb a sum)
+    # (the cells' may absorb a sum)
     bwd = [n.op.backward_op if type(n.op) is SummedCellGrad else n.op
            for n in plan.graph.nodes if isinstance(n.op, (BackwardOp, SummedCellGrad))]
     ran = {id(op.fwd_op) for op in bwd}
-    assert [id(n.op) in ran for n in products + cells] == [False] + [True] * 7
+    assert all(id(n.op) in ran for n in products + cells)
     assert ("cell_bias", True) in plan.rewrites
 
 
@@ -91,3 +90,29 @@ def test_a_captured_step_holds_a_kernel_fewer_per_step(monkeypatch):
     for got, want in zip(grads[True], grads[False]):
         for k in want:
             np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+@needs_gpu
+def test_the_monitor_sees_the_same_names_and_values(monkeypatch):
+    """The cell's bias input carries no gradient: its gradient node reports the plain
+    cell's three arguments, and the product node h W^T + b."""
+    monkeypatch.setenv("MINIMOD_CUDA_GRAPHS", "0")
+    sym, shapes = _rnn()
+    seen = {}
+    for biased in (True, False):
+        if not biased:
+            monkeypatch.setattr(compiler, "add_biases_in_cells", without_rewrite)
+        exe = sym.simple_bind(mx.gpu(0), **shapes)
+        rng = np.random.RandomState(0)
+        for arr in exe.arg_dict.values():
+            arr[:] = rng.uniform(-1, 1, arr.shape)
+        got = {}
+        exe.set_monitor_callback(lambda name, arr: got.__setitem__(name, arr.asnumpy()),
+                                 monitor_all=True)
+        gradient_steps(exe, 1)
+        seen[biased] = got
+    assert sorted(seen[True]) == sorted(seen[False])
+    assert {"l_t1_h2h_output", "l_t1_state_backward_output2"} <= set(seen[True])
+    for name, value in seen[True].items():
+        np.testing.assert_allclose(value, seen[False][name], rtol=1e-6, atol=1e-7,
+                                   err_msg=name)

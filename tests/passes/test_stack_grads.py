@@ -58,12 +58,16 @@ def test_the_steps_weight_gradients_become_one_node(merge):
     # no add_n sums the h2h gradients any more; each step's node computes its data's only
     sums = [n.name for n in plan.graph.nodes if n.op is not None and n.op.name == "add_n"]
     assert not any(name.startswith("l_h2h") for name in sums)
-    steps = [n for n in plan.graph.nodes if isinstance(n.op, BackwardOp)
-             and n.name.endswith("_h2h_backward")]
+    steps = {n.name: n.op for n in plan.graph.nodes if isinstance(n.op, BackwardOp)
+             and n.name.endswith("_h2h_backward")}
+    assert sorted(steps) == ["l_t%d_h2h_backward" % t for t in range(4)]
+    assert all(op.moved == (1, 2) for op in steps.values())
+    assert all(steps["l_t%d_h2h_backward" % t].wanted == (0,) for t in (1, 2, 3))
     # the first step's data is the begin state, whose gradient nobody asked for: its node
-    # has nothing left to compute and goes
-    assert sorted(n.name for n in steps) == ["l_t%d_h2h_backward" % t for t in (1, 2, 3)]
-    assert all(n.op.wanted == (0,) and n.op.moved == (1, 2) for n in steps)
+    # computes nothing and stays for the monitor
+    first = plan.graph.node_id[id(next(n for n in plan.graph.nodes
+                                       if n.name == "l_t0_h2h_backward"))]
+    assert steps["l_t0_h2h_backward"].wanted == () and first in plan.memory.idle_nodes
     # the output gradients stacked in step order, and the data read as two runs: the begin
     # state alone, then steps 1-3 from the join of the outputs (or one made for them)
     heads = grads.inputs[0].node
@@ -158,17 +162,18 @@ def test_the_monitor_sees_each_steps_gradients_and_the_sums(monkeypatch):
         exe.backward()
         seen[stacked] = got
     names = {"l_t2_h2h_backward_output1", "l_t2_h2h_backward_output2",
+             "l_t0_h2h_backward_output1", "l_t0_h2h_backward_output2",
              "l_h2h_weight_grad_sum_output0", "l_h2h_bias_grad_sum_output0"}
     assert names <= set(seen[True])
     assert np.abs(seen[True]["l_t2_h2h_backward_output1"]).sum() > 0
     for name in names:
         np.testing.assert_allclose(seen[True][name], seen[False][name], rtol=1e-5, atol=1e-6,
                                    err_msg=name)
-    # the pass's own stacks report nothing; what goes is the first step's node, which had
-    # nothing left to compute
-    gone = set(seen[False]) - set(seen[True])
-    assert all(name.startswith("l_t0_h2h_backward") for name in gone), gone
-    assert not any("step_out_grads" in name or "step_data" in name for name in seen[True])
+    # the same names, the pass's own stacks reporting nothing, and the same values
+    assert sorted(seen[True]) == sorted(seen[False])
+    for name in seen[True]:
+        np.testing.assert_allclose(seen[True][name], seen[False][name], rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
 
 
 @needs_gpu
