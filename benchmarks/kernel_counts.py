@@ -9,7 +9,9 @@ costs vanish and a small net's step time is about its kernel count times a few m
 of GPU time, so this count bounds what a graph replay can gain. `--fusion both` also counts
 the plans without the fusion pass and the step stacking (`minimod.passes.fusion(False)`).
 `--by-op` says instead where each net's kernels go: per op of the plan (a gradient node as
-`_backward_<op>`), the kernels its captured steps recorded.
+`_backward_<op>`), the kernels its captured steps recorded. The stand-in's cuDNN is CuPy 13's
+wrapper; MINIMOD_FAKE_CUDNN=frontend counts CuPy 14's path (cuDNN's frontend, which does not
+pool).
 
     python3 benchmarks/kernel_counts.py [--nets mlp,lenet,lstm,lstm_fused] [--fusion both]
     python3 benchmarks/kernel_counts.py --nets lstm --by-op

@@ -254,8 +254,8 @@ class RawModule:
 
 def _raw_sources() -> tuple:
     from minimod import device_rng
-    from minimod.kernels import softmax_rows
-    return device_rng.SOURCE, softmax_rows.SOURCE
+    from minimod.kernels import pool_max, softmax_rows
+    return device_rng.SOURCE, softmax_rows.SOURCE, pool_max.SOURCE
 
 
 class _RawFunction:
@@ -267,6 +267,8 @@ class _RawFunction:
                    "minimod_rng_advance": (self._advance, None)}
         kernels.update({k: (self._softmax_rows, self._a_block_per_row)
                         for k in _softmax_kernels()})
+        kernels.update({k: (self._window_max(stage), self._a_thread_per_window(stage))
+                        for (stage, _), k in _pool_kernels().items()})
         if name not in kernels:
             raise AttributeError("no kernel %r in the module" % name)
         self.name, (self.run, self.launched) = name, kernels[name]
@@ -302,12 +304,44 @@ class _RawFunction:
     def _advance(state, count):
         state[1] += _np.uint64(count)
 
+    def _a_thread_per_window(self, stage):
+        """The launch check of a pooling kernel: a thread per output (forward) or per input
+        element (backward), and arrays of the kernel's dtype."""
+        from minimod.kernels import pool_max
+
+        def launched(grid, block, args):
+            dims = dict(zip(pool_max.FIELDS, (int(a) for a in args[3:])))
+            count = dims["planes"] * (dims["od"] * dims["oh"] * dims["ow"] if stage == "forward"
+                                      else dims["d"] * dims["h"] * dims["w"])
+            if grid[0] * block[0] < count:
+                raise ValueError("%s launched with too few threads" % self.name)
+            if any(a.dtype.char != ("f" if self.name.endswith("f32") else "d")
+                   for a in args[:3]):
+                raise TypeError("%s launched on %s data" % (self.name, args[0].dtype))
+            return []
+        return launched
+
+    @staticmethod
+    def _window_max(stage):
+        from minimod.kernels import pool_max
+
+        def run(a, b, c, *scalars):
+            dims = dict(zip(pool_max.FIELDS, (int(v) for v in scalars)))
+            (pool_max.host_forward if stage == "forward" else pool_max.host_backward)(
+                a, b, c, dims)
+        return run
+
     @staticmethod
     def _softmax_rows(x, y, cols, rows):
         from minimod.kernels import softmax_rows
         n = int(rows) * int(cols)
         softmax_rows.host_softmax_rows(x.reshape(-1)[:n].reshape(int(rows), int(cols)),
                                        y.reshape(-1)[:n].reshape(int(rows), int(cols)))
+
+
+def _pool_kernels() -> dict:
+    from minimod.kernels import pool_max
+    return pool_max.KERNELS
 
 
 def _softmax_kernels() -> tuple:

@@ -1,0 +1,334 @@
+"""Max pooling over disjoint windows as one GPU kernel each way, for Pooling on CuPy where
+cuDNN does not pool (CuPy 14 has no cuDNN wrapper, and cuDNN's frontend has no pooling
+gradient in Python).
+
+The op's own path on CuPy copies the windows into a panel, takes the maxima, and finds each
+window's first maximum in a handful of passes: about twelve kernel launches forward and three
+backward per pooling layer (LeNet's two layers: 30 of its 59 kernels a step). Here one
+thread per output walks its window: the maximum (NaN where the window holds one, as the
+op's max), then the offset of the first entry equal to it (the last offset where none is:
+a NaN window), which is the hidden 'mask' output. Backward, one thread per input element
+finds the one window holding it and writes gy * (mask == its offset): the op's product,
+so an infinite gradient at a losing entry is NaN there too. Elements no window covers get 0.
+
+Served for max pooling, channels first, 1 to 3 spatial dims, float32 or float64, windows
+that do not overlap (stride = kernel, or one window along a dim: the 2x2/2 pools of most
+nets, and global pooling), C-contiguous arrays. Nothing here ran on a GPU when it was
+written, so each GPU checks the kernels once per dtype against the op's own path before
+they serve (`WindowMax.serves`, at bind time); a dtype where they disagree keeps the op's
+path, and `status()` says why. The CPU tests compile the source with NVRTC and run its
+reference (`host_forward`, `host_backward`) through the CuPy stand-in.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops.conv_helpers import offsets
+from ..ops.pool_windows import disjoint
+from ..ops.pooling import Pooling
+from ..ops.registry import create_op
+from .registry import fast_path
+
+__all__ = ["KERNELS", "SOURCE", "WindowMax", "host_backward", "host_forward", "status"]
+
+#: threads per block
+THREADS = 256
+
+SOURCE = r"""
+template <typename T> __device__ T neg_inf();
+template <> __device__ float neg_inf<float>() { return __int_as_float(0xff800000); }
+template <> __device__ double neg_inf<double>() {
+  return __longlong_as_double(0xfff0000000000000ULL);
+}
+
+struct Geometry {  // spatial dims as 3-D (a 1-D or 2-D pool has leading dims of 1)
+  long long planes, d, h, w, od, oh, ow, kd, kh, kw, sd, sh, sw, pd, ph, pw;
+};
+
+// the value at window position (kd, kh, kw) of output (zd, zh, zw), -inf in the padding
+template <typename T> __device__ T tap(const T* x, const Geometry& g, long long zd,
+                                       long long zh, long long zw, long long kd,
+                                       long long kh, long long kw) {
+  long long id = zd * g.sd - g.pd + kd, ih = zh * g.sh - g.ph + kh, iw = zw * g.sw - g.pw + kw;
+  if (id < 0 || id >= g.d || ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) return neg_inf<T>();
+  return x[(id * g.h + ih) * g.w + iw];
+}
+
+template <typename T> __device__ void window_max(const T* x, T* y, T* mask, Geometry g) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= g.planes * g.od * g.oh * g.ow) return;
+  long long zw = i % g.ow, t = i / g.ow, zh = t % g.oh;
+  t /= g.oh;
+  long long zd = t % g.od, plane = t / g.od;
+  const T* xp = x + plane * g.d * g.h * g.w;
+  T best = tap(xp, g, zd, zh, zw, 0, 0, 0);
+  for (long long kd = 0; kd < g.kd; ++kd)
+    for (long long kh = 0; kh < g.kh; ++kh)
+      for (long long kw = 0; kw < g.kw; ++kw) {
+        T v = tap(xp, g, zd, zh, zw, kd, kh, kw);
+        if (v > best || v != v) best = v;
+      }
+  long long k = 0, arg = g.kd * g.kh * g.kw - 1;
+  bool found = false;
+  for (long long kd = 0; kd < g.kd && !found; ++kd)
+    for (long long kh = 0; kh < g.kh && !found; ++kh)
+      for (long long kw = 0; kw < g.kw && !found; ++kw, ++k)
+        if (tap(xp, g, zd, zh, zw, kd, kh, kw) == best) { arg = k; found = true; }
+  y[i] = best;
+  mask[i] = (T)arg;
+}
+
+// the one window along a dim holding input position p, and p's offset in it; false if none
+__device__ bool locate(long long p, long long pad, long long k, long long s, long long o,
+                       long long* z, long long* off) {
+  *z = o == 1 ? 0 : (p + pad) / s;
+  *off = p + pad - *z * s;
+  return *z < o && *off < k;
+}
+
+template <typename T> __device__ void window_max_grad(const T* gy, const T* mask, T* dx,
+                                                      Geometry g) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= g.planes * g.d * g.h * g.w) return;
+  long long iw = i % g.w, t = i / g.w, ih = t % g.h;
+  t /= g.h;
+  long long id = t % g.d, plane = t / g.d;
+  long long zd, zh, zw, od, oh, ow;
+  if (!locate(id, g.pd, g.kd, g.sd, g.od, &zd, &od) ||
+      !locate(ih, g.ph, g.kh, g.sh, g.oh, &zh, &oh) ||
+      !locate(iw, g.pw, g.kw, g.sw, g.ow, &zw, &ow)) {
+    dx[i] = (T)0;
+    return;
+  }
+  long long win = ((plane * g.od + zd) * g.oh + zh) * g.ow + zw;
+  T k = (T)((od * g.kh + oh) * g.kw + ow);
+  dx[i] = gy[win] * (T)(mask[win] == k);
+}
+
+// the geometry comes as sixteen scalars (FIELDS' order), which every CuPy passes alike
+#define GEOMETRY_PARAMS                                                                     \
+  long long planes, long long d, long long h, long long w, long long od, long long oh,     \
+      long long ow, long long kd, long long kh, long long kw, long long sd, long long sh,  \
+      long long sw, long long pd, long long ph, long long pw
+#define GEOMETRY {planes, d, h, w, od, oh, ow, kd, kh, kw, sd, sh, sw, pd, ph, pw}
+
+extern "C" __global__ void minimod_window_max_f32(const float* x, float* y, float* mask,
+                                                  GEOMETRY_PARAMS) {
+  window_max<float>(x, y, mask, Geometry GEOMETRY);
+}
+extern "C" __global__ void minimod_window_max_f64(const double* x, double* y, double* mask,
+                                                  GEOMETRY_PARAMS) {
+  window_max<double>(x, y, mask, Geometry GEOMETRY);
+}
+extern "C" __global__ void minimod_window_max_grad_f32(const float* gy, const float* mask,
+                                                       float* dx, GEOMETRY_PARAMS) {
+  window_max_grad<float>(gy, mask, dx, Geometry GEOMETRY);
+}
+extern "C" __global__ void minimod_window_max_grad_f64(const double* gy, const double* mask,
+                                                       double* dx, GEOMETRY_PARAMS) {
+  window_max_grad<double>(gy, mask, dx, Geometry GEOMETRY);
+}
+"""
+
+#: (stage, dtype char) -> kernel name
+KERNELS = {(stage, char): "minimod_window_max%s_%s" % (suffix, bits)
+           for stage, suffix in (("forward", ""), ("backward", "_grad"))
+           for char, bits in (("f", "f32"), ("d", "f64"))}
+
+#: the Geometry struct's fields, in order
+FIELDS = ("planes", "d", "h", "w", "od", "oh", "ow", "kd", "kh", "kw", "sd", "sh", "sw",
+          "pd", "ph", "pw")
+
+
+def geometry(op: Pooling, in_shape: tuple):
+    """The Geometry fields (a dict) of `op` on data of `in_shape`, or None where the kernels
+    do not serve it (see the module docstring)."""
+    a = op.attrs
+    spatial = tuple(in_shape[2:])
+    if a.pool_type != "max" or not 1 <= len(spatial) <= 3:  # (the op pools channels first)
+        return None
+    kernel, stride, pad_lo, _, out = op._geometry(spatial)
+    if not disjoint(kernel, stride, out):
+        return None
+    lead = 3 - len(spatial)
+    dims = dict(planes=int(np.prod(in_shape[:2])))
+    for names, values, fill in ((("d", "h", "w"), spatial, 1), (("od", "oh", "ow"), out, 1),
+                                (("kd", "kh", "kw"), kernel, 1), (("sd", "sh", "sw"), stride, 1),
+                                (("pd", "ph", "pw"), pad_lo, 0)):
+        dims.update(zip(names, (fill,) * lead + tuple(int(v) for v in values)))
+    return dims
+
+
+def _scalars(dims: dict) -> tuple:
+    """The geometry as the kernels take it: sixteen int64 scalars in FIELDS' order."""
+    return tuple(np.int64(dims[f]) for f in FIELDS)
+
+
+# ----------------------------------------------------------------------------- reference
+
+def _windows(x, dims: dict):
+    """x (planes, d, h, w) padded with -inf as (K, planes, od, oh, ow): each window's
+    entries in offset order."""
+    g = dims
+    full = [g["o" + a] * g["s" + a] + g["k" + a] for a in "dhw"]
+    pad = np.full((g["planes"],) + tuple(max(f, g["p" + a] + n) for f, a, n in
+                                         zip(full, "dhw", x.shape[1:])), -np.inf, x.dtype)
+    pad[:, g["pd"]:g["pd"] + g["d"], g["ph"]:g["ph"] + g["h"], g["pw"]:g["pw"] + g["w"]] = x
+    return np.stack([pad[:, kd::g["sd"], kh::g["sh"], kw::g["sw"]][
+        :, :g["od"], :g["oh"], :g["ow"]] for kd, kh, kw in offsets((g["kd"], g["kh"], g["kw"]))])
+
+
+def host_forward(x, y, mask, dims: dict) -> None:
+    """What the forward kernel computes, on the host (arrays of any shape, C order)."""
+    g = dims
+    panel = _windows(x.reshape(g["planes"], g["d"], g["h"], g["w"]), dims)
+    best = panel.max(axis=0)
+    equal = panel == best
+    arg = np.where(equal.any(axis=0), equal.argmax(axis=0), panel.shape[0] - 1)
+    y.reshape(best.shape)[...] = best
+    mask.reshape(best.shape)[...] = arg
+
+
+def host_backward(gy, mask, dx, dims: dict) -> None:
+    """What the backward kernel computes, on the host."""
+    g = dims
+    out = (g["planes"], g["od"], g["oh"], g["ow"])
+    gy, mask = gy.reshape(out), mask.reshape(out)
+    full = [max(g["o" + a] * g["s" + a] + g["k" + a], g["p" + a] + g[a]) for a in "dhw"]
+    grad = np.zeros((g["planes"],) + tuple(full), dx.dtype)
+    for k, (kd, kh, kw) in enumerate(offsets((g["kd"], g["kh"], g["kw"]))):
+        grad[:, kd::g["sd"], kh::g["sh"], kw::g["sw"]][:, :g["od"], :g["oh"], :g["ow"]] = (
+            gy * (mask == k))
+    dx.reshape(g["planes"], g["d"], g["h"], g["w"])[...] = grad[
+        :, g["pd"]:g["pd"] + g["d"], g["ph"]:g["ph"] + g["h"], g["pw"]:g["pw"] + g["w"]]
+
+
+# ----------------------------------------------------------------------------- the kernels
+
+class WindowMax:
+    """The two kernels on one array module, checked once per (device, dtype) against the
+    op's own path before they serve."""
+
+    def __init__(self):
+        self.functions: dict = {}  # array module -> {(stage, dtype char): kernel}
+        self.checked: dict = {}  # (device id, dtype char) -> "" or why not
+
+    def _function(self, xp, stage: str, char: str):
+        per_module = self.functions.get(xp)
+        if per_module is None:
+            module = xp.RawModule(code=SOURCE)
+            per_module = self.functions[xp] = {key: module.get_function(name)
+                                               for key, name in KERNELS.items()}
+        return per_module[(stage, char)]
+
+    def forward(self, xp, x, y, mask, dims: dict) -> None:
+        count = dims["planes"] * dims["od"] * dims["oh"] * dims["ow"]
+        self._launch(xp, "forward", count, (x, y, mask) + _scalars(dims))
+
+    def backward(self, xp, gy, mask, dx, dims: dict) -> None:
+        count = dims["planes"] * dims["d"] * dims["h"] * dims["w"]
+        self._launch(xp, "backward", count, (gy, mask, dx) + _scalars(dims))
+
+    def _launch(self, xp, stage: str, count: int, args: tuple) -> None:
+        if count:
+            blocks = (count + THREADS - 1) // THREADS
+            self._function(xp, stage, args[0].dtype.char)((blocks,), (THREADS,), args)
+
+    def serves(self, xp, device_id: int, dtype) -> bool:
+        """Whether the kernels may serve `dtype` on this GPU: on first asking, they must
+        give the op's own numbers on test pools (ties, a NaN, padding, an uncovered edge).
+        Call it outside any CUDA graph capture."""
+        char = np.dtype(dtype).char
+        if char not in "fd":
+            return False
+        key = (device_id, char)
+        if key not in self.checked:
+            try:
+                self.checked[key] = self._check(xp, np.dtype(dtype))
+            except Exception as err:  # noqa: BLE001 - any failure keeps the op's path
+                self.checked[key] = "%s: %s" % (type(err).__name__, err)
+        return not self.checked[key]
+
+    def _check(self, xp, dtype) -> str:
+        rng = np.random.default_rng(3)
+        for shape, attrs in (((2, 3, 7, 6), {"kernel": "(2, 2)", "stride": "(2, 2)"}),
+                             ((1, 2, 5, 5), {"kernel": "(3, 3)", "stride": "(3, 3)",
+                                             "pad": "(1, 1)", "pooling_convention": "full"}),
+                             ((2, 2, 9), {"kernel": "(3,)", "stride": "(3,)"})):
+            op = create_op("Pooling", dict(attrs, pool_type="max"))
+            host = rng.integers(-3, 4, shape).astype(dtype)  # ties in most windows
+            host.reshape(-1)[5] = np.nan
+            dims = geometry(op, shape)
+            x = xp.asarray(host)
+            out_shape = (shape[0], shape[1]) + tuple(dims[k] for k in ("od", "oh", "ow")
+                                                      [3 - len(shape[2:]):])
+            want = [xp.empty(out_shape, dtype), xp.empty(out_shape, dtype)]
+            op.forward(xp, [x], [], want, True)
+            got = [xp.empty(out_shape, dtype), xp.empty(out_shape, dtype)]
+            self.forward(xp, x, got[0], got[1], dims)
+            gy = xp.asarray(rng.standard_normal(out_shape).astype(dtype))
+            dx_want, dx_got = xp.empty(shape, dtype), xp.empty(shape, dtype)
+            op.backward(xp, [gy], [x], want, [dx_want], [])
+            self.backward(xp, gy, got[1], dx_got, dims)
+            for name, a, b in (("maxima", got[0], want[0]), ("mask", got[1], want[1]),
+                               ("gradient", dx_got, dx_want)):
+                if not np.array_equal(xp.asnumpy(a), xp.asnumpy(b), equal_nan=True):
+                    return "its %s of %s differ from the op's (%s)" % (name, shape, dtype.name)
+        return ""
+
+    def status(self) -> str:
+        if not self.checked:
+            return "not checked yet (no GPU max pooling has been bound)"
+        return "; ".join("gpu(%d) %s: %s" % (dev, np.dtype(char).name, why or "kernels")
+                         for (dev, char), why in sorted(self.checked.items()))
+
+
+#: the process's one WindowMax
+WINDOW_MAX = WindowMax()
+
+
+def status() -> str:
+    """Which GPU max pooling runs, per device and dtype checked so far, or why not these
+    kernels."""
+    return WINDOW_MAX.status()
+
+
+def _bound(op, xp, x, arrays) -> dict:
+    """The geometry where the kernels serve these arrays (CuPy, one float dtype, C order),
+    else None."""
+    if xp is np or any(
+            a.dtype != x.dtype or not a.flags.c_contiguous for a in arrays):
+        return None
+    dims = geometry(op, x.shape)
+    if dims is None or not WINDOW_MAX.serves(xp, x.device.id, x.dtype):
+        return None
+    return dims
+
+
+@fast_path(Pooling, stage="forward")
+def bind_forward(op, xp, inputs, aux, out):
+    if len(out) < 2:
+        return None
+    x, y, mask = inputs[0], out[0], out[1]
+    dims = _bound(op, xp, x, (x, y, mask))
+    if dims is None:
+        return None
+
+    def run_window_max(xp, is_train):
+        WINDOW_MAX.forward(xp, x, y, mask, dims)
+    return run_window_max
+
+
+@fast_path(Pooling, stage="backward")
+def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
+    dx, gy = in_grads[0], out_grads[0]
+    if dx is None or len(outputs) < 2 or outputs[1] is None:
+        return None
+    mask = outputs[1]
+    dims = _bound(op, xp, dx, (dx, gy, mask))
+    if dims is None:
+        return None
+
+    def run_window_max_grad(xp, is_train):
+        WINDOW_MAX.backward(xp, gy, mask, dx, dims)
+    return run_window_max_grad
