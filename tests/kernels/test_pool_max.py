@@ -18,13 +18,14 @@ from ..conftest import needs_gpu
 from ..ops.test_fused_kernels import _compile, _nvrtc
 
 #: (data shape, Pooling attributes): disjoint windows with ties, padding, edges no window
-#: covers, 'full' windows running past the end, 1-D, 3-D and global pools
+#: covers, 'full' and 'same' windows running past the end, 1-D, 3-D and global pools
 CASES = [
     ((2, 3, 8, 6), {"kernel": "(2, 2)", "stride": "(2, 2)"}),
     ((2, 2, 7, 5), {"kernel": "(2, 2)", "stride": "(2, 2)"}),
     ((1, 2, 7, 7), {"kernel": "(3, 3)", "stride": "(3, 3)", "pad": "(1, 1)"}),
     ((1, 2, 7, 5), {"kernel": "(2, 2)", "stride": "(2, 2)", "pooling_convention": "full"}),
     ((3, 2, 9), {"kernel": "(3,)", "stride": "(3,)"}),
+    ((2, 2, 7), {"kernel": "(2,)", "stride": "(2,)", "pooling_convention": "same"}),
     ((1, 2, 4, 4, 6), {"kernel": "(2, 2, 3)", "stride": "(2, 2, 3)"}),
     ((2, 3, 5, 4), {"kernel": "(1, 1)", "global_pool": "True"}),
 ]
