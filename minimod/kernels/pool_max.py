@@ -93,15 +93,15 @@ template <typename T> __device__ void window_max_grad(const T* gy, const T* mask
   long long iw = i % g.w, t = i / g.w, ih = t % g.h;
   t /= g.h;
   long long id = t % g.d, plane = t / g.d;
-  long long zd, zh, zw, od, oh, ow;
-  if (!locate(id, g.pd, g.kd, g.sd, g.od, &zd, &od) ||
-      !locate(ih, g.ph, g.kh, g.sh, g.oh, &zh, &oh) ||
-      !locate(iw, g.pw, g.kw, g.sw, g.ow, &zw, &ow)) {
+  long long zd, zh, zw, fd, fh, fw;  // the window and the offset in it
+  if (!locate(id, g.pd, g.kd, g.sd, g.od, &zd, &fd) ||
+      !locate(ih, g.ph, g.kh, g.sh, g.oh, &zh, &fh) ||
+      !locate(iw, g.pw, g.kw, g.sw, g.ow, &zw, &fw)) {
     dx[i] = (T)0;
     return;
   }
   long long win = ((plane * g.od + zd) * g.oh + zh) * g.ow + zw;
-  T k = (T)((od * g.kh + oh) * g.kw + ow);
+  T k = (T)((fd * g.kh + fh) * g.kw + fw);
   dx[i] = gy[win] * (T)(mask[win] == k);
 }
 
