@@ -8,12 +8,12 @@
 - batch-last forms (layout.py, dense.py, activation.py, convolution.py, fused.py): op
   classes the layout pass puts in a plan's graph where data may stay (C, *spatial, N);
 - fused ops (fused.py, fused_cells.py): op classes the fusion pass puts in place of a pattern
-  of nodes; time_steps.py and cell_bias.py: the ops the GPU rewrites of an unrolled RNN put
-  in (the step stacking, the weight-gradient stacking, the recurrent bias in the cell);
+  of nodes; time_steps.py and reader_bias.py: the ops the GPU rewrites put in (the step
+  stacking, the weight-gradient stacking, a bias added by the op reading the product);
 - device variants (`variant_chooser`, cudnn.py): op classes the device pass swaps in where a
   device library serves the op (cuDNN on GPUs);
 - fused GPU kernel bodies (`backend.ElementwiseSpec`, activation.py, fused_cells.py,
-  cell_bias.py, add_n.py).
+  reader_bias.py, add_n.py).
 
 An op never asks which way it runs: the executor and the passes ask this package.
 """

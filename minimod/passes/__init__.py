@@ -6,9 +6,10 @@
   `BATCH_LAST`), `default_options()` and the `fusion()` / `stacking()` / `layouts()` blocks
   that switch rewrites off;
 - infer.py: shape and dtype inference; gradient.py: the gradient pass and `BackwardOp`;
-  stack_grads.py, cell_bias.py and fuse_grads.py: on GPUs, the weight gradients of an
-  unrolled RNN's steps as one product, a fused LSTM cell adding its recurrent bias, and a
-  fused cell's gradient summing its output's gradients itself;
+  stack_grads.py, reader_bias.py and fuse_grads.py: on GPUs, the weight gradients of an
+  unrolled RNN's steps as one product, a FullyConnected's bias added by the fused LSTM cell
+  or the Activation reading it, and a fused cell's gradient summing its output's gradients
+  itself;
   liveness.py and memory.py: the memory planner;
 - the rewrites: cse.py, device.py, fuse.py, stack_steps.py, layout.py;
 - placement.py: the placement pass of model-parallel binds (`group2ctx`), devices and copies.

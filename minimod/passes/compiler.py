@@ -11,10 +11,10 @@ Stages, in order: inference -> rewrites -> gradient -> memory plan.
 - Gradient (`passes.gradient`): backward nodes appended for the arguments whose grad_req is
   not 'null'; their entries take the shapes and dtypes of forward entries. On a GPU, where
   the step stacking runs, the weight gradients of an unrolled RNN's steps are then stacked
-  too (`passes.stack_grads`), and where the fusion runs, a fused LSTM cell adds its
-  recurrent product's bias (`passes.cell_bias`) and each fused cell's gradient adds up its
-  output's gradients itself (`passes.fuse_grads`); the listing shows them as 'stack_grads',
-  'cell_bias' and 'fuse_grads' among the rewrites.
+  too (`passes.stack_grads`), and where the fusion runs, a FullyConnected's bias is added by
+  the fused LSTM cell or the Activation reading it (`passes.reader_bias`) and each fused
+  cell's gradient adds up its output's gradients itself (`passes.fuse_grads`); the listing
+  shows them as 'stack_grads', 'reader_bias' and 'fuse_grads' among the rewrites.
 - Memory plan (`passes.memory`): a storage block per entry, reusing dead ones.
 
 A model-parallel bind (`group2ctx`) passes a `Placement`: the placement pass
@@ -37,13 +37,13 @@ import numpy as np
 from ..base import BindError, ShapeError
 from ..graph import Graph
 from ..ops.registry import fmt_shape, shape_is_known
-from .cell_bias import add_biases_in_cells
 from .fuse_grads import fuse_gradient_sums
 from .gradient import build_gradient
 from .infer import infer_graph_shapes, infer_graph_types
 from .memory import MemoryPlan, entry_nbytes, plan_memory
 from .options import FUSE, STACK, CompileOptions
 from .placement import Placement, place
+from .reader_bias import add_biases_in_readers
 from .stack_grads import stack_weight_grads
 
 __all__ = ["Plan", "Facts", "compile_graph", "normalize_grad_req", "GRAD_REQS"]
@@ -258,12 +258,13 @@ def _gradient_rewrites(bwd: _Backward, num_outputs: int, options: CompileOptions
                        ran: tuple) -> tuple:
     """(`bwd` after the rewrites of the graph with its gradient nodes, `ran` with each and
     whether it changed anything): on GPUs the stacking of an unrolled RNN's weight gradients
-    (`passes.stack_grads`, with the step stacking), and with the fusion the fused LSTM cells'
-    recurrent biases (`passes.cell_bias`) and gradient sums (`passes.fuse_grads`). The
+    (`passes.stack_grads`, with the step stacking), and with the fusion the biases added by
+    their readers (`passes.reader_bias`) and the fused cells' gradient sums
+    (`passes.fuse_grads`). The
     result's `sources` are left empty: only placement reads them, and a placed plan runs
     none of these."""
     for rewrite, name, switch in ((stack_weight_grads, "stack_grads", STACK),
-                                  (add_biases_in_cells, "cell_bias", FUSE),
+                                  (add_biases_in_readers, "reader_bias", FUSE),
                                   (fuse_gradient_sums, "fuse_grads", FUSE)):
         if switch not in options.rewrites:
             continue

@@ -45,7 +45,7 @@ def test_the_plan_records_the_rewrites_that_ran_and_which_changed_the_graph():
     plan = compile_graph(graph, CONVNET_SHAPES, {}, {}, CompileOptions(), ctx=mx.cpu())
     assert plan.rewrites == (("cse", False), ("device", False), ("fuse", True),
                              ("stack_steps", False), ("batch_last", True),
-                             ("stack_grads", False), ("cell_bias", False),
+                             ("stack_grads", False), ("reader_bias", False),
                              ("fuse_grads", False))
     assert "Activation+Pooling" in _op_names(plan)
     assert plan.options == CompileOptions()
@@ -61,7 +61,7 @@ def test_rewrites_run_in_the_order_given():
     plan = compile_graph(graph, CONVNET_SHAPES, {}, {}, CompileOptions(rewrites=(BATCH_LAST,
                                                                                   FUSE)))
     # and the rewrites of the graph with its gradient nodes that come with the fusion
-    assert [name for name, _ in plan.rewrites] == ["batch_last", "fuse", "cell_bias",
+    assert [name for name, _ in plan.rewrites] == ["batch_last", "fuse", "reader_bias",
                                                    "fuse_grads"]
     ordered = compile_graph(graph, CONVNET_SHAPES, {}, {}, CompileOptions(rewrites=(FUSE,
                                                                                      BATCH_LAST)))
@@ -96,7 +96,7 @@ def test_debug_str_lists_the_rewrites_and_the_graph_that_runs():
     exe = convnet().simple_bind(mx.cpu(), **CONVNET_SHAPES)
     lines = exe.debug_str().split("\n")
     assert lines[1] == ("Rewrites: cse (no change), device (no change), fuse, stack_steps (no "
-                        "change), batch_last, stack_grads (no change), cell_bias (no change), "
+                        "change), batch_last, stack_grads (no change), reader_bias (no change), "
                         "fuse_grads (no change)")
     assert any(line.startswith("[fwd] pool1 (Activation+Pooling") for line in lines)
     assert not any(line.startswith("[fwd] act1 ") for line in lines)
