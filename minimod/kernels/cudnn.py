@@ -83,6 +83,7 @@ class CudnnOps:
     """
 
     pools = True  # pooling forward and backward go through cuDNN too
+    bias_apart = False  # the wrapper adds the bias in its convolution call, its own way
 
     def serves(self, ctx, dtype) -> bool:
         """CuPy's wrapper serves half, single and double floats (see _cudnn_variant)."""

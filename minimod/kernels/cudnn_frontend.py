@@ -97,6 +97,9 @@ class FrontendOps:
     """
 
     pools = False  # no pooling backward in the frontend's Python API: Pooling keeps its path
+    # the bias is one addition of its own after the convolution, which the op reading the
+    # output may make instead (`kernels.reader_bias`)
+    bias_apart = True
 
     def __init__(self, frontend, tf32=None):
         self.cudnn = frontend

@@ -1,24 +1,26 @@
-"""A FullyConnected's bias added by the op reading its output, for GPU plans
-(`minimod.passes.reader_bias`): `ProductWithoutBias`, and the readers `BiasedLSTMCell` and
-`BiasActivation`.
+"""A product's bias added by the op reading its output, for GPU plans
+(`minimod.passes.reader_bias`): `ProductWithoutBias` and `ConvolutionWithoutBias`, and the
+readers `BiasedLSTMCell` and `BiasActivation`.
 
 A FullyConnected on a GPU is a GEMM and a bias addition, and what reads it is often one
 elementwise kernel already:
 - `mx.rnn.LSTMCell` gives each step's hidden-to-hidden product a bias of its own, and the
   fused cell (`LSTMCellCombine`) then adds the product to the input's: a GEMM, a bias
   addition and the cell, three kernels a step;
-- an MLP's layer is a FullyConnected and a relu, tanh or sigmoid Activation: three kernels.
-Here the product node computes data . weight^T only (`ProductWithoutBias`) and the reader
-adds the bias as it reads the product: two kernels each. The reader adds the bias to the
-product first, then does what it did, so every value is the one the nodes compute, bit for
-bit; only a relu of NaN differs: 0 here, as MXNet's relu (NaN > 0 is false) gives, NaN on
-the op's own GPU path. The product's gradients (the data's, the weight's and the bias's,
-the row sums of the product's gradient) are FullyConnected's own, since its output as
-written still includes the bias, and nothing flows to the bias through the reader.
+- an MLP's layer is a FullyConnected and a relu, tanh or sigmoid Activation: three kernels;
+  a convolution through cuDNN's frontend and its activation likewise.
+Here the product node computes data . weight^T only (`ProductWithoutBias`), or the
+convolution only (`ConvolutionWithoutBias`), and the reader adds the bias as it reads the
+product: two kernels each. The reader adds the bias to the product first, then does what it
+did, so every value is the one the nodes compute, bit for bit; only a relu of NaN differs:
+0 here, as MXNet's relu (NaN > 0 is false) gives, NaN on the op's own GPU path. The
+product's gradients (the data's, the weight's and the bias's, the sums of the product's
+gradient) are its op's own, since its output as written still includes the bias, and
+nothing flows to the bias through the reader.
 
-The monitor sees the nodes as written: the product node reports data . weight^T + bias
+The monitor sees the nodes as written: the product node reports its output with the bias
 (computed again from its inputs when a monitor asks), and the reader its own nodes with
-that product.
+that output.
 """
 from __future__ import annotations
 
@@ -26,12 +28,14 @@ from .. import backend
 from ..backend import matmul
 from ..ops.activation import Activation
 from ..ops.dense import FullyConnected
+from ..ops.helpers import bias_view
 from . import activation as _activation
+from .cudnn import CudnnConvolution, _tuning
 from .fused_cells import LSTM_CELL, LSTMCellCombine, _blocks, _cell_shapes, _kernel
 from .registry import fast_path, recast
 
-__all__ = ["BIAS_ACTIVATIONS", "BiasActivation", "BiasedLSTMCell", "LSTM_CELL_BIASED",
-           "ProductWithoutBias"]
+__all__ = ["BIAS_ACTIVATIONS", "BiasActivation", "BiasedLSTMCell", "ConvolutionWithoutBias",
+           "LSTM_CELL_BIASED", "ProductWithoutBias"]
 
 
 def _with_recurrent_bias(spec, gates: str):
@@ -76,6 +80,29 @@ class ProductWithoutBias(FullyConnected):
     def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
         written = matmul(xp, inputs[0], inputs[1].T) + inputs[2]
         return [(node_name, self.plain, list(inputs), [written])]
+
+
+class ConvolutionWithoutBias(CudnnConvolution):
+    """A cuDNN Convolution whose bias the op reading it adds: forward runs the convolution
+    only (through cuDNN's frontend the bias is a separate addition, which this saves);
+    backward, the attributes and the memory contract are CudnnConvolution's."""
+
+    name = "Convolution(bias in reader)"
+    plain: CudnnConvolution  # the op as written
+
+    @classmethod
+    def of(cls, conv: CudnnConvolution) -> "ConvolutionWithoutBias":
+        """Convolution op `conv` (with a bias) as one whose bias its reader adds."""
+        return _standing_for(conv, cls)
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        self.cudnn.conv_forward(inputs[0], inputs[1], None, out[0], self.pad, self.stride,
+                                self.dilate, self.attrs.num_group, **_tuning(self.attrs))
+
+    def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
+        written = [xp.empty_like(a) for a in outputs]
+        self.plain.forward(xp, list(inputs), [], written, True)
+        return [(node_name, self.plain, list(inputs), written)]
 
 
 class BiasedLSTMCell(LSTMCellCombine):
@@ -128,9 +155,9 @@ BIAS_ACTIVATIONS = {
 
 class BiasActivation(Activation):
     """An Activation (`plain`, the op it stands for; relu, tanh or sigmoid, whose gradient
-    reads only the output) reading the bias of the FullyConnected it follows as a second
-    input, (num_hidden,), added along the last axis before the activation. Its gradient is
-    the plain Activation's (its bound GPU kernels too)."""
+    reads only the output) reading the bias of the FullyConnected or Convolution it follows
+    as a second input, one value per unit or channel (axis 1), added before the activation.
+    Its gradient is the plain Activation's (its bound GPU kernels too)."""
 
     name = "Activation(bias)"
     ARGUMENTS = ("data", "bias")
@@ -149,10 +176,13 @@ class BiasActivation(Activation):
         return self.plain.arguments()
 
     def forward(self, xp, inputs, aux, out, is_train):
-        _kernel(self, xp, BIAS_ACTIVATIONS[self.attrs.act_type])(inputs[0], inputs[1], out[0])
+        x = inputs[0]
+        _kernel(self, xp, BIAS_ACTIVATIONS[self.attrs.act_type])(
+            x, bias_view(inputs[1], x.ndim), out[0])
 
     def unfused_nodes(self, xp, node_name: str, inputs: list, outputs: list) -> list:
-        return [(node_name, self.plain, [inputs[0] + inputs[1]], list(outputs))]
+        x = inputs[0]
+        return [(node_name, self.plain, [x + bias_view(inputs[1], x.ndim)], list(outputs))]
 
 
 fast_path(BiasActivation, stage="backward")(_activation.bind_backward)

@@ -1,16 +1,18 @@
-"""The reader-bias rewrite (GPUs): a FullyConnected's bias added by the op that reads it, one
+"""The reader-bias rewrite (GPUs): a product's bias added by the op that reads it, one
 kernel fewer per product (minimod/kernels/reader_bias.py says how, and why the numbers do not
 change).
 
-A FullyConnected with a bias, on 2-D float32 or float64 data, that one node alone reads and
-that is no graph output, qualifies where that node is
+A product with a bias, that one node alone reads and that is no graph output, on float32 or
+float64 data, qualifies: a FullyConnected on 2-D data where that node is
 - a fused LSTM cell (`LSTMCellCombine`, made by the fusion pass), reading it as its
   recurrent product: the cell becomes `BiasedLSTMCell`, which reads the bias as a fourth
   input;
 - a relu, tanh or sigmoid Activation: it becomes `BiasActivation`, reading the bias as a
-  second input.
-The product node then runs `ProductWithoutBias` (data . weight^T only), and the gradient
-nodes of both run the new ops, whose gradients are FullyConnected's and the plain reader's.
+  second input;
+and a Convolution through cuDNN's frontend (which adds the bias in a pass of its own) where
+that node is such an Activation. The product node then runs
+`ProductWithoutBias` (data . weight^T only) or `ConvolutionWithoutBias`, and the gradient
+nodes of both run the new ops, whose gradients are the product's and the plain reader's.
 
 It runs on the graph with its gradient nodes, where the fusion pass runs (GPU plans; not
 with `fusion(False)`) and on one device only, after the weight-gradient stacking and before
@@ -22,11 +24,13 @@ reset gate and reads it again backward, so it keeps its product as written.
 from __future__ import annotations
 
 from ..graph import Graph
+from ..kernels.cudnn import CudnnConvolution
 from ..kernels.fused_cells import LSTMCellCombine
 from ..kernels.reader_bias import (
     BIAS_ACTIVATIONS,
     BiasActivation,
     BiasedLSTMCell,
+    ConvolutionWithoutBias,
     ProductWithoutBias,
 )
 from ..ops.activation import Activation
@@ -44,6 +48,17 @@ def _reader(op):
         return 1, BiasedLSTMCell
     if type(op) is Activation and op.attrs.act_type in BIAS_ACTIVATIONS:
         return 0, BiasActivation.of
+    return None
+
+
+def _product(op, data_shape, slot: int):
+    """What makes the op computing `op`'s product without its bias, for a product with one
+    (a FullyConnected on 2-D data; a cuDNN Convolution whose binding adds the bias apart,
+    through the frontend, read by an Activation at slot 0), else None."""
+    if type(op) is FullyConnected and data_shape is not None and len(data_shape) == 2:
+        return ProductWithoutBias.of
+    if type(op) is CudnnConvolution and slot == 0 and op.cudnn.bias_apart:
+        return ConvolutionWithoutBias.of
     return None
 
 
@@ -66,13 +81,14 @@ def add_biases_in_readers(graph: Graph, shapes: list, dtypes: list, first: int, 
         slot, biased = found
         eid = graph.input_eids[rid][slot]
         fid = graph.entry_node(eid)
-        fc = nodes[fid].op
-        data = graph.input_eids[fid][0] if fc is not None else None
-        if (type(fc) is not FullyConnected or fc.attrs.no_bias or consumers[eid] != [rid]
-                or eid in outputs or len(shapes[data]) != 2 or dtypes[data] not in FLOAT_DTYPES
-                or uses[id(fc)] != 1 or uses[id(reader.op)] != 1):
+        producer = nodes[fid].op
+        data = graph.input_eids[fid][0] if producer is not None else None
+        product = _product(producer, shapes[data] if data is not None else None, slot)
+        if (product is None or producer.attrs.no_bias or eid != graph.row_ptr[fid]
+                or consumers[eid] != [rid] or eid in outputs or dtypes[data] not in FLOAT_DTYPES
+                or uses[id(producer)] != 1 or uses[id(reader.op)] != 1):
             continue
-        ops[fid] = new_op[id(fc)] = ProductWithoutBias.of(fc)
+        ops[fid] = new_op[id(producer)] = product(producer)
         ops[rid] = new_op[id(reader.op)] = biased(reader.op)
         inputs[rid] = list(reader.inputs) + [nodes[fid].inputs[2]]
     if not new_op:

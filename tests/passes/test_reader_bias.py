@@ -13,11 +13,13 @@ import pytest
 
 import minimod as mx
 from minimod import backend
+from minimod.kernels.cudnn import CudnnConvolution
 from minimod.kernels.fused_cells import SummedCellGrad
 from minimod.kernels.reader_bias import (
     LSTM_CELL_BIASED,
     BiasActivation,
     BiasedLSTMCell,
+    ConvolutionWithoutBias,
     ProductWithoutBias,
 )
 from minimod.passes import compiler, fusion
@@ -113,7 +115,8 @@ def _runs_with_and_without(monkeypatch, sym, shapes, steps=2) -> tuple:
         exe.set_monitor_callback(lambda name, arr: seen.__setitem__(name, arr.asnumpy()),
                                  monitor_all=True)
         grads = gradient_steps(exe, steps)
-        assert bool(_of(exe._plan, ProductWithoutBias)) == biased
+        assert any(type(n.op) in (ProductWithoutBias, ConvolutionWithoutBias)
+                   for n in exe._plan.graph.nodes) == biased
         runs[biased] = grads, seen
     return runs[True], runs[False]
 
@@ -180,3 +183,29 @@ def test_activations_with_the_bias_compute_what_the_nodes_compute(monkeypatch):
 def test_a_captured_step_holds_a_kernel_fewer_per_activation(monkeypatch):
     kernels, _ = captured_with_and_without(monkeypatch, "add_biases_in_readers", *_mlp())
     assert kernels[False] - kernels[True] == 3, kernels
+
+
+def _convnet():
+    """A convolution read by a tanh, one read by a pooling (not served), then a loss."""
+    data = mx.sym.Variable("data")
+    net = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name="conv0")
+    net = mx.sym.Activation(net, act_type="tanh", name="act0")
+    net = mx.sym.Convolution(net, kernel=(3, 3), num_filter=4, name="conv1")
+    net = mx.sym.Pooling(net, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool")
+    return mx.sym.MakeLoss(mx.sym.sum(net * net), name="loss"), {"data": (2, 3, 9, 9)}
+
+
+@needs_gpu
+def test_a_frontend_convolution_read_by_an_activation_leaves_it_the_bias(monkeypatch):
+    sym, shapes = _convnet()
+    plan = _plan(sym, shapes)
+    convs = [n.op for n in plan.graph.nodes if type(n.op) is CudnnConvolution]
+    if not _of(plan, ConvolutionWithoutBias):
+        # im2col, or CuPy's wrapper, which adds the bias in its convolution call
+        assert all(not op.cudnn.bias_apart for op in convs)
+        pytest.skip("cuDNN's frontend does not run the convolutions here")
+    assert [n.name for n in _of(plan, ConvolutionWithoutBias)] == ["conv0"]
+    assert [n.name for n in _of(plan, BiasActivation)] == ["act0"]
+    got, want = _runs_with_and_without(monkeypatch, sym, shapes)
+    assert {"conv0_output", "act0_input0", "act0_output"} <= set(got[1])
+    _assert_same_runs(got, want)
