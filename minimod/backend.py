@@ -492,8 +492,9 @@ class ElementwiseSpec:
     `in_params` / `out_params` use CuPy's notation ("T g, T y" / "T dx"); output parameters
     may also be read (an in-place update). The body keeps to a small subset of C that reads the
     same in Python: `T name = expr;` and `name = expr;` statements over + - * /, comparisons,
-    `(T)` casts and the functions tanh exp log sqrt log1p expm1 fabs max min. That keeps it
-    checkable on a machine without a GPU (`emulate_fused_kernels`).
+    `(T)` casts and the functions tanh exp log sqrt log1p expm1 fabs max min (max and min
+    CUDA's: a NaN operand loses to the other). That keeps it checkable on a machine without
+    a GPU (`emulate_fused_kernels`).
     """
 
     __slots__ = ("name", "in_params", "out_params", "body")
@@ -540,9 +541,10 @@ def emulate_fused_kernels(on: bool) -> bool:
     return previous
 
 
+# max and min as CUDA's (fmax, fmin): a NaN operand loses to the other
 _EMULATED_FUNCS = {"tanh": np.tanh, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
-                   "log1p": np.log1p, "expm1": np.expm1, "fabs": np.abs, "max": np.maximum,
-                   "min": np.minimum}
+                   "log1p": np.log1p, "expm1": np.expm1, "fabs": np.abs, "max": np.fmax,
+                   "min": np.fmin}
 
 
 class _EmulatedKernel:

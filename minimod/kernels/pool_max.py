@@ -170,7 +170,7 @@ def _windows(x, dims: dict):
     """x (planes, d, h, w) padded with -inf as (K, planes, od, oh, ow): each window's
     entries in offset order."""
     g = dims
-    full = [g["o" + a] * g["s" + a] + g["k" + a] for a in "dhw"]
+    full = [(g["o" + a] - 1) * g["s" + a] + g["k" + a] for a in "dhw"]  # the windows' reach
     pad = np.full((g["planes"],) + tuple(max(f, g["p" + a] + n) for f, a, n in
                                          zip(full, "dhw", x.shape[1:])), -np.inf, x.dtype)
     pad[:, g["pd"]:g["pd"] + g["d"], g["ph"]:g["ph"] + g["h"], g["pw"]:g["pw"] + g["w"]] = x
@@ -194,7 +194,7 @@ def host_backward(gy, mask, dx, dims: dict) -> None:
     g = dims
     out = (g["planes"], g["od"], g["oh"], g["ow"])
     gy, mask = gy.reshape(out), mask.reshape(out)
-    full = [max(g["o" + a] * g["s" + a] + g["k" + a], g["p" + a] + g[a]) for a in "dhw"]
+    full = [max((g["o" + a] - 1) * g["s" + a] + g["k" + a], g["p" + a] + g[a]) for a in "dhw"]
     grad = np.zeros((g["planes"],) + tuple(full), dx.dtype)
     for k, (kd, kh, kw) in enumerate(offsets((g["kd"], g["kh"], g["kw"]))):
         grad[:, kd::g["sd"], kh::g["sh"], kw::g["sw"]][:, :g["od"], :g["oh"], :g["ow"]] = (
@@ -244,7 +244,8 @@ class WindowMax:
         key = (device_id, char)
         if key not in self.checked:
             try:
-                self.checked[key] = self._check(xp, np.dtype(dtype))
+                with xp.cuda.Device(device_id):  # on the GPU it is asked for
+                    self.checked[key] = self._check(xp, np.dtype(dtype))
             except Exception as err:  # noqa: BLE001 - any failure keeps the op's path
                 self.checked[key] = "%s: %s" % (type(err).__name__, err)
         return not self.checked[key]
@@ -254,7 +255,8 @@ class WindowMax:
         for shape, attrs in (((2, 3, 7, 6), {"kernel": "(2, 2)", "stride": "(2, 2)"}),
                              ((1, 2, 5, 5), {"kernel": "(3, 3)", "stride": "(3, 3)",
                                              "pad": "(1, 1)", "pooling_convention": "full"}),
-                             ((2, 2, 9), {"kernel": "(3,)", "stride": "(3,)"})):
+                             ((2, 2, 9), {"kernel": "(3,)", "stride": "(3,)"}),
+                             ((1, 2, 3, 5), {"kernel": "(3, 5)"})):  # one window, stride 1
             op = create_op("Pooling", dict(attrs, pool_type="max"))
             host = rng.integers(-3, 4, shape).astype(dtype)  # ties in most windows
             host.reshape(-1)[5] = np.nan
@@ -307,9 +309,10 @@ def _bound(op, xp, x, arrays) -> dict:
 
 @fast_path(Pooling, stage="forward")
 def bind_forward(op, xp, inputs, aux, out):
-    if len(out) < 2:
+    x, y = inputs[0], out[0]
+    mask = out[1] if len(out) > 1 else None  # max pooling's hidden output
+    if mask is None:
         return None
-    x, y, mask = inputs[0], out[0], out[1]
     dims = _bound(op, xp, x, (x, y, mask))
     if dims is None:
         return None

@@ -120,7 +120,8 @@ class RowSoftmax:
             return False
         key = (device_id, char)
         if key not in self.checked:
-            self.checked[key] = self._check(xp, np.dtype(dtype), reference)
+            with xp.cuda.Device(device_id):  # on the GPU it is asked for
+                self.checked[key] = self._check(xp, np.dtype(dtype), reference)
         return not self.checked[key]
 
     def _check(self, xp, dtype, reference) -> str:

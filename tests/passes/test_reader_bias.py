@@ -209,3 +209,20 @@ def test_a_frontend_convolution_read_by_an_activation_leaves_it_the_bias(monkeyp
     got, want = _runs_with_and_without(monkeypatch, sym, shapes)
     assert {"conv0_output", "act0_input0", "act0_output"} <= set(got[1])
     _assert_same_runs(got, want)
+
+
+@needs_gpu
+def test_the_fused_relu_of_nan_is_zero_as_in_mxnet():
+    """CUDA's max (fmax) drops a NaN, as MXNet's relu (NaN > 0 is false) does: 0; the op's
+    own GPU path (CuPy's maximum) keeps the NaN. The stand-in evaluates max as CUDA does."""
+    ctx = mx.gpu(0)
+    xp = backend.xp_for(ctx)
+    relu = mx.sym.Activation(mx.sym.Variable("x"), act_type="relu")._graph.nodes[-1].op
+    with backend.device_scope(ctx):
+        x = xp.asarray(np.array([[np.nan, -1.0, 2.0]], np.float32))
+        b = xp.asarray(np.array([0.5, 0.5, 0.5], np.float32))
+        fused, plain = xp.empty_like(x), xp.empty_like(x)
+        BiasActivation.of(relu).forward(xp, [x, b], [], [fused], True)
+        relu.forward(xp, [x + b], [], [plain], True)
+    assert backend.asnumpy(fused).tolist() == [[0.0, 0.0, 2.5]]
+    assert np.isnan(backend.asnumpy(plain)[0, 0])
