@@ -215,21 +215,25 @@ SMALL_VIEWS = "small block views"
 
 
 # SGD's update as one CuPy kernel per (momentum?, clipping?) case, with the NumPy passes'
-# arithmetic in their order (backend.elementwise); lr_wd is 0 without weight decay.
+# arithmetic in their order (backend.elementwise); lr_wd is 0 without weight decay. The
+# clip is CUDA's min and max, which drop a NaN, times 1 + nan / (1 - nan) * 0 with nan = 1
+# for a NaN gradient (1 + inf * 0: NaN) and 0 otherwise (exactly 1): a NaN gradient stays
+# NaN, as MXNet's clip and NumPy's keep it.
+_CLIPPED = ("T a = g * rescale; T nan = (T)(a != a);"
+            "T step = min(max(a, -clip), clip) * ((T)1 + nan / ((T)1 - nan) * (T)0) * lr;")
 SGD_KERNELS = {
     (True, False): backend.ElementwiseSpec(
         "sgd_mom", "T g, T lr_rescale, T lr_wd, T mu", "T w, T mom",
         "mom = mom * mu - w * lr_wd - g * lr_rescale; w = w + mom;"),
     (True, True): backend.ElementwiseSpec(
         "sgd_mom_clip", "T g, T rescale, T clip, T lr, T lr_wd, T mu", "T w, T mom",
-        "T step = min(max(g * rescale, -clip), clip) * lr;"
-        "mom = mom * mu - w * lr_wd - step; w = w + mom;"),
+        _CLIPPED + "mom = mom * mu - w * lr_wd - step; w = w + mom;"),
     (False, False): backend.ElementwiseSpec(
         "sgd", "T g, T lr_rescale, T lr_wd", "T w",
         "w = w - (g * lr_rescale + w * lr_wd);"),
     (False, True): backend.ElementwiseSpec(
         "sgd_clip", "T g, T rescale, T clip, T lr, T lr_wd", "T w",
-        "w = w - (min(max(g * rescale, -clip), clip) * lr + w * lr_wd);"),
+        _CLIPPED + "w = w - (step + w * lr_wd);"),
 }
 
 

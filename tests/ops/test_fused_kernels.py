@@ -253,6 +253,27 @@ def test_fused_sgd_equals_the_ufunc_passes(momentum, clip, wd):
     np.testing.assert_allclose(run(True), run(False), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_fused_clipped_sgd_keeps_a_nan_gradient_and_clips_infinities(momentum):
+    """CUDA's min and max drop a NaN (the emulator evaluates them so); the clipped kernels
+    keep it, as MXNet's clip and the ufunc passes do, and clip +-inf to +-clip."""
+    g = np.array([[np.nan, np.inf, -np.inf, 0.3, -0.01]], np.float32)
+
+    def run(emulate):
+        previous = backend.emulate_fused_kernels(emulate)
+        try:
+            o = mx.optimizer.SGD(learning_rate=0.1, momentum=momentum, clip_gradient=0.05)
+            w = mx.nd.array(np.ones_like(g))
+            o.update(0, w, mx.nd.array(g), o.create_state(0, w))
+            return w.asnumpy()
+        finally:
+            backend.emulate_fused_kernels(previous)
+
+    fused = run(True)
+    np.testing.assert_array_equal(fused, run(False))
+    assert np.isnan(fused[0, 0]) and np.isfinite(fused[0, 1:]).all()
+
+
 @pytest.mark.parametrize("ctx", [p for p in ctx_params() if p.id != "cpu"])
 def test_fused_kernels_compile_and_match_on_gpu(ctx):
     """Each kernel compiled by CuPy gives what its NumPy evaluation gives."""
