@@ -5,6 +5,8 @@
   classes and chosen once, at bind time, by the executor (`bind_forward`, `bind_backward`);
   dense.py, activation.py, loss.py, batchnorm.py, shifted_conv.py (stride-1 convolutions),
   add_n.py, joins.py (Concat and Stack on CuPy), pool_max.py (max pooling on CuPy);
+- raw CUDA kernels that check themselves on each GPU before they serve (checked_kernels.py:
+  softmax_rows.py, pool_max.py);
 - batch-last forms (layout.py, dense.py, activation.py, convolution.py, fused.py): op
   classes the layout pass puts in a plan's graph where data may stay (C, *spatial, N);
 - fused ops (fused.py, fused_cells.py): op classes the fusion pass puts in place of a pattern

@@ -27,6 +27,7 @@ from ..ops.conv_helpers import offsets
 from ..ops.pool_windows import disjoint
 from ..ops.pooling import Pooling
 from ..ops.registry import create_op
+from .checked_kernels import CheckedKernels
 from .registry import fast_path
 
 __all__ = ["KERNELS", "SOURCE", "WindowMax", "host_backward", "host_forward", "status"]
@@ -205,52 +206,41 @@ def host_backward(gy, mask, dx, dims: dict) -> None:
 
 # ----------------------------------------------------------------------------- the kernels
 
-class WindowMax:
+class WindowMax(CheckedKernels):
     """The two kernels on one array module, checked once per (device, dtype) against the
-    op's own path before they serve."""
+    op's own path before they serve: they must give the op's numbers on test pools (ties, a
+    NaN, padding, an uncovered edge, one window with stride 1)."""
 
-    def __init__(self):
-        self.functions: dict = {}  # array module -> {(stage, dtype char): kernel}
-        self.checked: dict = {}  # (device id, dtype char) -> "" or why not
-
-    def _function(self, xp, stage: str, char: str):
-        per_module = self.functions.get(xp)
-        if per_module is None:
-            module = xp.RawModule(code=SOURCE)
-            per_module = self.functions[xp] = {key: module.get_function(name)
-                                               for key, name in KERNELS.items()}
-        return per_module[(stage, char)]
+    SOURCE = SOURCE
+    KERNELS = KERNELS
+    unchecked = "not checked yet (no GPU max pooling has been bound)"
 
     def forward(self, xp, x, y, mask, dims: dict) -> None:
-        count = dims["planes"] * dims["od"] * dims["oh"] * dims["ow"]
-        self._launch(xp, "forward", count, (x, y, mask) + _scalars(dims))
+        self.launch(xp, *self.call("forward", (x, y, mask), dims))
 
     def backward(self, xp, gy, mask, dx, dims: dict) -> None:
-        count = dims["planes"] * dims["d"] * dims["h"] * dims["w"]
-        self._launch(xp, "backward", count, (gy, mask, dx) + _scalars(dims))
+        self.launch(xp, *self.call("backward", (gy, mask, dx), dims))
 
-    def _launch(self, xp, stage: str, count: int, args: tuple) -> None:
+    @staticmethod
+    def call(stage: str, arrays: tuple, dims: dict) -> tuple:
+        """(stage, threads, kernel arguments) of one launch: a thread per output forward,
+        per input element backward; the arrays, then the geometry's scalars."""
+        spatial = ("od", "oh", "ow") if stage == "forward" else ("d", "h", "w")
+        count = dims["planes"] * dims[spatial[0]] * dims[spatial[1]] * dims[spatial[2]]
+        return stage, count, tuple(arrays) + _scalars(dims)
+
+    def launch(self, xp, stage: str, count: int, args: tuple) -> None:
         if count:
             blocks = (count + THREADS - 1) // THREADS
-            self._function(xp, stage, args[0].dtype.char)((blocks,), (THREADS,), args)
-
-    def serves(self, xp, device_id: int, dtype) -> bool:
-        """Whether the kernels may serve `dtype` on this GPU: on first asking, they must
-        give the op's own numbers on test pools (ties, a NaN, padding, an uncovered edge).
-        Call it outside any CUDA graph capture."""
-        char = np.dtype(dtype).char
-        if char not in "fd":
-            return False
-        key = (device_id, char)
-        if key not in self.checked:
-            try:
-                with xp.cuda.Device(device_id):  # on the GPU it is asked for
-                    self.checked[key] = self._check(xp, np.dtype(dtype))
-            except Exception as err:  # noqa: BLE001 - any failure keeps the op's path
-                self.checked[key] = "%s: %s" % (type(err).__name__, err)
-        return not self.checked[key]
+            self.function(xp, (stage, args[0].dtype.char))((blocks,), (THREADS,), args)
 
     def _check(self, xp, dtype) -> str:
+        try:
+            return self._compare(xp, dtype)
+        except Exception as err:  # noqa: BLE001 - any failure keeps the op's path
+            return "%s: %s" % (type(err).__name__, err)
+
+    def _compare(self, xp, dtype) -> str:
         rng = np.random.default_rng(3)
         for shape, attrs in (((2, 3, 7, 6), {"kernel": "(2, 2)", "stride": "(2, 2)"}),
                              ((1, 2, 5, 5), {"kernel": "(3, 3)", "stride": "(3, 3)",
@@ -277,12 +267,6 @@ class WindowMax:
                 if not np.array_equal(xp.asnumpy(a), xp.asnumpy(b), equal_nan=True):
                     return "its %s of %s differ from the op's (%s)" % (name, shape, dtype.name)
         return ""
-
-    def status(self) -> str:
-        if not self.checked:
-            return "not checked yet (no GPU max pooling has been bound)"
-        return "; ".join("gpu(%d) %s: %s" % (dev, np.dtype(char).name, why or "kernels")
-                         for (dev, char), why in sorted(self.checked.items()))
 
 
 #: the process's one WindowMax
@@ -317,8 +301,10 @@ def bind_forward(op, xp, inputs, aux, out):
     if dims is None:
         return None
 
+    call = WINDOW_MAX.call("forward", (x, y, mask), dims)
+
     def run_window_max(xp, is_train):
-        WINDOW_MAX.forward(xp, x, y, mask, dims)
+        WINDOW_MAX.launch(xp, *call)
     return run_window_max
 
 
@@ -332,6 +318,8 @@ def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
     if dims is None:
         return None
 
+    call = WINDOW_MAX.call("backward", (gy, mask, dx), dims)
+
     def run_window_max_grad(xp, is_train):
-        WINDOW_MAX.backward(xp, gy, mask, dx, dims)
+        WINDOW_MAX.launch(xp, *call)
     return run_window_max_grad

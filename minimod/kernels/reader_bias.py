@@ -54,25 +54,24 @@ def _with_recurrent_bias(spec, gates: str):
 LSTM_CELL_BIASED = _with_recurrent_bias(LSTM_CELL, "ifco")
 
 
-def _standing_for(op, cls):
-    """`op` as an instance of its subclass `cls` (sharing its attributes) that keeps `op`
-    itself as `plain`, the op as written, for the monitor."""
-    new = recast(op, cls)
-    new.plain = op
-    return new
+class _StandsFor:
+    """A form of an op class that a rewrite puts in place of an op as written: `of(op)`
+    gives it, sharing the op's attributes and keeping `op` itself as `plain`, for the
+    monitor."""
+
+    @classmethod
+    def of(cls, op):
+        new = recast(op, cls)
+        new.plain = op
+        return new
 
 
-class ProductWithoutBias(FullyConnected):
+class ProductWithoutBias(_StandsFor, FullyConnected):
     """FullyConnected on 2-D data whose bias the op reading it adds: forward writes
     data . weight^T only; backward, infer_shape and the attributes are FullyConnected's."""
 
     name = "FullyConnected(bias in reader)"
     plain: FullyConnected  # the op as written
-
-    @classmethod
-    def of(cls, fc: FullyConnected) -> "ProductWithoutBias":
-        """FullyConnected op `fc` (with a bias) as a product whose bias its reader adds."""
-        return _standing_for(fc, cls)
 
     def forward(self, xp, inputs, aux, out, is_train):
         matmul(xp, inputs[0], inputs[1].T, out=out[0])
@@ -82,18 +81,13 @@ class ProductWithoutBias(FullyConnected):
         return [(node_name, self.plain, list(inputs), [written])]
 
 
-class ConvolutionWithoutBias(CudnnConvolution):
+class ConvolutionWithoutBias(_StandsFor, CudnnConvolution):
     """A cuDNN Convolution whose bias the op reading it adds: forward runs the convolution
     only (through cuDNN's frontend the bias is a separate addition, which this saves);
     backward, the attributes and the memory contract are CudnnConvolution's."""
 
     name = "Convolution(bias in reader)"
     plain: CudnnConvolution  # the op as written
-
-    @classmethod
-    def of(cls, conv: CudnnConvolution) -> "ConvolutionWithoutBias":
-        """Convolution op `conv` (with a bias) as one whose bias its reader adds."""
-        return _standing_for(conv, cls)
 
     def forward(self, xp, inputs, aux, out, is_train):
         self.cudnn.conv_forward(inputs[0], inputs[1], None, out[0], self.pad, self.stride,
@@ -153,7 +147,7 @@ BIAS_ACTIVATIONS = {
 }
 
 
-class BiasActivation(Activation):
+class BiasActivation(_StandsFor, Activation):
     """An Activation (`plain`, the op it stands for; relu, tanh or sigmoid, whose gradient
     reads only the output) reading the bias of the FullyConnected or Convolution it follows
     as a second input, one value per unit or channel (axis 1), added before the activation.
@@ -163,11 +157,6 @@ class BiasActivation(Activation):
     ARGUMENTS = ("data", "bias")
 
     plain: Activation  # the op as written
-
-    @classmethod
-    def of(cls, act: Activation) -> "BiasActivation":
-        """Activation op `act` reading the bias it adds."""
-        return _standing_for(act, cls)
 
     def arguments(self) -> list:
         return list(self.ARGUMENTS)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checked_kernels import CheckedKernels
+
 __all__ = ["KERNELS", "SOURCE", "RowSoftmax", "host_softmax_rows", "status"]
 
 #: threads per row
@@ -89,40 +91,21 @@ def host_softmax_rows(x: np.ndarray, y: np.ndarray) -> None:
     y[...] = e / e.sum(axis=1, keepdims=True)
 
 
-class RowSoftmax:
-    """The kernel on one array module, checked once per (device, dtype) before it serves."""
+class RowSoftmax(CheckedKernels):
+    """The kernel on one array module, checked once per (device, dtype) before it serves:
+    its rows of a test matrix (narrow and wide rows, large and tiny values) must match
+    `reference(x, y)` (the op's passes), which `serves` takes as its last argument."""
 
-    def __init__(self):
-        self.kernels: dict = {}   # array module -> {dtype char: kernel}
-        self.checked: dict = {}   # (device id, dtype char) -> "" or why not
-        self.module_error = ""
-
-    def _kernel(self, xp, char: str):
-        per_module = self.kernels.get(xp)
-        if per_module is None:
-            module = xp.RawModule(code=SOURCE)
-            per_module = self.kernels[xp] = {c: module.get_function(name)
-                                             for c, name in KERNELS.items()}
-        return per_module[char]
+    SOURCE = SOURCE
+    KERNELS = KERNELS
+    unchecked = "not checked yet (no GPU softmax has been bound)"
+    served = "kernel"
 
     def run(self, xp, x, y) -> None:
         """y = softmax of each row of the C-contiguous 2-D x (y alike, may be x)."""
         rows, cols = x.shape
         if rows and cols:
-            self._kernel(xp, x.dtype.char)((rows,), (THREADS,), (x, y, np.int64(cols)))
-
-    def serves(self, xp, device_id: int, dtype, reference) -> bool:
-        """Whether the kernel may serve `dtype` on this GPU: on first asking, its rows of a
-        test matrix (narrow and wide rows, large and tiny values) must match
-        `reference(x, y)` (the op's passes). Call it outside any CUDA graph capture."""
-        char = np.dtype(dtype).char
-        if char not in KERNELS:
-            return False
-        key = (device_id, char)
-        if key not in self.checked:
-            with xp.cuda.Device(device_id):  # on the GPU it is asked for
-                self.checked[key] = self._check(xp, np.dtype(dtype), reference)
-        return not self.checked[key]
+            self.function(xp, x.dtype.char)((rows,), (THREADS,), (x, y, np.int64(cols)))
 
     def _check(self, xp, dtype, reference) -> str:
         rng = np.random.default_rng(7)
@@ -139,12 +122,6 @@ class RowSoftmax:
             if not np.allclose(xp.asnumpy(got), xp.asnumpy(want), rtol=tol, atol=tol * 1e-2):
                 return "its %s rows differ from the passes' (%s)" % (shape, dtype.name)
         return ""
-
-    def status(self) -> str:
-        if not self.checked:
-            return "not checked yet (no GPU softmax has been bound)"
-        return "; ".join("gpu(%d) %s: %s" % (dev, np.dtype(char).name, why or "kernel")
-                         for (dev, char), why in sorted(self.checked.items()))
 
 
 #: the process's one RowSoftmax
