@@ -131,6 +131,26 @@ def gradient_steps(exe, steps: int) -> list:
     return seen
 
 
+def same_values(rtol: float, atol: float):
+    """`same(a, b, err_msg)`: bit for bit where the CuPy stand-in evaluates the fused kernel
+    bodies, to rtol / atol where NVRTC compiles them (it may contract a product and a sum
+    into one rounding)."""
+    from minimod import backend
+    if hasattr(backend._cupy, "host_reads"):
+        return np.testing.assert_array_equal
+    return lambda a, b, err_msg: np.testing.assert_allclose(a, b, rtol=rtol, atol=atol,
+                                                            err_msg=err_msg)
+
+
+def assert_same_gradients(got: list, want: list, same=np.testing.assert_array_equal) -> None:
+    """Each step's gradients (`gradient_steps`) equal, name by name, by `same(a, b,
+    err_msg)`."""
+    for grads, want_grads in zip(got, want):
+        assert grads.keys() == want_grads.keys()
+        for k in want_grads:
+            same(grads[k], want_grads[k], err_msg=k)
+
+
 def without_rewrite(graph, shapes, dtypes, first, ctx):
     """In place of a rewrite of the graph with its gradient nodes (`minimod.passes.compiler`
     calls them by name): no change."""

@@ -11,13 +11,18 @@ import numpy as np
 import pytest
 
 import minimod as mx
-from minimod import backend
 from minimod.kernels.fused_cells import SummedCellGrad
 from minimod.passes import compiler, fusion
 from minimod.passes.compiler import compile_graph
 
 from ..conftest import needs_gpu
-from .graphs import captured_with_and_without, gradient_steps, without_rewrite
+from .graphs import (
+    assert_same_gradients,
+    captured_with_and_without,
+    gradient_steps,
+    same_values,
+    without_rewrite,
+)
 
 
 def _rnn(gru=False, seq_len=4, merge=True):
@@ -88,15 +93,8 @@ def test_fused_sums_compute_what_the_add_n_computed(case, monkeypatch):
         assert bool(_summed(exe._plan)) == fused
         runs[fused] = grads, seen
     (grads, seen), (want_grads, want_seen) = runs[True], runs[False]
-    # bit for bit where the stand-in evaluates the kernel bodies; NVRTC may contract a product
-    # and a sum elsewhere in a kernel into one rounding
-    same = (np.testing.assert_array_equal if hasattr(backend._cupy, "host_reads") else
-            lambda a, b, err_msg: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6,
-                                                             err_msg=err_msg))
-    for got, want in zip(grads, want_grads):
-        assert got.keys() == want.keys()
-        for k in got:
-            same(got[k], want[k], err_msg=k)
+    same = same_values(rtol=1e-5, atol=1e-6)
+    assert_same_gradients(grads, want_grads, same)
     # the monitor sees the sums and the cells' gradients by their names, as before
     assert sorted(seen) == sorted(want_seen)
     assert any(name.endswith("_grad_sum_output0") for name in seen)
@@ -109,6 +107,4 @@ def test_a_captured_step_holds_a_kernel_fewer_per_step(monkeypatch):
     kernels, grads = captured_with_and_without(monkeypatch, "fuse_gradient_sums",
                                                *_rnn(seq_len=8))
     assert kernels[False] - kernels[True] == 7, kernels
-    for got, want in zip(grads[True], grads[False]):
-        for k in want:
-            np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+    assert_same_gradients(grads[True], grads[False])

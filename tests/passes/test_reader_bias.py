@@ -27,7 +27,13 @@ from minimod.passes.compiler import compile_graph
 from minimod.passes.gradient import BackwardOp
 
 from ..conftest import needs_gpu
-from .graphs import captured_with_and_without, gradient_steps, without_rewrite
+from .graphs import (
+    assert_same_gradients,
+    captured_with_and_without,
+    gradient_steps,
+    same_values,
+    without_rewrite,
+)
 
 
 def _rnn(gru=False, seq_len=4):
@@ -94,9 +100,7 @@ def test_a_captured_step_holds_a_kernel_fewer_per_step(monkeypatch):
     kernels, grads = captured_with_and_without(monkeypatch, "add_biases_in_readers",
                                                *_rnn(seq_len=8))
     assert kernels[False] - kernels[True] == 8, kernels
-    for got, want in zip(grads[True], grads[False]):
-        for k in want:
-            np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+    assert_same_gradients(grads[True], grads[False])
 
 
 def _runs_with_and_without(monkeypatch, sym, shapes, steps=2) -> tuple:
@@ -124,13 +128,9 @@ def _runs_with_and_without(monkeypatch, sym, shapes, steps=2) -> tuple:
 def _assert_same_runs(got_run, want_run) -> None:
     """Gradients and monitored values equal: bit for bit where the stand-in evaluates the
     kernel bodies, to rounding where NVRTC compiles them."""
-    same = (np.testing.assert_array_equal if hasattr(backend._cupy, "host_reads") else
-            lambda a, b, err_msg: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7,
-                                                             err_msg=err_msg))
+    same = same_values(rtol=1e-6, atol=1e-7)
     (grads, seen), (want_grads, want_seen) = got_run, want_run
-    for got, want in zip(grads, want_grads):
-        for k in want:
-            same(got[k], want[k], err_msg=k)
+    assert_same_gradients(grads, want_grads, same)
     assert sorted(seen) == sorted(want_seen)
     for name in seen:
         same(seen[name], want_seen[name], err_msg=name)

@@ -18,7 +18,12 @@ from minimod.passes.compiler import compile_graph
 from minimod.passes.gradient import BackwardOp
 
 from ..conftest import needs_gpu
-from .graphs import captured_with_and_without, gradient_steps, without_rewrite
+from .graphs import (
+    assert_same_gradients,
+    captured_with_and_without,
+    gradient_steps,
+    without_rewrite,
+)
 
 
 def _rnn(merge=True, gru=False, seq_len=4, begin=False):
@@ -140,11 +145,8 @@ def test_stacked_gradients_equal_the_steps_gradients(case, monkeypatch):
     stacked, got = _train(sym, shapes, True, req)
     plain, want = _train(sym, shapes, False, req)
     assert _nodes(stacked._plan, StepWeightGrad) and not _nodes(plain._plan, StepWeightGrad)
-    for grads, want_grads in zip(got, want):
-        assert grads.keys() == want_grads.keys()
-        for k in grads:
-            np.testing.assert_allclose(grads[k], want_grads[k], rtol=1e-5, atol=1e-6,
-                                       err_msg=k)
+    assert_same_gradients(got, want, lambda a, b, err_msg: np.testing.assert_allclose(
+        a, b, rtol=1e-5, atol=1e-6, err_msg=err_msg))
 
 
 @needs_gpu
