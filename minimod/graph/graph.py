@@ -180,38 +180,44 @@ class Graph:
         return [i for i, n in enumerate(self.nodes) if n.op is None and i in self.aux_nodes]
 
     def rebuilt(self, ops: Sequence, inputs: Optional[Mapping[int, Sequence["Entry"]]] = None,
-                drop: Collection[int] = (),
-                redirect: Optional[Mapping[tuple, tuple]] = None) -> "Graph":
+                drop: Collection[int] = (), redirect: Optional[Mapping[tuple, "Entry"]] = None,
+                insert: Optional[Mapping[int, Sequence["Node"]]] = None) -> "Graph":
         """A copy where node i runs `ops[i]`, reads `inputs[i]` where given (entries of this
-        graph), and the nodes in `drop` are left out. `redirect` maps an entry of this graph,
-        as (node id, output index), to the entry that stands for it from now on: readers of
-        a dropped node's output (and the graph's outputs) read their redirected entry
-        instead, which must come earlier in the node order than any of its readers; nothing
-        kept may read a dropped node otherwise. Nodes that change, or read a node that
-        changed, are copied with their names and attrs; the rest are shared. This graph
-        itself when nothing changes."""
-        inputs = inputs or {}
-        moved = {(id(self.nodes[nid]), index): (self.nodes[to], to_index)
-                 for (nid, index), (to, to_index) in (redirect or {}).items()}
+        graph), and the nodes in `drop` are left out.
+
+        `insert` maps a node id to new nodes that go in just before it (dropped or not),
+        reading entries of this graph or of new nodes put in before them. `redirect` maps an
+        entry of this graph, as (node id, output index), to the entry (of this graph or of an
+        inserted node) that stands for it from now on: readers of a dropped node's output,
+        and the graph's outputs, read their redirected entry instead, which must come earlier
+        in the new order than any of its readers; nothing kept may read a dropped node
+        otherwise. The new order is, for each node id of this graph, its inserted nodes, then
+        the node unless dropped. Nodes that change, or read a node that changed, are copied
+        with their names and attrs; the rest are shared. This graph itself when nothing
+        changes."""
+        inputs, insert = inputs or {}, insert or {}
+        moved = {(id(self.nodes[nid]), index): to
+                 for (nid, index), to in (redirect or {}).items()}
         copies: dict = {}
 
         def entry(e: "Entry") -> "Entry":
-            node, index = moved.get((id(e.node), e.index), (e.node, e.index))
-            return Entry(copies.get(id(node), node), index)
+            e = moved.get((id(e.node), e.index), e)
+            return Entry(copies.get(id(e.node), e.node), e.index)
+
+        def carried(node: "Node", op, ins: Sequence["Entry"], changed: bool) -> "Node":
+            if not changed and all(id(e.node) not in copies and (id(e.node), e.index) not in moved
+                                   for e in ins):
+                return node  # untouched, and so is everything it reads
+            copies[id(node)] = Node(op, node.name, node.attrs, [entry(e) for e in ins])
+            return copies[id(node)]
 
         nodes = []
         for nid, node in enumerate(self.nodes):
-            if nid in drop:
-                continue
-            ins = inputs.get(nid, node.inputs)
-            if (ops[nid] is node.op and nid not in inputs
-                    and all(id(e.node) not in copies and (id(e.node), e.index) not in moved
-                            for e in ins)):
-                nodes.append(node)  # untouched, and so is everything it reads
-                continue
-            copies[id(node)] = Node(ops[nid], node.name, node.attrs, [entry(e) for e in ins])
-            nodes.append(copies[id(node)])
-        if not copies and not drop:
+            nodes += [carried(new, new.op, new.inputs, False) for new in insert.get(nid, ())]
+            if nid not in drop:
+                changed = ops[nid] is not node.op or nid in inputs
+                nodes.append(carried(node, ops[nid], inputs.get(nid, node.inputs), changed))
+        if not copies and not drop and not insert:
             return self
         return Graph(nodes, [entry(e) for e in self.outputs])
 

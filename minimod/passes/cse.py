@@ -41,36 +41,23 @@ def eliminate_common_expr(graph: Graph) -> Graph:
     """`graph` with each repeated computation kept once (`graph` itself when none repeats).
     Nodes keep their order, names and attributes; variables keep theirs, so argument and
     aux-state order do not change."""
-    keep_of: dict = {}  # id(dropped node) -> the node kept in its place
+    kept_as: dict = {}  # id(node) -> the node computing its values (itself where kept)
     first: dict = {}  # (op class, attrs, input entries) -> node
-    for node in graph.nodes:
+    drop, redirect = set(), {}
+    for nid, node in enumerate(graph.nodes):
         if not mergeable(node):
             continue
-        inputs = tuple((id(keep_of.get(id(e.node), e.node)), e.index) for e in node.inputs)
+        inputs = tuple((id(kept_as.get(id(e.node), e.node)), e.index) for e in node.inputs)
         key = (type(node.op), tuple(sorted(node.attrs.items())), inputs)
-        kept = first.setdefault(key, node)
+        kept = kept_as[id(node)] = first.setdefault(key, node)
         if kept is not node:
-            keep_of[id(node)] = kept
-    if not keep_of:
+            drop.add(nid)
+            redirect.update({(nid, k): Entry(kept, k) for k in range(node.num_outputs())})
+    if not drop:
         return graph
-    outputs = [_redirect(e, keep_of) for e in graph.outputs]
-    copies: dict = {}  # id(original node) -> its copy reading redirected inputs
-    nodes = []
-    for node in graph.nodes:
-        if id(node) in keep_of:
-            continue
-        ins = [_redirect(e, keep_of) for e in node.inputs]
-        ins = [Entry(copies.get(id(e.node), e.node), e.index) for e in ins]
-        if any(a.node is not b.node for a, b in zip(ins, node.inputs)):
-            copies[id(node)] = Node(node.op, node.name, node.attrs, ins)
-        nodes.append(copies.get(id(node), node))
-    outputs = [Entry(copies.get(id(e.node), e.node), e.index) for e in outputs]
-    return Graph(nodes + _isolate_repeats(outputs), outputs)
-
-
-def _redirect(entry: Entry, keep_of: dict) -> Entry:
-    kept = keep_of.get(id(entry.node))
-    return entry if kept is None else Entry(kept, entry.index)
+    merged = graph.rebuilt([node.op for node in graph.nodes], drop=drop, redirect=redirect)
+    outputs = list(merged.outputs)
+    return Graph(list(merged.nodes) + _isolate_repeats(outputs), outputs)
 
 
 def _isolate_repeats(outputs: list) -> list:

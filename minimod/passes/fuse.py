@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..graph import Graph
+from ..graph import Entry, Graph
 from ..kernels.fused import ActivationMaxPooling
 from ..kernels.fused_cells import GRUCellCombine, LSTMCellCombine
 from ..ops.activation import Activation
@@ -111,7 +111,8 @@ def _lstm_cell(graph: Graph, sid: int, shapes: Sequence, dtypes: Sequence):
                      ("in_gate", "forget_gate", "candidate", "out_gate")))
     cell = {add, sid, *acts, mul_i, mul_f, tanh, h}
     return {"node": c, "op": LSTMCellCombine(_absorbed(graph, cell | {c}, roles)),
-            "inputs": [*nodes[add].inputs, prev], "drop": cell, "redirect": {(h, 0): (c, 1)}}
+            "inputs": [*nodes[add].inputs, prev], "drop": cell,
+            "redirect": {(h, 0): Entry(nodes[c], 1)}}
 
 
 def _find_lstm(graph: Graph, sid: int, shapes: Sequence, dtypes: Sequence):

@@ -123,85 +123,70 @@ def _argument(graph: Graph, bid: int, arg: int) -> int:
 
 def _rebuild(graph: Graph, shapes: list, dtypes: list, groups: list, first: int) -> tuple:
     nodes, row = graph.nodes, graph.row_ptr
-    facts = {(id(node), k): (shapes[row[nid] + k], dtypes[row[nid] + k])
-             for nid, node in enumerate(nodes) for k in range(node.num_outputs())}
-    before: dict = {}  # node id -> the groups whose nodes go in before it
-    drop, ops = set(), {}
+    ops = [node.op for node in nodes]
+    drop, insert, redirect = set(), {}, {}
+    added: dict = {}  # id(new node) -> (shape, dtype) per output
+    pieces = _stacked_steps(graph, first)
     for group in groups:
-        before.setdefault(min(group.sums.values()), []).append(group)
         drop.update(group.sums.values())
         for bid in group.members:
             op = nodes[bid].op
             keep = tuple(a for a in op.wanted if a not in group.sums)
             ops[bid] = BackwardOp(op.fwd_op, keep, moved=tuple(sorted(group.sums)))
-    pieces = _stacked_steps(graph, first)
-    moved: dict = {}  # (id(old node), output) -> the entry standing for it from now on
-    copies: dict = {}
-
-    def entry(e: Entry) -> Entry:
-        return moved.get((id(e.node), e.index)) or Entry(copies.get(id(e.node), e.node),
-                                                         e.index)
-
-    kept = []
-    for nid, node in enumerate(nodes):
-        for group in before.get(nid, ()):
-            kept += _stacked(graph, group, pieces, entry, moved, facts)
-        op = ops.get(nid, node.op)
+        insert.setdefault(min(group.sums.values()), []).extend(
+            _stacked(graph, shapes, dtypes, group, pieces, redirect, added))
+    new = graph.rebuilt(ops, drop=drop, redirect=redirect, insert=insert)
+    table = []  # (shape, dtype) per entry of `new`, in the order `Graph.rebuilt` keeps
+    for nid in range(len(nodes)):
+        table += [fact for node in insert.get(nid, ()) for fact in added[id(node)]]
         if nid in drop:
             continue
-        ins = [entry(e) for e in node.inputs]
-        if op is not node.op or any(a.node is not b.node for a, b in zip(ins, node.inputs)):
-            copies[id(node)] = Node(op, node.name, node.attrs, ins)
-            facts.update({(id(copies[id(node)]), k): facts[(id(node), k)]
-                          for k in range(op.num_outputs())})
-        kept.append(copies.get(id(node), node))
-    new = Graph(kept, [entry(e) for e in graph.outputs])
-    table = [facts[(id(n), k)] for n in new.nodes for k in range(n.num_outputs())]
+        # a step's node keeps its first outputs (the data's gradient)
+        count = 1 if ops[nid] is None else ops[nid].num_outputs()
+        table += [(shapes[e], dtypes[e]) for e in range(row[nid], row[nid] + count)]
     return new, [s for s, _ in table], [d for _, d in table]
 
 
-def _stacked(graph: Graph, group: _Group, pieces: dict, entry, moved: dict,
-             facts: dict) -> list:
+def _stacked(graph: Graph, shapes: list, dtypes: list, group: _Group, pieces: dict,
+             redirect: dict, added: dict) -> list:
     """The StepStack of the group's output gradients and the StepWeightGrad standing for its
-    sums; readers of the sums read the new node from now on (`moved`)."""
+    sums; readers of the sums read the new node from now on (`redirect`). `added` gets the
+    new nodes' shapes and dtypes."""
     nodes = graph.nodes
     heads = [nodes[b].inputs[0] for b in group.members]
-    head_shape, dtype = facts[(id(heads[0].node), heads[0].index)]
+    head = graph.input_eids[group.members[0]][0]
     weight = _argument(graph, group.members[0], _WEIGHT)
     name = graph.entry_name(weight)
-    stack = Node(StepStack(len(heads)), name + "_step_out_grads", {},
-                 [entry(h) for h in heads])
-    facts[(id(stack), 0)] = ((len(heads),) + tuple(head_shape), dtype)
+    stack = Node(StepStack(len(heads)), name + "_step_out_grads", {}, heads)
+    added[id(stack)] = [((len(heads),) + tuple(shapes[head]), dtypes[head])]
     data = [_argument(graph, b, 0) for b in group.members]
-    runs, sources, joins = _sources(graph, data, pieces, entry, facts, name)
-    sums = [nodes[group.sums[a]] for a in sorted(group.sums)]
-    first_data = _entry(graph, data[0])
-    in_units = facts[(id(first_data.node), first_data.index)][0][1]
-    op = StepWeightGrad(head_shape[1], in_units, _BIAS not in group.sums, runs,
-                        [s.name for s in sums])
+    runs, sources, joins = _sources(graph, shapes, dtypes, data, pieces, added, name)
+    sums = sorted(group.sums)
+    op = StepWeightGrad(shapes[head][1], shapes[data[0]][1], _BIAS not in group.sums, runs,
+                        [nodes[group.sums[a]].name for a in sums])
     grads = Node(op, name + "_step_grads", {}, [Entry(stack, 0)] + sources)
-    for k, node in enumerate(sums):
-        moved[(id(node), 0)] = Entry(grads, k)
-        facts[(id(grads), k)] = facts[(id(node), 0)]
+    redirect.update({(group.sums[a], 0): Entry(grads, k) for k, a in enumerate(sums)})
+    added[id(grads)] = [(shapes[row], dtypes[row]) for row in
+                        (graph.row_ptr[group.sums[a]] for a in sums)]
     return [stack] + joins + [grads]
 
 
-def _sources(graph: Graph, data: list, pieces: dict, entry, facts: dict, name: str) -> tuple:
+def _sources(graph: Graph, shapes: list, dtypes: list, data: list, pieces: dict, added: dict,
+             name: str) -> tuple:
     """([(start, count)] per source, the source entries, the joins made for them) for the
     steps' `data`, run by run (`_runs`)."""
     runs, sources, joins = [], [], []
     for run in _runs(graph, data, pieces):
         runs.append((run.start, len(run.entries)))
         if run.stack is not None:  # a forward stack of the steps' outputs
-            sources.append(entry(Entry(graph.nodes[run.stack], 0)))
+            sources.append(Entry(graph.nodes[run.stack], 0))
         elif len(run.entries) == 1:
-            sources.append(entry(_entry(graph, run.entries[0])))
+            sources.append(_entry(graph, run.entries[0]))
         else:  # the steps' data joined for the product, in place where the plan can
             join = Node(StepStack(len(run.entries)), "%s_step_data%d" % (name, len(joins)), {},
-                        [entry(_entry(graph, e)) for e in run.entries])
-            first = _entry(graph, run.entries[0])
-            step_shape, dtype = facts[(id(first.node), first.index)]
-            facts[(id(join), 0)] = ((len(run.entries),) + tuple(step_shape), dtype)
+                        [_entry(graph, e) for e in run.entries])
+            step = run.entries[0]
+            added[id(join)] = [((len(run.entries),) + tuple(shapes[step]), dtypes[step])]
             joins.append(join)
             sources.append(Entry(join, 0))
     return runs, sources, joins

@@ -41,7 +41,6 @@ from .infer import FLOAT_DTYPES
 __all__ = ["stack_steps"]
 
 
-
 def stack_steps(graph: Graph, shapes: Sequence, dtypes: Sequence, ctx=None) -> Graph:
     """`graph` with every group of per-step products stacked and every join of the steps'
     outputs made time-major (`graph` itself when there is none, or on a CPU)."""
@@ -115,37 +114,21 @@ def _groups(graph: Graph, sid: int) -> list:
 def _rebuild(graph: Graph, groups: list, joins: dict) -> Graph:
     """The graph with each group's nodes and each join replaced (see the module
     docstring)."""
-    nodes = graph.nodes
-    before: dict = {}  # node id -> the groups to insert before it
-    for group in groups:
-        before.setdefault(min(group[2]), []).append(group)
-    drop = _dropped(graph, groups)
-    copies: dict = {}  # id(old node) -> its copy
-    moved: dict = {}  # (id(old node), output) -> the entry standing for it from now on
-
-    def entry(e: Entry) -> Entry:
-        return moved.get((id(e.node), e.index)) or Entry(copies.get(id(e.node), e.node),
-                                                         e.index)
-
-    kept = []
+    drop = _dropped(graph, groups) | set(joins)
+    insert: dict = {}  # node id -> the new nodes that go in before it
+    redirect: dict = {}  # (node id, output) -> the entry standing for it from now on
     reported = set()  # removed splits a stacked node reports to the monitor
-    for nid, node in enumerate(nodes):
-        for sid, axis, fcs in before.get(nid, ()):
-            split = None
-            if sid in drop and sid not in reported:
-                split = (nodes[sid].name, nodes[sid].op)
-                reported.add(sid)
-            kept += _projection(graph, sid, axis, fcs, split, entry, moved)
-        if nid in joins:
-            kept += _time_major_join(node, joins[nid], [entry(e) for e in node.inputs], moved)
-            continue
-        if nid in drop:
-            continue
-        ins = [entry(e) for e in node.inputs]
-        if any(a.node is not b.node or a.index != b.index for a, b in zip(ins, node.inputs)):
-            copies[id(node)] = Node(node.op, node.name, node.attrs, ins)
-        kept.append(copies.get(id(node), node))
-    return Graph(kept, [entry(e) for e in graph.outputs])
+    for sid, axis, fcs in sorted(groups, key=lambda group: min(group[2])):
+        split = None
+        if sid in drop and sid not in reported:
+            split = (graph.nodes[sid].name, graph.nodes[sid].op)
+            reported.add(sid)
+        insert.setdefault(min(fcs), []).extend(
+            _projection(graph, sid, axis, fcs, split, redirect))
+    for nid, step_shape in joins.items():
+        insert.setdefault(nid, []).extend(_time_major_join(graph, nid, step_shape, redirect))
+    return graph.rebuilt([node.op for node in graph.nodes], drop=drop, redirect=redirect,
+                         insert=insert)
 
 
 def _dropped(graph: Graph, groups: list) -> set:
@@ -160,29 +143,31 @@ def _dropped(graph: Graph, groups: list) -> set:
     return drop
 
 
-def _projection(graph: Graph, sid: int, axis: int, fcs: list, split, entry, moved: dict):
+def _projection(graph: Graph, sid: int, axis: int, fcs: list, split, redirect: dict) -> list:
     """The StepProjection and StepSplit nodes standing for the FullyConnected nodes `fcs`
-    reading split `sid`'s steps; readers of their products read the split from now on."""
+    reading split `sid`'s steps; readers of their products read the split from now on
+    (`redirect`)."""
     nodes = graph.nodes
     first = nodes[fcs[0]]
     op = StepProjection(first.op, axis, [nodes[n].name for n in fcs], split)
     hidden = _hidden_attrs(first)
     stack = Node(op, first.name + "_steps", hidden,
-                 [entry(nodes[sid].inputs[0])] + [entry(e) for e in first.inputs[1:]])
+                 [nodes[sid].inputs[0]] + list(first.inputs[1:]))
     parts = Node(StepSplit(len(fcs)), first.name + "_split", hidden, [Entry(stack, 0)])
-    moved.update({(id(nodes[n]), 0): Entry(parts, t) for t, n in enumerate(fcs)})
+    redirect.update({(n, 0): Entry(parts, t) for t, n in enumerate(fcs)})
     return [stack, parts]
 
 
-def _time_major_join(concat: Node, step_shape: tuple, inputs: list, moved: dict) -> list:
-    """The stack and the transposing copy that stand for Concat node `concat` of `inputs`;
-    readers of the Concat read the copy from now on (`moved`)."""
-    steps, hidden = len(inputs), _hidden_attrs(concat)
-    stack = Node(StepStack(steps), concat.name + "_steps", hidden, inputs)
+def _time_major_join(graph: Graph, nid: int, step_shape: tuple, redirect: dict) -> list:
+    """The stack and the transposing copy that stand for Concat node `nid`; readers of the
+    Concat read the copy from now on (`redirect`)."""
+    concat = graph.nodes[nid]
+    steps, hidden = len(concat.inputs), _hidden_attrs(concat)
+    stack = Node(StepStack(steps), concat.name + "_steps", hidden, list(concat.inputs))
     dim = concat.op.attrs.dim % len(step_shape)
     join = Node(TimeMajorConcat(concat.op, dim, step_shape), concat.name, hidden,
                 [Entry(stack, 0)])
-    moved[(id(concat), 0)] = Entry(join, 0)
+    redirect[(nid, 0)] = Entry(join, 0)
     return [stack, join]
 
 
