@@ -254,8 +254,8 @@ class RawModule:
 
 def _raw_sources() -> tuple:
     from minimod import device_rng
-    from minimod.kernels import pool_max, softmax_rows
-    return device_rng.SOURCE, softmax_rows.SOURCE, pool_max.SOURCE
+    from minimod.kernels import pool_max, pool_overlap, softmax_rows
+    return device_rng.SOURCE, softmax_rows.SOURCE, pool_max.SOURCE, pool_overlap.SOURCE
 
 
 class _RawFunction:
@@ -269,6 +269,8 @@ class _RawFunction:
                         for k in _softmax_kernels()})
         kernels.update({k: (self._window_max(stage), self._a_thread_per_window(stage))
                         for (stage, _), k in _pool_kernels().items()})
+        kernels.update({k: (self._window_pool(stage), self._a_thread_per_window(stage))
+                        for (stage, _), k in _overlap_kernels().items()})
         if name not in kernels:
             raise AttributeError("no kernel %r in the module" % name)
         self.name, (self.run, self.launched) = name, kernels[name]
@@ -311,7 +313,8 @@ class _RawFunction:
 
         def launched(grid, block, args):
             dims = dict(zip(pool_max.FIELDS, (int(a) for a in args[3:])))
-            count = dims["planes"] * (dims["od"] * dims["oh"] * dims["ow"] if stage == "forward"
+            count = dims["planes"] * (dims["od"] * dims["oh"] * dims["ow"]
+                                      if stage.endswith("forward")
                                       else dims["d"] * dims["h"] * dims["w"])
             if grid[0] * block[0] < count:
                 raise ValueError("%s launched with too few threads" % self.name)
@@ -332,6 +335,17 @@ class _RawFunction:
         return run
 
     @staticmethod
+    def _window_pool(stage):
+        from minimod.kernels import pool_max, pool_overlap
+        kind, direction = stage.split("_")
+
+        def run(a, b, c, *scalars):
+            dims = dict(zip(pool_max.FIELDS, (int(v) for v in scalars)))
+            (pool_overlap.host_forward if direction == "forward" else
+             pool_overlap.host_backward)(kind, a, b, c, dims)
+        return run
+
+    @staticmethod
     def _softmax_rows(x, y, cols, rows):
         from minimod.kernels import softmax_rows
         n = int(rows) * int(cols)
@@ -342,6 +356,11 @@ class _RawFunction:
 def _pool_kernels() -> dict:
     from minimod.kernels import pool_max
     return pool_max.KERNELS
+
+
+def _overlap_kernels() -> dict:
+    from minimod.kernels import pool_overlap
+    return pool_overlap.KERNELS
 
 
 def _softmax_kernels() -> tuple:

@@ -4,9 +4,10 @@
 - bound fast paths (`fast_path`): closures over a step's planned arrays, registered against op
   classes and chosen once, at bind time, by the executor (`bind_forward`, `bind_backward`);
   dense.py, activation.py, loss.py, batchnorm.py, shifted_conv.py (stride-1 convolutions),
-  add_n.py, joins.py (Concat and Stack on CuPy), pool_max.py (max pooling on CuPy);
+  add_n.py, joins.py (Concat and Stack on CuPy), pool_gpu.py (Pooling on CuPy: pool_max.py's
+  and pool_overlap.py's kernels);
 - raw CUDA kernels that check themselves on each GPU before they serve (checked_kernels.py:
-  softmax_rows.py, pool_max.py);
+  softmax_rows.py, pool_max.py, pool_overlap.py);
 - batch-last forms (layout.py, dense.py, activation.py, convolution.py, fused.py): op
   classes the layout pass puts in a plan's graph where data may stay (C, *spatial, N);
 - fused ops (fused.py, fused_cells.py): op classes the fusion pass puts in place of a pattern
@@ -31,7 +32,7 @@ from . import (  # noqa: F401
     joins,
     layout,
     loss,
-    pool_max,
+    pool_gpu,
     shifted_conv,
 )
 from .registry import (

@@ -13,7 +13,9 @@ so an infinite gradient at a losing entry is NaN there too. Elements no window c
 
 Served for max pooling, channels first, 1 to 3 spatial dims, float32 or float64, windows
 that do not overlap (stride = kernel, or one window along a dim: the 2x2/2 pools of most
-nets, and global pooling), C-contiguous arrays. Nothing here ran on a GPU when it was
+nets, and global pooling), C-contiguous arrays; overlapping windows go to
+minimod/kernels/pool_overlap.py, which shares the geometry, and minimod/kernels/pool_gpu.py
+binds Pooling's steps to either. Nothing here ran on a GPU when it was
 written, so each GPU checks the kernels once per dtype against the op's own path before
 they serve (`WindowMax.serves`, at bind time); a dtype where they disagree keeps the op's
 path, and `status()` says why. The CPU tests compile the source with NVRTC and run its
@@ -28,14 +30,16 @@ from ..ops.pool_windows import disjoint
 from ..ops.pooling import Pooling
 from ..ops.registry import create_op
 from .checked_kernels import CheckedKernels
-from .registry import fast_path
 
-__all__ = ["KERNELS", "SOURCE", "WindowMax", "host_backward", "host_forward", "status"]
+__all__ = ["GEOMETRY_SOURCE", "KERNELS", "SOURCE", "WindowMax", "bind_backward", "bind_forward",
+           "fields", "geometry", "host_backward", "host_forward", "scalars", "status"]
 
 #: threads per block
 THREADS = 256
 
-SOURCE = r"""
+#: what both pooling kernel families share: the window geometry, reading a window's entry,
+#: and the geometry as kernel parameters (FIELDS' order: sixteen scalars every CuPy passes alike)
+GEOMETRY_SOURCE = r"""
 template <typename T> __device__ T neg_inf();
 template <> __device__ float neg_inf<float>() { return __int_as_float(0xff800000); }
 template <> __device__ double neg_inf<double>() {
@@ -46,27 +50,45 @@ struct Geometry {  // spatial dims as 3-D (a 1-D or 2-D pool has leading dims of
   long long planes, d, h, w, od, oh, ow, kd, kh, kw, sd, sh, sw, pd, ph, pw;
 };
 
-// the value at window position (kd, kh, kw) of output (zd, zh, zw), -inf in the padding
+// the value at window position (kd, kh, kw) of output (zd, zh, zw), `fill` in the padding
 template <typename T> __device__ T tap(const T* x, const Geometry& g, long long zd,
                                        long long zh, long long zw, long long kd,
-                                       long long kh, long long kw) {
+                                       long long kh, long long kw, T fill) {
   long long id = zd * g.sd - g.pd + kd, ih = zh * g.sh - g.ph + kh, iw = zw * g.sw - g.pw + kw;
-  if (id < 0 || id >= g.d || ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) return neg_inf<T>();
+  if (id < 0 || id >= g.d || ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) return fill;
   return x[(id * g.h + ih) * g.w + iw];
 }
+
+// the flat index i of a (planes, n0, n1, n2) array as its three coordinates; returns the plane
+__device__ long long unflatten(long long i, long long n0, long long n1, long long n2,
+                               long long* c0, long long* c1, long long* c2) {
+  *c2 = i % n2;
+  i /= n2;
+  *c1 = i % n1;
+  i /= n1;
+  *c0 = i % n0;
+  return i / n0;
+}
+
+#define GEOMETRY_PARAMS                                                                     \
+  long long planes, long long d, long long h, long long w, long long od, long long oh,     \
+      long long ow, long long kd, long long kh, long long kw, long long sd, long long sh,  \
+      long long sw, long long pd, long long ph, long long pw
+#define GEOMETRY {planes, d, h, w, od, oh, ow, kd, kh, kw, sd, sh, sw, pd, ph, pw}
+"""
+
+SOURCE = GEOMETRY_SOURCE + r"""
 
 template <typename T> __device__ void window_max(const T* x, T* y, T* mask, Geometry g) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= g.planes * g.od * g.oh * g.ow) return;
-  long long zw = i % g.ow, t = i / g.ow, zh = t % g.oh;
-  t /= g.oh;
-  long long zd = t % g.od, plane = t / g.od;
+  long long zd, zh, zw, plane = unflatten(i, g.od, g.oh, g.ow, &zd, &zh, &zw);
   const T* xp = x + plane * g.d * g.h * g.w;
-  T best = tap(xp, g, zd, zh, zw, 0, 0, 0);
+  T best = tap(xp, g, zd, zh, zw, 0, 0, 0, neg_inf<T>());
   for (long long kd = 0; kd < g.kd; ++kd)
     for (long long kh = 0; kh < g.kh; ++kh)
       for (long long kw = 0; kw < g.kw; ++kw) {
-        T v = tap(xp, g, zd, zh, zw, kd, kh, kw);
+        T v = tap(xp, g, zd, zh, zw, kd, kh, kw, neg_inf<T>());
         if (v > best || v != v) best = v;
       }
   long long k = 0, arg = g.kd * g.kh * g.kw - 1;
@@ -74,7 +96,10 @@ template <typename T> __device__ void window_max(const T* x, T* y, T* mask, Geom
   for (long long kd = 0; kd < g.kd && !found; ++kd)
     for (long long kh = 0; kh < g.kh && !found; ++kh)
       for (long long kw = 0; kw < g.kw && !found; ++kw, ++k)
-        if (tap(xp, g, zd, zh, zw, kd, kh, kw) == best) { arg = k; found = true; }
+        if (tap(xp, g, zd, zh, zw, kd, kh, kw, neg_inf<T>()) == best) {
+          arg = k;
+          found = true;
+        }
   y[i] = best;
   mask[i] = (T)arg;
 }
@@ -91,9 +116,7 @@ template <typename T> __device__ void window_max_grad(const T* gy, const T* mask
                                                       Geometry g) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= g.planes * g.d * g.h * g.w) return;
-  long long iw = i % g.w, t = i / g.w, ih = t % g.h;
-  t /= g.h;
-  long long id = t % g.d, plane = t / g.d;
+  long long id, ih, iw, plane = unflatten(i, g.d, g.h, g.w, &id, &ih, &iw);
   long long zd, zh, zw, fd, fh, fw;  // the window and the offset in it
   if (!locate(id, g.pd, g.kd, g.sd, g.od, &zd, &fd) ||
       !locate(ih, g.ph, g.kh, g.sh, g.oh, &zh, &fh) ||
@@ -105,13 +128,6 @@ template <typename T> __device__ void window_max_grad(const T* gy, const T* mask
   T k = (T)((fd * g.kh + fh) * g.kw + fw);
   dx[i] = gy[win] * (T)(mask[win] == k);
 }
-
-// the geometry comes as sixteen scalars (FIELDS' order), which every CuPy passes alike
-#define GEOMETRY_PARAMS                                                                     \
-  long long planes, long long d, long long h, long long w, long long od, long long oh,     \
-      long long ow, long long kd, long long kh, long long kw, long long sd, long long sh,  \
-      long long sw, long long pd, long long ph, long long pw
-#define GEOMETRY {planes, d, h, w, od, oh, ow, kd, kh, kw, sd, sh, sw, pd, ph, pw}
 
 extern "C" __global__ void minimod_window_max_f32(const float* x, float* y, float* mask,
                                                   GEOMETRY_PARAMS) {
@@ -141,16 +157,13 @@ FIELDS = ("planes", "d", "h", "w", "od", "oh", "ow", "kd", "kh", "kw", "sd", "sh
           "pd", "ph", "pw")
 
 
-def geometry(op: Pooling, in_shape: tuple):
-    """The Geometry fields (a dict) of `op` on data of `in_shape`, or None where the kernels
-    do not serve it (see the module docstring)."""
-    a = op.attrs
+def fields(op: Pooling, in_shape: tuple):
+    """The Geometry fields (a dict) of `op` on channels-first data of `in_shape` with 1 to 3
+    spatial dims, as 3-D (leading dims of size 1), whatever the pool; None for other ranks."""
     spatial = tuple(in_shape[2:])
-    if a.pool_type != "max" or not 1 <= len(spatial) <= 3:  # (the op pools channels first)
+    if not 1 <= len(spatial) <= 3:  # (the op pools channels first)
         return None
     kernel, stride, pad_lo, _, out = op._geometry(spatial)
-    if not disjoint(kernel, stride, out):
-        return None
     lead = 3 - len(spatial)
     dims = dict(planes=int(np.prod(in_shape[:2])))
     for names, values, fill in ((("d", "h", "w"), spatial, 1), (("od", "oh", "ow"), out, 1),
@@ -160,7 +173,19 @@ def geometry(op: Pooling, in_shape: tuple):
     return dims
 
 
-def _scalars(dims: dict) -> tuple:
+def windows_disjoint(dims: dict) -> bool:
+    """Whether no two windows of geometry `dims` overlap."""
+    return disjoint(*([dims[p + a] for a in "dhw"] for p in ("k", "s", "o")))
+
+
+def geometry(op: Pooling, in_shape: tuple):
+    """The Geometry fields of `op` on data of `in_shape`, or None where these kernels do not
+    serve it (see the module docstring)."""
+    dims = fields(op, in_shape) if op.attrs.pool_type == "max" else None
+    return dims if dims is not None and windows_disjoint(dims) else None
+
+
+def scalars(dims: dict) -> tuple:
     """The geometry as the kernels take it: sixteen int64 scalars in FIELDS' order."""
     return tuple(np.int64(dims[f]) for f in FIELDS)
 
@@ -225,11 +250,12 @@ class WindowMax(CheckedKernels):
     def call(stage: str, arrays: tuple, dims: dict) -> tuple:
         """(stage, threads, kernel arguments) of one launch: a thread per output forward,
         per input element backward; the arrays, then the geometry's scalars."""
-        spatial = ("od", "oh", "ow") if stage == "forward" else ("d", "h", "w")
+        spatial = ("od", "oh", "ow") if stage.endswith("forward") else ("d", "h", "w")
         count = dims["planes"] * dims[spatial[0]] * dims[spatial[1]] * dims[spatial[2]]
-        return stage, count, tuple(arrays) + _scalars(dims)
+        return stage, count, tuple(arrays) + scalars(dims)
 
     def launch(self, xp, stage: str, count: int, args: tuple) -> None:
+        """Run kernel (`stage`, the first array's dtype) on `count` threads."""
         if count:
             blocks = (count + THREADS - 1) // THREADS
             self.function(xp, (stage, args[0].dtype.char))((blocks,), (THREADS,), args)
@@ -291,7 +317,6 @@ def _bound(op, xp, x, arrays) -> dict:
     return dims
 
 
-@fast_path(Pooling, stage="forward")
 def bind_forward(op, xp, inputs, aux, out):
     x, y = inputs[0], out[0]
     mask = out[1] if len(out) > 1 else None  # max pooling's hidden output
@@ -308,7 +333,6 @@ def bind_forward(op, xp, inputs, aux, out):
     return run_window_max
 
 
-@fast_path(Pooling, stage="backward")
 def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
     dx, gy = in_grads[0], out_grads[0]
     if dx is None or len(outputs) < 2 or outputs[1] is None:

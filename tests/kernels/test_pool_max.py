@@ -116,7 +116,7 @@ def test_bound_kernels_give_the_ops_numbers(shape, attrs, dtype):
 
 
 @needs_gpu
-def test_float16_and_overlapping_windows_keep_the_ops_path():
+def test_float16_keeps_the_ops_path_and_overlapping_windows_are_not_these_kernels():
     ctx = mx.gpu(0)
     xp = backend.xp_for(ctx)
     with backend.device_scope(ctx):
@@ -126,7 +126,32 @@ def test_float16_and_overlapping_windows_keep_the_ops_path():
         x32 = x.astype(np.float32)
         out32 = [xp.zeros((1, 1, 3, 3), np.float32), xp.zeros((1, 1, 3, 3), np.float32)]
         overlapping = _op({"kernel": "(3, 3)", "stride": "(2, 2)"})
-        assert kernels.bind_forward(xp, overlapping, [x32], [], out32) is None
+        # (Pooling's GPU step serves these with pool_overlap.py's kernels)
+        assert pool_max.bind_forward(overlapping, xp, [x32], [], out32) is None
+
+
+def captured_pool_steps(monkeypatch, checker, data, **pool_attrs) -> tuple:
+    """({served: kernels in a captured training step}, {served: data gradient}) of a loss
+    over one Pooling (`cudnn_off=True`) on `data`, with the kernels of `checker` serving it
+    and not: the stand-in's recorded kernels."""
+    from ..fake_cuda_graphs import captured_kernels
+    if not hasattr(backend._cupy, "host_reads"):
+        pytest.skip("counts the stand-in's recorded kernels")
+    monkeypatch.setenv("MINIMOD_CUDA_GRAPHS", "1")
+    pool = mx.sym.Pooling(mx.sym.Variable("data"), name="pool", cudnn_off=True, **pool_attrs)
+    sym = mx.sym.MakeLoss(mx.sym.sum(pool * pool))
+    counts, grads = {}, {}
+    for served in (True, False):
+        if not served:
+            monkeypatch.setattr(checker, "serves", lambda *args: False)
+        exe = sym.simple_bind(mx.gpu(0), data=data.shape)
+        exe.arg_dict["data"][:] = data
+        for _ in range(3):
+            exe.forward(is_train=True)
+            exe.backward()
+        counts[served] = captured_kernels(exe)
+        grads[served] = exe.grad_dict["data"].asnumpy()
+    return counts, grads
 
 
 @needs_gpu
@@ -134,24 +159,8 @@ def test_a_lenet_pool_is_one_kernel_each_way(monkeypatch):
     """Where cuDNN does not pool (the frontend path, MINIMOD_CUDNN=0, or here
     `cudnn_off=True`), a captured step of a 2x2/2 max pool holds one kernel forward and one
     backward: the op's path takes over a dozen more."""
-    from ..fake_cuda_graphs import captured_kernels
-    if not hasattr(backend._cupy, "host_reads"):
-        pytest.skip("counts the stand-in's recorded kernels")
-    monkeypatch.setenv("MINIMOD_CUDA_GRAPHS", "1")
-    data = mx.sym.Variable("data")
-    pool = mx.sym.Pooling(data, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool",
-                          cudnn_off=True)
-    sym = mx.sym.MakeLoss(mx.sym.sum(pool * pool))
-    counts, grads = {}, {}
-    for served in (True, False):
-        if not served:
-            monkeypatch.setattr(pool_max.WINDOW_MAX, "serves", lambda *args: False)
-        exe = sym.simple_bind(mx.gpu(0), data=(4, 3, 8, 8))
-        exe.arg_dict["data"][:] = _data((4, 3, 8, 8), np.float32)
-        for _ in range(3):
-            exe.forward(is_train=True)
-            exe.backward()
-        counts[served] = captured_kernels(exe)
-        grads[served] = exe.grad_dict["data"].asnumpy()
+    counts, grads = captured_pool_steps(monkeypatch, pool_max.WINDOW_MAX,
+                                        _data((4, 3, 8, 8), np.float32), pool_type="max",
+                                        kernel=(2, 2), stride=(2, 2))
     np.testing.assert_array_equal(grads[True], grads[False])
     assert counts[False] - counts[True] >= 10, counts
