@@ -254,8 +254,9 @@ class RawModule:
 
 def _raw_sources() -> tuple:
     from minimod import device_rng
-    from minimod.kernels import pool_max, pool_overlap, softmax_rows
-    return device_rng.SOURCE, softmax_rows.SOURCE, pool_max.SOURCE, pool_overlap.SOURCE
+    from minimod.kernels import embedding, pool_max, pool_overlap, softmax_rows
+    return (device_rng.SOURCE, softmax_rows.SOURCE, pool_max.SOURCE, pool_overlap.SOURCE,
+            embedding.SOURCE)
 
 
 class _RawFunction:
@@ -271,6 +272,8 @@ class _RawFunction:
                         for (stage, _), k in _pool_kernels().items()})
         kernels.update({k: (self._window_pool(stage), self._a_thread_per_window(stage))
                         for (stage, _), k in _overlap_kernels().items()})
+        kernels.update({k: (self._embedding(key[0]), self._a_thread_per_position(key[0]))
+                        for key, k in _embedding_kernels().items()})
         if name not in kernels:
             raise AttributeError("no kernel %r in the module" % name)
         self.name, (self.run, self.launched) = name, kernels[name]
@@ -345,6 +348,39 @@ class _RawFunction:
              pool_overlap.host_backward)(kind, a, b, c, dims)
         return run
 
+    def _a_thread_per_position(self, stage):
+        """The launch check of an Embedding kernel: a thread per position (sort) or per
+        (position, column) (lookup, sums), an int64 `order`, tables of the kernel's
+        dtype."""
+        def launched(grid, block, args):
+            n = int(args[2] if stage == "order" else args[3 if stage == "lookup" else 4])
+            count = n if stage == "order" else n * int(args[-2])
+            if grid[0] * block[0] < count or block[0] > 256:
+                raise ValueError("%s launched with too few threads, or too many a block"
+                                 % self.name)
+            tables = args[1:3] if stage == "lookup" else args[2:4]
+            if (stage != "lookup" and args[1].dtype != _np.int64) or (stage != "order" and any(
+                    a.dtype.char != self.name[-1] for a in tables)):
+                raise TypeError("%s launched on the wrong dtypes" % self.name)
+            return []
+        return launched
+
+    @staticmethod
+    def _embedding(stage):
+        from minimod.kernels import embedding
+
+        def run(*args):
+            if stage == "order":
+                data, order, n, last = args
+                embedding.host_order(data, order, int(n), int(last))
+            elif stage == "lookup":
+                data, table, y, n, cols, last = args
+                embedding.host_lookup(data, table, y, int(n), int(cols), int(last))
+            else:
+                data, order, gy, dw, n, cols, last = args
+                embedding.host_row_sums(data, order, gy, dw, int(n), int(cols), int(last))
+        return run
+
     @staticmethod
     def _softmax_rows(x, y, cols, rows):
         from minimod.kernels import softmax_rows
@@ -356,6 +392,11 @@ class _RawFunction:
 def _pool_kernels() -> dict:
     from minimod.kernels import pool_max
     return pool_max.KERNELS
+
+
+def _embedding_kernels() -> dict:
+    from minimod.kernels import embedding
+    return embedding.KERNELS
 
 
 def _overlap_kernels() -> dict:

@@ -7,7 +7,8 @@
   add_n.py, joins.py (Concat and Stack on CuPy), pool_gpu.py (Pooling on CuPy: pool_max.py's
   and pool_overlap.py's kernels);
 - raw CUDA kernels that check themselves on each GPU before they serve (checked_kernels.py:
-  softmax_rows.py, pool_max.py, pool_overlap.py);
+  softmax_rows.py, pool_max.py, pool_overlap.py, embedding.py: Embedding's lookup, and its
+  weight gradient summed in a fixed order);
 - batch-last forms (layout.py, dense.py, activation.py, convolution.py, fused.py): op
   classes the layout pass puts in a plan's graph where data may stay (C, *spatial, N);
 - fused ops (fused.py, fused_cells.py): op classes the fusion pass puts in place of a pattern
@@ -27,6 +28,7 @@ from . import (  # noqa: F401
     convolution,
     cudnn,
     dense,
+    embedding,
     fused,
     fused_cells,
     joins,

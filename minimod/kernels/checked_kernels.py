@@ -1,5 +1,6 @@
 """Raw CUDA kernels that serve a GPU only once checked there: the base of `softmax_rows`'
-RowSoftmax and `pool_max`'s WindowMax.
+RowSoftmax, `pool_max`'s WindowMax (and `pool_overlap`'s WindowPool) and `embedding`'s
+TableKernels.
 
 Those kernels were written without a GPU, so before one serves a (device, dtype) it runs on
 test data on that device and must give the op's own numbers; a pair where it does not (or
@@ -15,8 +16,8 @@ __all__ = ["CheckedKernels"]
 
 class CheckedKernels:
     """The functions `KERNELS` (key -> name) of CUDA source `SOURCE`, compiled once per
-    array module, and the check of each (device, dtype): `_check(xp, dtype, *args)` returns
-    "" when the kernels give the op's numbers there, else why not. `unchecked` and `served`
+    array module, and the check of each (device, dtype): `_compare(xp, dtype, *args)`
+    returns "" when the kernels give the op's numbers there, else why not. `unchecked` and `served`
     are the words `status()` uses before any check and for a pair the kernels serve."""
 
     SOURCE = ""
@@ -39,7 +40,7 @@ class CheckedKernels:
 
     def serves(self, xp, device_id: int, dtype, *args) -> bool:
         """Whether the kernels may serve float32 or float64 `dtype` on gpu(`device_id`),
-        checked there on first asking (`_check(xp, dtype, *args)`)."""
+        checked there on first asking (`_compare(xp, dtype, *args)`)."""
         char = np.dtype(dtype).char
         if char not in "fd":
             return False
@@ -50,6 +51,14 @@ class CheckedKernels:
         return not self.checked[key]
 
     def _check(self, xp, dtype, *args) -> str:
+        try:
+            return self._compare(xp, dtype, *args)
+        except Exception as err:  # noqa: BLE001 - any failure keeps the op's path
+            return "%s: %s" % (type(err).__name__, err)
+
+    def _compare(self, xp, dtype, *args) -> str:
+        """"" when the kernels give the op's numbers for `dtype` on `xp`'s current device,
+        else why not; an exception counts as a 'why not'."""
         raise NotImplementedError
 
     def status(self) -> str:
