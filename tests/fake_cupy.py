@@ -481,6 +481,15 @@ def install() -> None:
     for name in ("convolution_forward", "convolution_backward_data",
                  "convolution_backward_filter", "pooling_forward"):
         setattr(cudnn, name, _unwrapped(getattr(fake_cudnn, name)))
+    convolve, add_bias = cudnn.convolution_forward, _unwrapped(fake_cudnn.add_tensor)
+
+    def convolution_forward(x, W, b, y, *args, **kwargs):
+        """The wrapper's two cuDNN calls when given a bias: the convolution, then
+        addTensor (two kernels on a GPU, two operations in a captured graph here)."""
+        convolve(x, W, None, y, *args, **kwargs)
+        if b is not None:
+            add_bias(b, y)
+    cudnn.convolution_forward = convolution_forward
     cudnn.pooling_backward = lambda *a, **k: _wrap(_unwrapped(fake_cudnn.pooling_backward)(
         *a, **k))
     lib = types.ModuleType("cupy.cuda.cudnn")

@@ -18,6 +18,7 @@ from ..backend import array_module_of
 from ..ops.convolution import Convolution, Deconvolution
 from ..ops.helpers import bias_view
 from ..ops.pooling import Pooling
+from . import pool_gpu
 from .registry import recast, variant_chooser
 
 __all__ = ["CudnnOps", "cudnn_for", "CudnnConvolution", "CudnnDeconvolution", "CudnnPooling"]
@@ -83,7 +84,10 @@ class CudnnOps:
     """
 
     pools = True  # pooling forward and backward go through cuDNN too
-    bias_apart = False  # the wrapper adds the bias in its convolution call, its own way
+    # the wrapper adds the bias with a call of its own after the convolution (cuDNN's
+    # addTensor: y + b, one rounding), which the op reading the output may make instead
+    # (`kernels.reader_bias`)
+    bias_apart = True
 
     def serves(self, ctx, dtype) -> bool:
         """CuPy's wrapper serves half, single and double floats (see _cudnn_variant)."""
@@ -234,7 +238,9 @@ class CudnnDeconvolution(Deconvolution):
 class CudnnPooling(Pooling):
     """Max and average pooling through cuDNN (`CudnnOps`), the variant the device pass picks on
     a GPU where CuPy's cuDNN wrapper loads (not nvidia-cudnn-frontend, which has no pooling
-    backward in Python), for 'valid' windows (or global_pool) unless cudnn_off.
+    backward in Python), for 'valid' windows (or global_pool) unless cudnn_off, and unless
+    Pooling's own GPU kernels take the op (`pool_gpu.preferred`: max pooling, overlapping
+    average pooling, where they pass their check on the GPU).
 
     cuDNN's backward reads the input and the output, so both are declared for backward; max
     pooling's hidden `mask` output shrinks to one element that nothing writes. Average pooling
@@ -287,4 +293,6 @@ def _pooling_on(op, ctx, dtype):
     if a.pool_type not in ("max", "avg") or not (a.global_pool
                                                  or a.pooling_convention == "valid"):
         return op  # cuDNN's windows are 'valid' ones: 'full' and 'same' stay ours
+    if pool_gpu.preferred(op, ctx, dtype):
+        return op  # one kernel each way, the op's numbers (see kernels/pool_gpu.py)
     return _cudnn_variant(op, CudnnPooling, ctx, dtype, pooling=True)

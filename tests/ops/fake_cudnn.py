@@ -65,10 +65,14 @@ def convolution_forward(x, W, b, y, pad, stride, dilation, groups, *, auto_tune,
     for tap in _taps(W.shape[2:]):
         win = _window(xpad, tap, stride, dilation, y.shape[2:])
         acc += np.einsum("ngc...,gfc->ngf...", win, wg[(Ellipsis,) + tap])
-    acc = acc.reshape(y.shape)
-    if b is not None:
-        acc += b.reshape((1, -1) + (1,) * (y.ndim - 2))
-    y[...] = acc
+    y[...] = acc.reshape(y.shape)
+    if b is not None:  # CuPy adds the bias with a call of its own (cuDNN's addTensor)
+        add_tensor(b, y)
+
+
+def add_tensor(b, y):
+    """y += b over y's channels, as cuDNN's addTensor (one rounding per element)."""
+    y += b.reshape((1, -1) + (1,) * (y.ndim - 2))
 
 
 def convolution_backward_data(W, x, b, y, pad, stride, dilation, groups, *, deterministic,

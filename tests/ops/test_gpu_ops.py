@@ -161,14 +161,21 @@ def test_convolution_and_pooling_take_cudnn_where_it_loads(ctx):
     with nvidia-cudnn-frontend, the plan runs the cuDNN variants, elsewhere the im2col ones;
     either way the results match the float64 CPU run (the cases above), and here the choice
     itself is checked."""
+    from minimod.kernels import pool_gpu
     from minimod.kernels.cudnn import CudnnConvolution, CudnnPooling, cudnn_for
     x = mx.sym.Convolution(V("data"), kernel=(3, 3), num_filter=4, name="c")
-    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="p")
-    exe = x.simple_bind(ctx, data=(2, 3, 8, 8))
-    kinds = {type(n.op) for n in exe._plan.graph.nodes if n.op is not None}
+    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="avg", name="avg")
+    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="max")
+    exe = x.simple_bind(ctx, data=(2, 3, 10, 10))
+    kinds = {n.name: type(n.op) for n in exe._plan.graph.nodes if n.op is not None}
     ops = cudnn_for(ctx)
     with_cudnn = ops is not None
-    assert (CudnnConvolution in kinds) == with_cudnn
+    assert (kinds["c"] is CudnnConvolution) == with_cudnn
     # nvidia-cudnn-frontend has no pooling backward: Pooling keeps its path there (ops.pools)
-    assert (CudnnPooling in kinds) == (with_cudnn and ops.pools)
+    assert (kinds["avg"] is CudnnPooling) == (with_cudnn and ops.pools)
+    # max pooling prefers Pooling's own GPU kernels, where they pass their check there
+    pool = next(n.op for n in exe._plan.graph.nodes if n.name == "max")
+    ours = pool_gpu.preferred(pool, ctx, "float32")
+    assert ours == (ctx.device_type == "gpu")
+    assert (kinds["max"] is CudnnPooling) == (with_cudnn and ops.pools and not ours)
     assert with_cudnn == backend.cudnn_status().startswith("cuDNN") or ctx.device_type == "cpu"
