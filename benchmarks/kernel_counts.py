@@ -14,6 +14,7 @@ wrapper; MINIMOD_FAKE_CUDNN=frontend counts CuPy 14's path (cuDNN's frontend, wh
 pool).
 
     python3 benchmarks/kernel_counts.py [--nets mlp,lenet,lstm,lstm_fused] [--fusion both]
+    python3 benchmarks/kernel_counts.py --nets sdnet,w2v_nce,lstm_nce  (workloads_more.py)
     python3 benchmarks/kernel_counts.py --nets lstm --by-op
 """
 from __future__ import annotations
@@ -32,11 +33,22 @@ from tests import fake_cuda_graphs, fake_cupy  # noqa: E402
 fake_cupy.install()  # before minimod loads: gpu(0) is the stand-in
 
 import workloads  # noqa: E402
+import workloads_more  # noqa: E402
 
 import minimod as mx  # noqa: E402
 from minimod.passes import fusion  # noqa: E402
 
-BATCH = {"mlp": 128, "lenet": 64, "lstm": 32, "lstm_fused": 32}
+BATCH = {"mlp": 128, "lenet": 64, "lstm": 32, "lstm_fused": 32, **workloads_more.DEFAULT_BATCH}
+
+
+def _modules(mod) -> list:
+    """The Modules doing `mod`'s work: itself, a BucketingModule's current one, each of a
+    SequentialModule's, or the branch of workloads_more's residual module."""
+    if hasattr(mod, "_modules"):
+        return [m for inner in mod._modules for m in _modules(inner)]
+    if hasattr(mod, "_branch"):
+        return _modules(mod._branch)
+    return [getattr(mod, "_curr_module", mod)]
 
 
 def kernels_per_step(net: str, batch: int, fused: bool = True, steps: int = 3) -> dict:
@@ -46,12 +58,13 @@ def kernels_per_step(net: str, batch: int, fused: bool = True, steps: int = 3) -
     for i in range(steps):
         mod.forward_backward(batches[i % len(batches)])
         mod.update()
-    inner = getattr(mod, "_curr_module", mod)
-    counts = {key[0]: len(g.graph.thunks)
-              for key, g in inner._exec_group.execs[0]._graphs.graphs.items()}
-    for state in inner._updater.flat_states.values():
-        for key, graph in state.graphs.graphs.items():
-            counts[key[0]] = counts.get(key[0], 0) + len(graph.graph.thunks)
+    counts: dict = {}
+    for inner in _modules(mod):
+        for key, g in inner._exec_group.execs[0]._graphs.graphs.items():
+            counts[key[0]] = counts.get(key[0], 0) + len(g.graph.thunks)
+        for state in inner._updater.flat_states.values():
+            for key, graph in state.graphs.graphs.items():
+                counts[key[0]] = counts.get(key[0], 0) + len(graph.graph.thunks)
     return counts
 
 

@@ -153,6 +153,7 @@ def residual_module_class(mx):
             super().__init__(logger=logging)
             self._branch = mx.mod.Module(branch, data_names=("data",), label_names=None,
                                          context=context)
+            self._ctx = context[0] if isinstance(context, (list, tuple)) else context
             self._death_rate = death_rate
             self._rng = np.random.RandomState(seed)
             self._open = True
@@ -173,8 +174,9 @@ def residual_module_class(mx):
 
         def bind(self, data_shapes, *args, **kwargs):
             self._branch.bind(data_shapes, *args, **kwargs)
-            self._outputs = [mx.nd.zeros(shape) for _, shape in self._branch.output_shapes]
-            self._grads = [mx.nd.zeros(shape) for _, shape in self._branch.output_shapes]
+            shapes = [shape for _, shape in self._branch.output_shapes]
+            self._outputs = [mx.nd.zeros(shape, ctx=self._ctx) for shape in shapes]
+            self._grads = [mx.nd.zeros(shape, ctx=self._ctx) for shape in shapes]
             self.binded = True
             self.for_training = self._branch.for_training
             self.inputs_need_grad = self._branch.inputs_need_grad

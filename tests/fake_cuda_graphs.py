@@ -254,9 +254,9 @@ class RawModule:
 
 def _raw_sources() -> tuple:
     from minimod import device_rng
-    from minimod.kernels import embedding, pool_max, pool_overlap, softmax_rows
+    from minimod.kernels import batchnorm_gpu, embedding, pool_max, pool_overlap, softmax_rows
     return (device_rng.SOURCE, softmax_rows.SOURCE, pool_max.SOURCE, pool_overlap.SOURCE,
-            embedding.SOURCE)
+            embedding.SOURCE, batchnorm_gpu.SOURCE)
 
 
 class _RawFunction:
@@ -274,6 +274,8 @@ class _RawFunction:
                         for (stage, _), k in _overlap_kernels().items()})
         kernels.update({k: (self._embedding(key[0]), self._a_thread_per_position(key[0]))
                         for key, k in _embedding_kernels().items()})
+        kernels.update({k: (self._channel_norm(stage), self._a_block_per_channel(stage))
+                        for (stage, _), k in _norm_kernels().items()})
         if name not in kernels:
             raise AttributeError("no kernel %r in the module" % name)
         self.name, (self.run, self.launched) = name, kernels[name]
@@ -381,6 +383,30 @@ class _RawFunction:
                 embedding.host_row_sums(data, order, gy, dw, int(n), int(cols), int(last))
         return run
 
+    def _a_block_per_channel(self, stage):
+        """The launch check of a BatchNorm kernel: a block per channel, arrays of the
+        kernel's dtype."""
+        def launched(grid, block, args):
+            arrays, channels = (args[:8], args[9]) if stage == "forward" else (args[:10],
+                                                                              args[11])
+            if grid[0] != int(channels) or block[0] > 1024:
+                raise ValueError("%s launched with %s blocks for %d channels"
+                                 % (self.name, grid, int(channels)))
+            if any(a.dtype.char != ("f" if self.name.endswith("f32") else "d")
+                   for a in arrays):
+                raise TypeError("%s launched on the wrong dtypes" % self.name)
+            return []
+        return launched
+
+    @staticmethod
+    def _channel_norm(stage):
+        from minimod.kernels import batchnorm_gpu
+
+        def run(*args):
+            (batchnorm_gpu.host_forward if stage == "forward" else
+             batchnorm_gpu.host_backward)(*args)
+        return run
+
     @staticmethod
     def _softmax_rows(x, y, cols, rows):
         from minimod.kernels import softmax_rows
@@ -392,6 +418,11 @@ class _RawFunction:
 def _pool_kernels() -> dict:
     from minimod.kernels import pool_max
     return pool_max.KERNELS
+
+
+def _norm_kernels() -> dict:
+    from minimod.kernels import batchnorm_gpu
+    return batchnorm_gpu.KERNELS
 
 
 def _embedding_kernels() -> dict:

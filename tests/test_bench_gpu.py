@@ -118,3 +118,17 @@ def test_kernel_counts_by_op_on_the_stand_in():
     assert rows["Activation(bias)"] == 2 and rows["update"] == 1
     assert rows["_backward_FullyConnected"] + rows[
         "_backward_FullyConnected(bias in reader)"] >= 6
+
+
+def test_kernel_counts_of_a_sequential_module_net():
+    """The residual network of workloads_more.py is a SequentialModule of Modules and
+    residual modules: every inner Module's captured steps count, and each of its 13
+    BatchNorm layers is one kernel forward and one backward (kernels/batchnorm_gpu.py)."""
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "kernel_counts.py"),
+                           "--nets", "sdnet", "--by-op"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = {name: int(count) for count, name in (line.split(None, 1)
+                                                 for line in proc.stdout.splitlines()[1:])}
+    assert rows["BatchNorm"] == rows["_backward_BatchNorm"] == 13
+    assert rows["Convolution"] >= 13 and rows["update"] >= 8

@@ -45,7 +45,7 @@ for net in ("mlp", "lenet", "lstm"):
         diff = max(float(np.max(np.abs(params["0"][k] - params["1"][k]))) for k in params["0"])
         print(net, "max |graphs on - off| over the parameters:", diff)
 print("gemm:", gemm.blas_status()); print("cudnn:", backend.cudnn_status())
-from minimod.kernels import embedding, pool_gpu, softmax_rows; print("softmax rows:", softmax_rows.status()); print("pooling:", pool_gpu.status()); print("embedding:", embedding.status())
+from minimod.kernels import batchnorm_gpu, embedding, pool_gpu, softmax_rows; print("softmax rows:", softmax_rows.status()); print("pooling:", pool_gpu.status()); print("embedding:", embedding.status()); print("batchnorm:", batchnorm_gpu.status())
 PY
 # the suite, GPU cases included; xdist spreads it over the machine's cores
 workers=${WORKERS:-8}; xdist=""; [ "$workers" != 0 ] && xdist="-n $workers"

@@ -8,7 +8,8 @@
   and pool_overlap.py's kernels);
 - raw CUDA kernels that check themselves on each GPU before they serve (checked_kernels.py:
   softmax_rows.py, pool_max.py, pool_overlap.py, embedding.py: Embedding's lookup, and its
-  weight gradient summed in a fixed order);
+  weight gradient summed in a fixed order; batchnorm_gpu.py: BatchNorm, one kernel each way,
+  bound through batchnorm.py);
 - batch-last forms (layout.py, dense.py, activation.py, convolution.py, fused.py): op
   classes the layout pass puts in a plan's graph where data may stay (C, *spatial, N);
 - fused ops (fused.py, fused_cells.py): op classes the fusion pass puts in place of a pattern

@@ -17,13 +17,17 @@ the `mean` / `var` outputs and fix_gamma follow the reference op exactly; sums a
 another order, so results can differ from it in the last bits.
 
 Applies on NumPy to float32 / float64 data whose parameters and statistics share its dtype,
-with the channel axis 1 and at least one spatial axis.
+with the channel axis 1 and at least one spatial axis. On CuPy the steps are
+kernels/batchnorm_gpu.py's, one kernel each way.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ..backend import const
 from ..ops.normalization import BatchNorm
 from ..ops.scratch import _ScratchMixin
+from . import batchnorm_gpu
 from .registry import fast_path, plain_numpy
 
 __all__ = []
@@ -74,6 +78,8 @@ def _as_rows(a):
 
 @fast_path(BatchNorm, stage="forward")
 def bind_forward(op, xp, inputs, aux, out):
+    if xp is not np:  # CuPy: one kernel (kernels/batchnorm_gpu.py)
+        return batchnorm_gpu.bind_forward(op, xp, inputs, aux, out)
     x, gamma, beta = inputs
     y, mean, invstd = out
     if not _applies(op, xp, x, y, gamma, beta, mean, invstd, *aux):
@@ -139,6 +145,8 @@ def _bind_moving_update(xp, op, mean, invstd, aux):
 
 @fast_path(BatchNorm, stage="backward")
 def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
+    if xp is not np:
+        return batchnorm_gpu.bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux)
     x, gamma, g = inputs[0], inputs[1], out_grads[0]
     mean, invstd = outputs[1], outputs[2]
     dx, dgamma, dbeta = in_grads
