@@ -25,9 +25,13 @@ CPU.
 Served for the channel axis 1 of data with at least 2 dims, float32 or float64 data whose
 parameters and statistics share its dtype (not float16 data, whose statistics are float32),
 C-contiguous arrays. Nothing here ran on a GPU when it was written: each GPU checks the
-kernels once per dtype against the op's passes (to 1e-5 relative for float32, 1e-12 for
-float64) before they serve, and `status()` says which runs. The CPU tests compile the
-source with NVRTC and hold its host reference (`host_forward`, `host_backward`) to the op.
+kernels once per dtype against the op's passes (to 1e-5 for float32, 1e-12 for float64,
+relative to each value and to the array's largest, `agrees`) before they serve, and
+`status()` says which runs. The CPU tests compile the source with NVRTC and hold its host
+reference (`host_forward`, `host_backward`) to the op. A review compiled the source as host
+C++ and ran it thread by thread (block barriers and warp shuffles emulated) against the op
+on about 1,900 cases: no kernel mismatch, and it found the float32 check's first tolerance,
+relative to each element alone, too tight for dx's cancellation.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ import numpy as np
 from ..ops.registry import create_op
 from .checked_kernels import CheckedKernels
 
-__all__ = ["KERNELS", "SOURCE", "ChannelNorm", "bind_backward", "bind_forward",
+__all__ = ["KERNELS", "SOURCE", "ChannelNorm", "agrees", "bind_backward", "bind_forward",
            "host_backward", "host_forward", "status"]
 
 #: threads per block (one block per channel)
@@ -235,6 +239,14 @@ CHECKS = (((6, 3, 5, 7), {"fix_gamma": "False", "eps": "1e-5", "momentum": "0.8"
           ((3, 4, 6), {"use_global_stats": "True", "fix_gamma": "False"}))
 
 
+def agrees(got, want, tol: float) -> bool:
+    """Whether `got` is `want` to `tol` relative to each value and to the array's largest
+    value: dx = scale * (g - t) cancels, so two orders of summing may part by more than
+    `tol` of a small element while both are as close to the exact value as the dtype
+    allows."""
+    return np.allclose(got, want, rtol=tol, atol=tol * float(np.abs(want).max(initial=0)))
+
+
 class ChannelNorm(CheckedKernels):
     """The two kernels on one array module, checked once per (device, dtype) against the
     op's passes on `CHECKS`, training and inference, with every output and gradient."""
@@ -260,8 +272,7 @@ class ChannelNorm(CheckedKernels):
                 got, want = (self._run(xp, op, host, is_train, fast)
                              for fast in (True, False))
                 for k, (a, b) in enumerate(zip(got, want)):
-                    if not np.allclose(xp.asnumpy(a), xp.asnumpy(b), rtol=tol,
-                                       atol=tol * 1e-2):
+                    if not agrees(xp.asnumpy(a), xp.asnumpy(b), tol):
                         return "its result %d of %s (is_train=%s) differs from the op's" % (
                             k, shape, is_train)
         return ""

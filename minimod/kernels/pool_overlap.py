@@ -23,7 +23,9 @@ minimod/kernels/pool_max.py, disjoint sums keep the op's one-panel path), channe
 path. As with pool_max, nothing here ran on a GPU when it was written: each GPU checks the
 kernels once per dtype against the op's path before they serve (`WindowPool`), and
 `status()` says which runs. The CPU tests compile the source with NVRTC and hold its host
-reference (`host_forward`, `host_backward`, written the kernels' way) to the op's path.
+reference (`host_forward`, `host_backward`, written the kernels' way) to the op's path. A
+review compiled the source as host C++ and ran it thread by thread against the op on about
+51,000 geometries (every convention, padding, 1-3 D, NaN, infinities, -0): all equal.
 """
 from __future__ import annotations
 

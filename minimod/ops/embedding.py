@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Literal
 
 from .. import backend
@@ -11,6 +12,14 @@ from .registry import Op, register
 from .scratch import _arange, _ScratchMixin
 
 __all__ = ["Embedding"]
+
+
+@functools.lru_cache(maxsize=None)
+def _rounds_up(dtype, last: int) -> bool:
+    """Whether float `dtype` holds row number `last` as a larger number (float32 past 2^24
+    rows, float16 past 2^11), so that an index clipped to it in the data's type must be
+    clipped again as a row number. Asked once per (dtype, table)."""
+    return dtype.kind == "f" and int(dtype.type(last)) > last
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +71,10 @@ class Embedding(_ScratchMixin, Op):
     def _indices(self, xp, data):
         """data as int64 row numbers clipped to the table, in a reused scratch array."""
         idx = self._scratch(xp, "idx", data.shape, "int64")
-        clip_into(xp, data, const(xp, 0, data.dtype),
-                  const(xp, self.attrs.input_dim - 1, data.dtype), idx)
+        last = self.attrs.input_dim - 1
+        clip_into(xp, data, const(xp, 0, data.dtype), const(xp, last, data.dtype), idx)
+        if _rounds_up(data.dtype, last):
+            xp.minimum(idx, last, out=idx)
         return idx
 
     def forward(self, xp, inputs, aux, out, is_train):

@@ -91,7 +91,17 @@ def _assert_close(got, want, dtype, exact=False):
         if exact:
             np.testing.assert_array_equal(a, b, err_msg=str(k))
         else:
-            np.testing.assert_allclose(a, b, rtol=tol, atol=tol * 1e-2, err_msg=str(k))
+            assert bn.agrees(a, b, tol), (k, a, b)
+
+
+def test_agreement_allows_cancellation_not_errors():
+    """dx's small elements come out of a cancellation: two summing orders may part by more
+    than the tolerance of such an element, and agree to the array's scale. A wrong value
+    does not."""
+    want = np.array([1.0, -0.8, 0.010056975], np.float32)
+    assert bn.agrees(np.array([1.0, -0.8, 0.0100567425], np.float32), want, 1e-5)
+    assert not bn.agrees(np.array([1.0, -0.8, 0.0101], np.float32), want, 1e-5)
+    assert not bn.agrees(want * 1.001, want, 1e-5)
 
 
 @pytest.mark.skipif(_nvrtc() is None, reason="NVRTC not installed (pip install -e '.[nvrtc]')")

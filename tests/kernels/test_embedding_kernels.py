@@ -76,6 +76,16 @@ def test_host_lookup_is_the_ops_forward(data_dtype, table_dtype):
     np.testing.assert_array_equal(y, _op_rows(op, data, table))
 
 
+def test_rows_past_two_to_the_24_stay_in_the_table():
+    """float32 cannot hold every row number of a table over 2^24 rows: the clipped index
+    may round past the last row, which the kernels clip again (the op's take clips it)."""
+    last = 2 ** 24 + 3  # float32(last) is last + 1
+    data = np.array([1e30, last, 2 ** 24 + 1], np.float32)
+    assert embedding.host_rows(data, last).tolist() == [last, last, 2 ** 24]
+    assert "return row > last ? last : row;" in embedding.SOURCE
+    assert "tile[%d]" % embedding.THREADS in embedding.SOURCE  # the sort's tile is a block
+
+
 def test_a_nan_index_is_row_zero():
     rows = embedding.host_rows(np.array([np.nan, -np.inf, np.inf, 2.9], np.float32), 5)
     assert rows.tolist() == [0, 0, 5, 2]

@@ -625,6 +625,21 @@ def test_embedding_accumulates_repeated_indices_and_clips():
     np.testing.assert_array_equal(in_grads[1], [[2, 2], [1, 1], [3, 3]])
 
 
+def test_embedding_clips_rows_its_float_data_rounds_past_the_table():
+    """float16 holds every second integer past 2048: the last row of a 3000-row table,
+    2999, is 3000.0 in float16, so an index clipped to it in the data's type must be clipped
+    again as a row number (the backward used to index past the table)."""
+    op = create_op("Embedding", dict(input_dim=3000, output_dim=2))
+    data = np.array([6e4, 2999, 2998.7, -5], np.float16)
+    w = r(3000, 2)
+    args, _, (y,) = run_forward(op, [data, w])
+    np.testing.assert_array_equal(y, w[[2999, 2999, 2998, 0]])
+    dw = np.full(w.shape, np.nan, np.float32)
+    op.backward(np, [np.ones_like(y)], args, [y], [None, dw], [])
+    assert dw[2999].tolist() == [2, 2] and dw[2998].tolist() == [1, 1] and dw[0].tolist() == [1, 1]
+    assert np.count_nonzero(dw) == 6
+
+
 def test_embedding_types():
     op = create_op("Embedding", dict(input_dim=3, output_dim=2, dtype="float16"))
     in_types, out_types = op.infer_type([np.dtype(np.int32), None], [None])
