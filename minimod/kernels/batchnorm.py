@@ -80,6 +80,17 @@ def _as_rows(a):
 def bind_forward(op, xp, inputs, aux, out):
     if xp is not np:  # CuPy: one kernel (kernels/batchnorm_gpu.py)
         return batchnorm_gpu.bind_forward(op, xp, inputs, aux, out)
+    return _bind_numpy_forward(op, xp, inputs, aux, out)
+
+
+@fast_path(BatchNorm, stage="backward")
+def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
+    if xp is not np:
+        return batchnorm_gpu.bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux)
+    return _bind_numpy_backward(op, xp, out_grads, inputs, outputs, in_grads, aux)
+
+
+def _bind_numpy_forward(op, xp, inputs, aux, out):
     x, gamma, beta = inputs
     y, mean, invstd = out
     if not _applies(op, xp, x, y, gamma, beta, mean, invstd, *aux):
@@ -143,10 +154,7 @@ def _bind_moving_update(xp, op, mean, invstd, aux):
     return run
 
 
-@fast_path(BatchNorm, stage="backward")
-def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
-    if xp is not np:
-        return batchnorm_gpu.bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux)
+def _bind_numpy_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
     x, gamma, g = inputs[0], inputs[1], out_grads[0]
     mean, invstd = outputs[1], outputs[2]
     dx, dgamma, dbeta = in_grads
