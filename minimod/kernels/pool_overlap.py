@@ -5,9 +5,9 @@ The op's own path loops over the K kernel offsets: a 3x3 window with stride 2 (R
 first pool) costs about thirty kernel launches forward and as many backward. Here one thread
 per output walks its window in offset order, as the op's loop does:
 
-- max: the first entry, then each later one strictly greater (so a NaN counts only as the
-  first entry, and padding is -inf), with the offset of the last replacement as the hidden
-  'mask' output, which is the op's `_pool_max`;
+- max: the first entry, then each later one strictly greater (padding is -inf), with the
+  offset of the last replacement as the hidden 'mask' output; a NaN anywhere makes the
+  window NaN with the last offset, as the op's `_pool_max` (and pool_max's kernels) do;
 - average and sum: the entries added in offset order from the first (padding 0), divided by
   the op's own divisor (`Pooling._divisor`, computed once at bind time; ones for a sum,
   and x / 1 is x).
@@ -47,12 +47,18 @@ template <typename T> __device__ void overlap_max(const T* x, T* y, T* mask, Geo
   long long zd, zh, zw, plane = unflatten(i, g.od, g.oh, g.ow, &zd, &zh, &zw);
   const T* xp = x + plane * g.d * g.h * g.w;
   T best = tap(xp, g, zd, zh, zw, 0, 0, 0, neg_inf<T>());
-  long long k = 0, arg = 0;
+  long long k = 0, arg = 0, last = g.kd * g.kh * g.kw - 1;
   for (long long kd = 0; kd < g.kd; ++kd)
     for (long long kh = 0; kh < g.kh; ++kh)
       for (long long kw = 0; kw < g.kw; ++kw, ++k) {
         T v = tap(xp, g, zd, zh, zw, kd, kh, kw, neg_inf<T>());
-        if (v > best) { best = v; arg = k; }
+        if (v != v) {  // a NaN: the window's maximum, with the last offset
+          best = v;
+          arg = last;
+        } else if (v > best) {
+          best = v;
+          arg = k;
+        }
       }
   y[i] = best;
   mask[i] = (T)arg;
@@ -178,6 +184,8 @@ def host_forward(kind: str, x, second, third, dims: dict) -> None:
         for k in range(1, panel.shape[0]):
             better = panel[k] > best
             best[better], arg[better] = panel[k][better], k
+        nan = np.isnan(panel).any(axis=0)
+        best[nan], arg[nan] = np.nan, panel.shape[0] - 1
         second.reshape(out)[...], third.reshape(out)[...] = best, arg
         return
     panel = _panel(x, dims, 0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Literal, Optional
 
 from ..base import ShapeError
@@ -41,7 +42,9 @@ class Pooling(_ScratchMixin, Op):
     global_pool pools each whole map to size 1. Max ignores padding; avg divides by the window
     size clipped to the padded input when count_include_pad (the default) and by the number of
     real elements otherwise; lp computes (sum x^p)^(1/p) for p_value in 1, 2, 3.
-    Max's gradient goes to the first maximum of each window in row-major order.
+    Max's gradient goes to the first maximum of each window in row-major order. A window
+    holding a NaN gives NaN (its gradient goes to the window's last offset), as NumPy's max
+    and PyTorch's max pooling do; MXNet 1.9.1 skips NaN entries (docs/compatibility.md).
 
     Windows that do not overlap (stride == kernel, or one window per dim, as in most 2x2 / 2
     pools and global pooling) are copied once into a panel and reduced in one call
@@ -187,7 +190,9 @@ class Pooling(_ScratchMixin, Op):
                 y += win
 
     def _pool_max(self, xp, xpad, kernel, stride, out_spatial, y, mask):
-        """y = window maxima; mask = offset index of each window's first maximum."""
+        """y = window maxima; mask = offset index of each window's first maximum. A window
+        holding a NaN gives NaN with the last offset as its mask, as the disjoint path's."""
+        last = math.prod(kernel) - 1
         for k, offs in enumerate(offsets(kernel)):
             win = xpad[(Ellipsis,) + tuple(window(o, s, 1, m)
                                           for o, s, m in zip(offs, stride, out_spatial))]
@@ -198,6 +203,9 @@ class Pooling(_ScratchMixin, Op):
                 better = win > y
                 xp.copyto(y, win, where=better)
                 xp.copyto(mask, k, where=better)
+            nan = xp.isnan(win)
+            xp.copyto(y, win, where=nan)
+            xp.copyto(mask, last, where=nan)
 
     def forward(self, xp, inputs, aux, out, is_train):
         x = inputs[0]

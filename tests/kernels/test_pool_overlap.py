@@ -43,6 +43,24 @@ def _data(shape, dtype, seed=0):
     return x
 
 
+def test_a_nan_makes_its_windows_nan_on_both_paths():
+    """Max pooling propagates a NaN whether the windows overlap or not, and sends a NaN
+    window's gradient to its last offset on both paths (MXNet 1.9.1 skips NaN entries;
+    docs/compatibility.md)."""
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 1] = np.nan  # the second entry of the first windows
+    for kernel, stride in (((2, 2), (2, 2)), ((3, 3), (1, 1)), ((2, 2), (1, 1))):
+        op = _op({"kernel": str(kernel), "stride": str(stride)}, "max")
+        (y, mask), gy, dx = _reference(np, op, x)
+        rows, cols = np.indices(y.shape[2:])
+        holds = ((rows * stride[0] <= 0) & (0 < rows * stride[0] + kernel[0])
+                 & (cols * stride[1] <= 1) & (1 < cols * stride[1] + kernel[1]))
+        np.testing.assert_array_equal(np.isnan(y[0, 0]), holds)
+        assert (mask[0, 0][holds] == np.prod(kernel) - 1).all()
+        if stride == kernel:  # one window holds it: its gradient lands on (1, 1)
+            assert dx[0, 0, 1, 1] == gy[0, 0, 0, 0] and dx[0, 0, 0, 1] == 0
+
+
 def _reference(xp, op, x, gy_seed=1):
     """The op's own forward outputs and backward on `xp`."""
     out_shape = tuple(op.infer_shape([x.shape], [None, None])[1][0])
@@ -80,13 +98,11 @@ def test_host_reference_is_the_ops_own_path(shape, attrs, pool, dtype):
         pool_overlap.host_backward("sum", gy, div, got_dx, dims)
     for a, b in list(zip(got, want)) + [(got_dx, dx)]:
         np.testing.assert_array_equal(a, b)
-    assert np.isfinite(want[0]).any()
-    if pool == "max":  # later maxima; a NaN shows only as a window's first entry
-        assert (want[1] > 0).any()
-        if not attrs.get("pad"):  # (with padding, -inf comes first, and the NaNs lose)
-            assert np.isnan(want[0]).any()
-    else:
-        assert np.isnan(want[0]).any()
+    assert np.isfinite(want[0]).any() and np.isnan(want[0]).any()
+    if pool == "max":  # later maxima; a window holding a NaN is NaN, its mask the last offset
+        assert (want[1][np.isfinite(want[0])] > 0).any()
+        size = dims["kd"] * dims["kh"] * dims["kw"]
+        assert (want[1][np.isnan(want[0])] == size - 1).all()
 
 
 def test_the_divisor_counts_what_the_op_counts():
