@@ -281,7 +281,10 @@ class FrontendOps:
         return buf
 
     def _workspace(self, like, device, nbytes: int):
-        return self._buffer(("workspace", device, int(nbytes)), like, (int(nbytes),), "uint8")
+        # never empty: frontend 1.32 refuses a zero-byte workspace ("the workspace buffer must be
+        # contiguous; got dim (0,) stride (0,)", seen on an H100) even for a plan that needs none
+        nbytes = max(int(nbytes), _ALIGNMENT)
+        return self._buffer(("workspace", device, nbytes), like, (nbytes,), "uint8")
 
     def _scratch(self, arr, device, slot):
         return self._buffer(("scratch", device, slot, arr.shape, str(arr.dtype)), arr,

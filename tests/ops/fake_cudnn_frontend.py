@@ -317,6 +317,9 @@ class pygraph:
                                    len(set(pack) - set(wanted))))
         host = {t: _host(pack[t], t) for t in wanted}
         name, notes, need, cost = self.plans[index]
+        if workspace is not None and workspace.size == 0:
+            # what frontend 1.32.0 said on an H100 to an empty CuPy workspace, needed or not
+            raise ValueError("the workspace buffer must be contiguous; got dim (0,) stride (0,)")
         if need and (workspace is None or workspace.dtype != np.uint8 or workspace.size < need):
             raise FrontendError("workspace of %s bytes for a plan needing %d"
                                 % (getattr(workspace, "size", None), need))
