@@ -162,8 +162,9 @@ def check_case(case: Case, ctx=None):
 def _host_draws(ctx):
     """Within the block, the ops' generator for `ctx`'s array module draws with the host's
     (seeded) generator and moves the numbers to the device: the device run of a random op then
-    sees the draws its NumPy reference made."""
-    real = backend.rng
+    sees the draws its NumPy reference made. That covers `backend.uniform` too, which on a GPU
+    draws from minimod.device_rng (tests/executor/test_graph_random.py holds that to its reference)."""
+    real, real_uniform = backend.rng, backend.uniform
     xp_dev = backend.xp_for(ctx)
     if xp_dev is np:
         yield
@@ -181,7 +182,11 @@ def _host_draws(ctx):
             return draw
 
     proxy = _HostDraws()
-    with mock.patch.object(backend, "rng", lambda xp: proxy if xp is xp_dev else real(xp)):
+
+    def uniform(xp, shape):
+        return proxy.uniform(0, 1, shape) if xp is xp_dev else real_uniform(xp, shape)
+    with mock.patch.object(backend, "rng", lambda xp: proxy if xp is xp_dev else real(xp)), \
+            mock.patch.object(backend, "uniform", uniform):
         yield
 
 
