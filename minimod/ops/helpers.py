@@ -16,7 +16,7 @@ __all__ = [
     "DTYPE_NAMES", "DTypeName", "dtype_of", "is_integral", "broadcast_shape", "reduce_to_shape",
     "like_infer_type", "zero_grads", "prod_or_none", "axis_index", "data_axis", "legacy_shape",
     "define_op", "param_error", "spatial_tuple", "check_rank", "bias_view", "reduce_axes",
-    "write_grad", "erf", "same_dtype_types",
+    "write_grad", "erf", "same_dtype_types", "cast_into",
 ]
 
 DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool")
@@ -36,6 +36,39 @@ def dtype_of(name: str):
 def is_integral(dtype) -> bool:
     """True for integer and boolean dtypes."""
     return dtype.kind in "iub"
+
+
+#: the integer dtypes `cast_into` gives x86-64's float-to-integer results (MXNet has no others
+#: but int16/uint16, which behave alike); how each is reached: through int32 or int64
+_X86_VIA = {"int8": "int32", "uint8": "int32", "int16": "int32", "uint16": "int32",
+            "int32": "int32", "int64": "int64"}
+
+
+def cast_into(xp, dst, src) -> None:
+    """dst[...] = src, cast unsafely, with the float-to-integer results of MXNet's CPU build
+    on every device and machine.
+
+    On x86-64, where MXNet's numbers (and the golden files) come from, a float becomes an
+    integer through a truncating conversion to int32 (to int64 for int64), which gives that
+    type's minimum for NaN and for values out of its range; the result is then wrapped to
+    the destination's width (so NaN cast to int32 is -2147483648 and 300.7 cast to
+    int8 is 44). CUDA's conversions saturate instead (and NaN gives 0), Arm's too, so the
+    rule is spelled out here rather than left to the array module. Other casts (and uint32
+    and uint64, which MXNet does not have) are the module's own `copyto`.
+    """
+    kind = getattr(src, "dtype", None)
+    via = _X86_VIA.get(dst.dtype.name)
+    if kind is None or kind.kind != "f" or via is None:
+        xp.copyto(dst, src, casting="unsafe")
+        return
+    low = -(2.0 ** 63) if via == "int64" else -(2.0 ** 31)
+    if src.dtype.itemsize < 4:  # float16 has no -2**31 to compare with
+        src = src.astype("float32")
+    whole = xp.trunc(src)
+    bad = ~((whole >= low) & (whole < -low))  # NaN compares false: bad too
+    whole = xp.where(bad, 0, whole).astype(via)
+    xp.copyto(whole, int(low), where=bad)  # a scalar: no host-made array, capture-safe
+    xp.copyto(dst, whole, casting="unsafe")
 
 
 # ----------------------------------------------------------------------------- shapes

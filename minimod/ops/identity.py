@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import backend
-from .helpers import DTypeName, dtype_of, zero_grads
+from .helpers import DTypeName, cast_into, dtype_of, zero_grads
 from .registry import Op, register
 
 __all__ = ["CopyOp", "BlockGradOp", "CastOp", "CastAttrs", "CrossDeviceCopyOp"]
@@ -78,11 +78,11 @@ class CastOp(Op):
         return list(in_types), [dtype_of(self.attrs.dtype)]
 
     def forward(self, xp, inputs, aux, out, is_train):
-        xp.copyto(out[0], inputs[0], casting="unsafe")
+        cast_into(xp, out[0], inputs[0])
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         if in_grads[0] is not None:
-            xp.copyto(in_grads[0], out_grads[0], casting="unsafe")
+            cast_into(xp, in_grads[0], out_grads[0])
 
 
 class CrossDeviceCopyOp(Op):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from .helpers import cast_into
+
 __all__ = ["gamma_into", "gammaln_into", "erf_into", "erfinv_into", "digamma"]
 
 
@@ -59,7 +61,7 @@ def _gamma_sign(xp, x):
 def gammaln_into(xp, x, o):
     x = x.astype("float64")
     value = xp.where((x == 1) | (x == 2), 0.0, _lanczos_gammaln(xp, x))  # exact, as C's lgamma
-    xp.copyto(o, value, casting="unsafe")
+    cast_into(xp, o, value)
 
 
 def gamma_into(xp, x, o):
@@ -73,7 +75,7 @@ def gamma_into(xp, x, o):
     facts = xp.concatenate((xp.ones(1), xp.cumprod(xp.arange(1, 171, dtype="float64"))))
     exact = (x >= 1) & (x <= 171) & (x == xp.floor(x))
     index = (xp.clip(x, 1, 171) - 1).astype("int64")
-    xp.copyto(o, xp.where(exact, facts[index], value), casting="unsafe")
+    cast_into(xp, o, xp.where(exact, facts[index], value))
 
 
 def _erf_values(xp, x):
@@ -97,7 +99,7 @@ def _erf_values(xp, x):
 
 
 def erf_into(xp, x, o):
-    xp.copyto(o, _erf_values(xp, x.astype("float64")), casting="unsafe")
+    cast_into(xp, o, _erf_values(xp, x.astype("float64")))
 
 
 def erfinv_into(xp, x, o):
@@ -112,4 +114,4 @@ def erfinv_into(xp, x, o):
     for _ in range(3):
         y = y - (_erf_values(xp, y) - inner) / ((2 / math.sqrt(math.pi)) * xp.exp(-y * y))
     y = xp.where(xp.abs(x) == 1, xp.copysign(xp.inf, x), y)
-    xp.copyto(o, xp.where(xp.abs(x) > 1, xp.nan, y), casting="unsafe")
+    cast_into(xp, o, xp.where(xp.abs(x) > 1, xp.nan, y))

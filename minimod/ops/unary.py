@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Optional
 
-from .helpers import define_op, is_integral
+from .helpers import cast_into, define_op, is_integral
 from .registry import Op
 from .special_functions import digamma, erf_into, erfinv_into, gamma_into, gammaln_into
 
@@ -48,7 +48,7 @@ class _Unary(Op):
         if wide_dtype is not None:
             wide = xp.empty(o.shape, dtype=wide_dtype)
             self.fwd(xp, x.astype(wide_dtype), wide)
-            xp.copyto(o, wide, casting="unsafe")
+            cast_into(xp, o, wide)
         elif self.kind == "rounding" and is_integral(o.dtype):
             if o is not x:
                 xp.copyto(o, x)
@@ -68,7 +68,7 @@ class _Unary(Op):
             wide = xp.empty(dx.shape, dtype=wide_dtype)
             self.grad(xp, *(None if a is None else a.astype(wide_dtype) for a in (dy, x, y)),
                       wide)
-            xp.copyto(dx, wide, casting="unsafe")
+            cast_into(xp, dx, wide)
         else:
             self.grad(xp, dy, x, y, dx)
 
