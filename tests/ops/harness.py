@@ -163,7 +163,8 @@ def _host_draws(ctx):
     """Within the block, the ops' generator for `ctx`'s array module draws with the host's
     (seeded) generator and moves the numbers to the device: the device run of a random op then
     sees the draws its NumPy reference made. That covers `backend.uniform` too, which on a GPU
-    draws from minimod.device_rng (tests/executor/test_graph_random.py holds that to its reference)."""
+    draws from minimod.device_rng (tests/executor/test_graph_random.py holds that generator to
+    its reference)."""
     real, real_uniform = backend.rng, backend.uniform
     xp_dev = backend.xp_for(ctx)
     if xp_dev is np:
