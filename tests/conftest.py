@@ -3,7 +3,8 @@ backend parametrisation of the GPU tests.
 
 `ctx_params()` is cpu(0) always and gpu(0) marked skip unless the backend reports a usable GPU
 (CuPy installed and a device visible), so a CPU-only machine runs every CPU case and reports
-the GPU ones as skipped with the reason. The `ctx` fixture is that parametrisation.
+the GPU ones as skipped with the reason. The `ctx` fixture is that parametrisation. A hook
+below logs failures as they happen where MINIMOD_FAILURE_LOG asks for it.
 """
 import os
 
@@ -61,3 +62,16 @@ GPU_TOLERANCES = {
     "module_params_vs_cpu": 1e-4,
     "kvstore_sum": 1e-6,
 }
+
+
+def pytest_runtest_logreport(report):
+    """With MINIMOD_FAILURE_LOG naming a file (tools/gpu_check.sh sets it), each failure is
+    appended there as it happens, id and traceback, so that a run cut off by its time limit
+    (a GPU session's, say) still tells which tests failed and why. Under xdist the controller
+    writes it, the workers don't."""
+    path = os.environ.get("MINIMOD_FAILURE_LOG")
+    if not path or not report.failed or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    with open(path, "a") as f:
+        f.write("FAILED %s (%s)\n%s\n\n"
+                % (report.nodeid, report.when, report.longreprtext[-4000:]))

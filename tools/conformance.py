@@ -21,7 +21,9 @@ them: with `set_default_context(mx.gpu(0))` before the tests, so every array and
 make without naming a context is on the GPU. It writes docs/conformance-gpu.md, with its own
 known-failures list. Where the kit's interpreter has no usable CuPy GPU (the kit needs
 NumPy 1, CuPy 14 needs NumPy 2), gpu(0) is the NumPy stand-in for CuPy (tests/fake_cupy.py),
-and the report says so: that checks the device code paths, not CuPy itself.
+and the report says so: that checks the device code paths, not CuPy itself. Where it has
+CuPy and so NumPy 2 (a GPU machine's image), the sitecustomize puts NumPy 1's builtin-type
+aliases back (`np.int`, ...) so the kit's files import, and the report says so too.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ import argparse
 import collections
 import datetime
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,11 +59,22 @@ if os.environ.get("MINIMOD_KIT_CONTEXT") == "gpu":
     if why:
         from tests import fake_cupy
         fake_cupy.install()
+    import numpy
+    aliases = ""
+    if int(numpy.__version__.split(".")[0]) >= 2:
+        # a real GPU's CuPy needs NumPy 2, which dropped the builtin-type aliases the kit's
+        # files use (np.int, np.float, ...): put them back so those files import and run
+        for name, kind in (("int", int), ("float", float), ("bool", bool), ("object", object),
+                           ("complex", complex), ("str", str), ("long", int)):
+            if name not in vars(numpy):
+                setattr(numpy, name, kind)
+        aliases = ("; NumPy %s with NumPy 1's np.int/np.float/... aliases put back, where "
+                   "MXNet's baseline ran NumPy 1.23.5" % numpy.__version__)
     import minimod
     from minimod import test_utils
     test_utils.set_default_context(minimod.gpu(0))
     where = ("the NumPy stand-in for CuPy (tests/fake_cupy.py), because " + why if why
-             else "a real GPU: " + minimod.backend.cupy_status())
+             else "a real GPU: " + minimod.backend.cupy_status()) + aliases
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "context.txt"), "w") as f:
             f.write(where)
@@ -198,6 +212,9 @@ def main(argv=None) -> int:
     files = args.files or (["test_operator.py"] if gpu else sorted(
         f for f in os.listdir(unit) if f.startswith("test_") and f.endswith(".py")))
     python = args.python or kit_python()
+    # the kit's files run from a temporary directory: a relative path or a bare name would not
+    # resolve there
+    python = os.path.abspath(python) if os.sep in python else shutil.which(python) or python
     env = dict(os.environ, MINIMOD_PY=python, MINIMOD_SRC=ROOT)
     where = ""
     with tempfile.TemporaryDirectory(prefix="conformance_") as out, \
