@@ -66,9 +66,9 @@ def cast_into(xp, dst, src) -> None:
         src = src.astype("float32")
     whole = xp.trunc(src)
     bad = ~((whole >= low) & (whole < -low))  # NaN compares false: bad too
-    whole = xp.where(bad, 0, whole).astype(via)
-    xp.copyto(whole, int(low), where=bad)  # a scalar: no host-made array, capture-safe
-    xp.copyto(dst, whole, casting="unsafe")
+    whole = xp.where(bad, 0, whole).astype(via)  # in range: the same conversion everywhere
+    # the minimum as a kernel's scalar argument: no array made on the host, capture-safe
+    xp.copyto(dst, xp.where(bad, int(low), whole), casting="unsafe")
 
 
 # ----------------------------------------------------------------------------- shapes
