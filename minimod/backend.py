@@ -271,8 +271,12 @@ def nccl_module():
 def scatter_add(xp, target, indices, values) -> None:
     """target[indices] += values, accumulating repeated indices."""
     if xp is not np:
-        import cupyx
-        cupyx.scatter_add(target, indices, values)
+        at = getattr(xp.add, "at", None)  # CuPy 14 deprecates cupyx.scatter_add for add.at
+        if at is None:
+            import cupyx
+            cupyx.scatter_add(target, indices, values)
+        else:
+            at(target, indices, values)
         return
     if (isinstance(indices, np.ndarray) and indices.ndim == 1 and target.flags.c_contiguous
             and target.ndim > 1 and values.shape == indices.shape + target.shape[1:]
