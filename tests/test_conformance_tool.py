@@ -68,13 +68,13 @@ def test_gpu_context_report_says_what_gpu0_was_and_has_no_cpu_headline(tmp_path)
     assert "conformance:" not in text  # the CPU report's line is docs/conformance.md's alone
 
 
-def test_gpu_site_makes_gpu0_the_default_context_of_a_fresh_interpreter(tmp_path):
+def test_kit_site_makes_gpu0_the_default_context_of_a_fresh_interpreter(tmp_path):
     """The sitecustomize that --context gpu puts on the kit's path: in a new interpreter
     without a GPU, the stand-in becomes gpu(0), the default context is gpu(0), and it says
     where the tests ran."""
     import subprocess
     import sys
-    site = conformance.gpu_site(str(tmp_path))
+    site = conformance.kit_site(str(tmp_path))
     out = tmp_path / "out"
     out.mkdir()
     env = dict(os.environ, PYTHONPATH=site, MINIMOD_KIT_CONTEXT="gpu", OUT=str(out))
@@ -87,3 +87,56 @@ def test_gpu_site_makes_gpu0_the_default_context_of_a_fresh_interpreter(tmp_path
     assert proc.stdout.split() == ["gpu(0)", "gpu(0)"]
     where = (out / "context.txt").read_text()
     assert where.startswith("the NumPy stand-in") or where.startswith("a real GPU"), where
+
+
+def test_shards_split_a_file_into_disjoint_parts_that_survive_restarts(tmp_path):
+    """The shard plugin: N pytest processes run every test of a file once between them, and a
+    test deselected (as run_file.py's restarts do) leaves the others in their shards."""
+    import subprocess
+    import sys
+    (tmp_path / "site").mkdir()
+    site = conformance.kit_site(str(tmp_path / "site"))
+    tests = tmp_path / "test_many.py"
+    tests.write_text("".join("def test_%d():\n    pass\n" % i for i in range(12)))
+
+    def ran(i, n, *extra):
+        env = dict(os.environ, PYTHONPATH=site, MINIMOD_KIT_SHARD="%d/%d" % (i, n))
+        proc = subprocess.run([sys.executable, "-m", "pytest", str(tests), "-p",
+                               "minimod_kit_shard", "-p", "no:cacheprovider", "-v", *extra],
+                              env=env, capture_output=True, text=True, timeout=120,
+                              cwd=str(tmp_path))
+        assert proc.returncode in (0, 5), proc.stdout + proc.stderr
+        return {line.split("::")[1].split()[0] for line in proc.stdout.splitlines()
+                if "::test_" in line and "PASSED" in line}
+    parts = [ran(i, 3) for i in range(3)]
+    assert set.union(*parts) == {"test_%d" % i for i in range(12)}
+    assert sum(len(p) for p in parts) == 12 and sum(1 for p in parts if p) >= 2
+    first = sorted(parts[0])[0]
+    assert ran(0, 3, "--deselect", "test_many.py::" + first) == parts[0] - {first}
+
+
+def test_main_merges_the_shards_results(tmp_path):
+    """--shards N runs run_file.py N times with MINIMOD_KIT_SHARD set and merges what each
+    wrote; a test one shard did not run counts where another ran it."""
+    import sys
+    kit = tmp_path / "kit"
+    (kit / "tests" / "python" / "unittest").mkdir(parents=True)
+    _kit(kit)
+    (kit / "run_file.py").write_text(
+        "import os, sys, zlib\n"
+        "engine, name, out = sys.argv[1:4]\n"
+        "assert sys.argv[4:] == ['--', '-p', 'minimod_kit_shard'], sys.argv\n"
+        "i, n = map(int, os.environ['MINIMOD_KIT_SHARD'].split('/'))\n"
+        "os.makedirs(os.path.join(out, engine), exist_ok=True)\n"
+        "rows = [l.split('\\t')[0] for l in open(%r) if l.startswith(name)]\n"
+        "with open(os.path.join(out, engine, name[:-3] + '.tsv'), 'w') as f:\n"
+        "    for nid in rows:\n"
+        "        mine = zlib.crc32(nid.encode()) %% n == i\n"
+        "        f.write('%%s\\t%%s\\t0.1\\t\\n' %% (nid, 'passed' if mine else 'not_run'))\n"
+        % str(kit / "baseline.tsv"))
+    known, report = tmp_path / "known.txt", tmp_path / "report.md"
+    known.write_text("")
+    rc = conformance.main(["--kit", str(kit), "--python", sys.executable, "--shards", "3",
+                           "--known", str(known), "--report", str(report), "test_a.py"])
+    assert rc == 0
+    assert "**conformance: 2 of 2**" in report.read_text()

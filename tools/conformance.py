@@ -4,6 +4,7 @@ checkout and write docs/conformance.md.
     python tools/conformance.py                      # every file of the kit
     python tools/conformance.py test_symbol.py       # some files (the report covers those)
     python tools/conformance.py --context gpu        # test_operator.py on gpu(0)
+    python tools/conformance.py --shards 4 ...       # each file as 4 pytest processes
 
 The kit's tests need NumPy 1 (they use names NumPy 1.24 removed, such as `np.int`) and
 nose, so they run in a venv of their own, `.venv-kit/` (made on first use with the pinned
@@ -81,14 +82,51 @@ if os.environ.get("MINIMOD_KIT_CONTEXT") == "gpu":
 '''
 
 
-def gpu_site(tmp: str) -> str:
-    """A directory for the kit's MINIMOD_SRC under --context gpu: this checkout's `minimod`
-    and `tests` (the stand-in) linked in, and GPU_SITECUSTOMIZE as sitecustomize.py."""
+#: a pytest plugin (`-p minimod_kit_shard`) for --shards: with MINIMOD_KIT_SHARD="i/N" a
+#: pytest process keeps the tests whose id hashes to i of N. A hash, not a position, so that
+#: run_file.py's restarts (which deselect the tests already run) keep each shard's tests.
+SHARD_PLUGIN = '''
+import os
+import zlib
+
+
+def pytest_collection_modifyitems(config, items):
+    spec = os.environ.get("MINIMOD_KIT_SHARD")
+    if not spec:
+        return
+    i, n = (int(v) for v in spec.split("/"))
+    mine = [item for item in items if zlib.crc32(item.nodeid.encode()) % n == i]
+    others = [item for item in items if zlib.crc32(item.nodeid.encode()) % n != i]
+    if others:
+        config.hook.pytest_deselected(items=others)
+    items[:] = mine
+'''
+
+
+def kit_site(tmp: str) -> str:
+    """A directory for the kit's MINIMOD_SRC under --context gpu or --shards: this checkout's
+    `minimod` and `tests` (the stand-in) linked in, GPU_SITECUSTOMIZE as sitecustomize.py
+    (which acts under --context gpu only) and the shard plugin."""
     for name in ("minimod", "tests"):
         os.symlink(os.path.join(ROOT, name), os.path.join(tmp, name))
     with open(os.path.join(tmp, "sitecustomize.py"), "w") as f:
         f.write(GPU_SITECUSTOMIZE)
+    with open(os.path.join(tmp, "minimod_kit_shard.py"), "w") as f:
+        f.write(SHARD_PLUGIN)
     return tmp
+
+
+def run_sharded(python: str, kit: str, name: str, out: str, env: dict, shards: int) -> None:
+    """One kit file as `shards` run_file.py processes side by side (each with its own
+    results folder under `out`), for a machine with cores to spare."""
+    procs = []
+    for i in range(shards):
+        procs.append(subprocess.Popen(
+            [python, os.path.join(kit, "run_file.py"), "minimod", name,
+             os.path.join(out, "shard%d" % i), "--", "-p", "minimod_kit_shard"],
+            env=dict(env, MINIMOD_KIT_SHARD="%d/%d" % (i, shards))))
+    for proc in procs:
+        proc.wait()
 VENV = os.path.join(ROOT, ".venv-kit")
 #: what the kit's tests need: MXNet 1.9.1's baseline was taken with NumPy 1.23.5
 KIT_REQUIREMENTS = ["numpy==1.23.5", "scipy<1.12", "nose", "graphviz", "pytest<9",
@@ -201,6 +239,8 @@ def main(argv=None) -> int:
     parser.add_argument("--report")
     parser.add_argument("--context", choices=("cpu", "gpu"), default="cpu",
                         help="gpu: set_default_context(mx.gpu(0)) first (see the docstring)")
+    parser.add_argument("--shards", type=int, default=1,
+                        help="run each file as N pytest processes side by side")
     args = parser.parse_args(argv)
     gpu = args.context == "gpu"
     args.known = args.known or (KNOWN_GPU if gpu else KNOWN)
@@ -220,13 +260,23 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="conformance_") as out, \
             tempfile.TemporaryDirectory(prefix="conformance_site_") as site:
         env["OUT"] = out
+        if gpu or args.shards > 1:
+            env["MINIMOD_SRC"] = kit_site(site)
         if gpu:
-            env.update(MINIMOD_SRC=gpu_site(site), MINIMOD_KIT_CONTEXT="gpu")
+            env["MINIMOD_KIT_CONTEXT"] = "gpu"
         for i, name in enumerate(files, 1):
             print("conformance: [%d/%d] %s" % (i, len(files), name), flush=True)
-            subprocess.run([python, os.path.join(args.kit, "run_file.py"), "minimod", name, out],
-                           env=env, check=False)
-        results = read_results(os.path.join(out, "minimod"))
+            if args.shards > 1:
+                run_sharded(python, args.kit, name, out, env, args.shards)
+            else:
+                subprocess.run([python, os.path.join(args.kit, "run_file.py"), "minimod", name,
+                                out], env=env, check=False)
+        results = {}
+        for folder in [out] + [os.path.join(out, "shard%d" % i) for i in range(args.shards)]:
+            if os.path.isdir(os.path.join(folder, "minimod")):
+                for nodeid, result in read_results(os.path.join(folder, "minimod")).items():
+                    if result[0] != "not_run" or nodeid not in results:
+                        results[nodeid] = result
         if gpu:
             marker = os.path.join(out, "context.txt")
             where = open(marker).read() if os.path.exists(marker) else "unknown (no test ran)"

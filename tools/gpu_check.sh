@@ -3,7 +3,8 @@
 # what the backend finds, bench_gpu.py's table, then the whole suite with its GPU cases.
 # Logs go to $OUT (or ./gpu_check_out). Budgeted to end in about 8 minutes. With KIT=<a copy of
 # ../shared/mxnet-tests inside the checkout>, MXNet's kit runs on gpu(0) beside the suite.
-# PROBE_S=0 or BENCH_S=0 leaves that part out; SUITE_S, KIT_S, WORKERS, NETS set the rest.
+# PROBE_S=0 or BENCH_S=0 leaves that part out; SUITE_S, KIT_S, KIT_SHARDS, WORKERS, NETS set
+# the rest.
 set -u
 out=${OUT:-gpu_check_out}; mkdir -p "$out"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 HYPOTHESIS_PROFILE=ci
@@ -71,6 +72,7 @@ kit_pid=""
 if [ -n "${KIT:-}" ] && [ -d "$KIT" ]; then
   FILE_TIMEOUT_S=${KIT_S:-150} PER_TEST_S=60 timeout $(( ${KIT_S:-150} + 40 )) \
     $python tools/conformance.py --kit "$KIT" --python "$python" --context gpu \
+    --shards "${KIT_SHARDS:-4}" \
     --report "$out/conformance-gpu.md" > "$out/kit.log" 2>&1 &
   kit_pid=$!
 fi
