@@ -34,6 +34,7 @@ import numpy as np
 from .. import backend
 from ..base import DTypeError, MXNetError, ShapeError
 from ..context import Context
+from ..ops.helpers import cast
 from .array_base import NDArrayBase, _is_backend_array
 from .rules import (
     _BINARY,
@@ -89,7 +90,7 @@ def as_backend_operand(value, ctx: Context, dtype: type | None = None):
             data = backend.xp_for(ctx).asarray(np.asarray(value))
     if dtype is not None and data.dtype != dtype:
         with device_scope(ctx):  # the cast runs on ctx's GPU, where the data now lives
-            data = data.astype(dtype)
+            data = cast(backend.xp_for(ctx), data, dtype)
     return data
 
 
@@ -128,7 +129,7 @@ def binary_op(name: str, lhs, rhs, out: NDArray | None = None):
             raise ShapeError(f"{name}: shapes {tuple(a.shape)} and {tuple(b.shape)} "
                              "do not broadcast") from err
         if result.dtype != dtype:
-            result = result.astype(dtype)
+            result = cast(xp, result, dtype)
     if out is not None:
         out[:] = wrap(result, ref._ctx)
         return out
@@ -207,7 +208,7 @@ class NDArray(NDArrayBase):
         if not copy and kind == self.dtype:
             return self
         with device_scope(self._ctx):
-            return wrap(self._data.astype(kind), self._ctx)
+            return wrap(cast(self._xp, self._data, kind), self._ctx)
 
     def tostype(self, stype: str) -> NDArray:
         """Storage conversion: only 'default' (dense) exists in minimod; returns a copy."""

@@ -11,6 +11,7 @@ import numpy as np
 from .. import backend
 from ..base import MXNetError
 from ..context import Context, current_context
+from ..ops.helpers import cast
 from .array_base import _is_backend_array
 from .core import NDArray, as_backend_operand, device_scope, wrap
 from .imperative import invoke
@@ -45,7 +46,7 @@ def array(source_array, ctx: Context | None = None, dtype: DTypeLike = None) -> 
                                 f"{type(source_array).__name__!r}")
             data = backend.to_context(host, ctx)
     with device_scope(ctx):
-        return wrap(data.astype(kind, copy=True), ctx)
+        return wrap(cast(backend.xp_for(ctx), data, kind), ctx)
 
 
 def _filled(shape: ShapeLike, ctx, dtype, fill, stype=None, out=None) -> NDArray:

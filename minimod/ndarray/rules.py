@@ -14,6 +14,7 @@ from typing import Any, Union
 import numpy as np
 
 from ..base import DTypeError, ShapeError
+from ..ops.helpers import cast
 
 DTypeLike = Any
 ShapeLike = Union[int, Sequence[int]]
@@ -64,7 +65,7 @@ def _true_divide(xp, a, b):
 
 def _power(xp, a, b):
     if np.issubdtype(a.dtype, np.integer) and np.issubdtype(b.dtype, np.integer):
-        return xp.power(a.astype(np.float64), b).astype(a.dtype)
+        return cast(xp, xp.power(a.astype(np.float64), b), a.dtype)
     return xp.power(a, b)
 
 

@@ -16,7 +16,7 @@ __all__ = [
     "DTYPE_NAMES", "DTypeName", "dtype_of", "is_integral", "broadcast_shape", "reduce_to_shape",
     "like_infer_type", "zero_grads", "prod_or_none", "axis_index", "data_axis", "legacy_shape",
     "define_op", "param_error", "spatial_tuple", "check_rank", "bias_view", "reduce_axes",
-    "write_grad", "erf", "same_dtype_types", "cast_into",
+    "write_grad", "erf", "same_dtype_types", "cast_into", "cast",
 ]
 
 DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool")
@@ -69,6 +69,14 @@ def cast_into(xp, dst, src) -> None:
     whole = xp.where(bad, 0, whole).astype(via)  # in range: the same conversion everywhere
     # the minimum as a kernel's scalar argument: no array made on the host, capture-safe
     xp.copyto(dst, xp.where(bad, int(low), whole), casting="unsafe")
+
+
+def cast(xp, x, dtype):
+    """A new array of `dtype` holding `x`, cast as `cast_into` casts (`x.astype(dtype)` with
+    MXNet's CPU float-to-integer results)."""
+    out = xp.empty(x.shape, dtype)
+    cast_into(xp, out, x)
+    return out
 
 
 # ----------------------------------------------------------------------------- shapes

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Literal, Optional
 
 from ..base import DTypeError, OpParamError, ShapeError
-from .helpers import dtype_of
+from .helpers import cast_into, dtype_of
 from .registry import Op, fmt_shape, register
 
 __all__ = ["AllFinite", "MultiAllFinite", "AmpCast", "AmpMultiCast", "Histogram",
@@ -422,7 +422,7 @@ class ImageNormalize(Op):
         t, c = self._work_dtype(x), x.shape[-3]
         y = (x.astype(t, copy=False) - self._per_channel(xp, "mean", c, t)) \
             / self._per_channel(xp, "std", c, t)
-        xp.copyto(out[0], y, casting="unsafe")
+        cast_into(xp, out[0], y)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         dx = in_grads[0]
@@ -430,4 +430,4 @@ class ImageNormalize(Op):
             g = out_grads[0]
             t = self._work_dtype(g)
             std = self._per_channel(xp, "std", dx.shape[-3], t)
-            xp.copyto(dx, g.astype(t, copy=False) / std, casting="unsafe")
+            cast_into(xp, dx, g.astype(t, copy=False) / std)

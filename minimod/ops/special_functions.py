@@ -74,7 +74,7 @@ def gamma_into(xp, x, o):
     # truncation to an integer dtype would turn into (n-1)! - 1)
     facts = xp.concatenate((xp.ones(1), xp.cumprod(xp.arange(1, 171, dtype="float64"))))
     exact = (x >= 1) & (x <= 171) & (x == xp.floor(x))
-    index = (xp.clip(x, 1, 171) - 1).astype("int64")
+    index = (xp.where(exact, x, 1.0) - 1).astype("int64")  # NaN would index out of range
     cast_into(xp, o, xp.where(exact, facts[index], value))
 
 

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ...ops.helpers import cast as cast_array
 from ..core import NDArray, binary_op, device_scope
 from ..rules import normalize_dtype
 from .common import _result
@@ -106,7 +107,7 @@ def clip(data: NDArray, a_min: float, a_max: float, out: NDArray | None = None) 
 
 def cast(data: NDArray, dtype: Any, out: NDArray | None = None) -> NDArray:
     with device_scope(data.context):
-        return _result(data._data.astype(normalize_dtype(dtype)), data, out)
+        return _result(cast_array(data._xp, data._data, normalize_dtype(dtype)), data, out)
 
 
 

@@ -19,7 +19,7 @@ import math
 from typing import Optional
 
 from ...base import DTypeError, OpParamError, ShapeError
-from ..helpers import dtype_of
+from ..helpers import cast_into, dtype_of
 from ..registry import Op, fmt_shape, register
 
 __all__ = ["IsInf", "IsNaN", "IsFinite", "AllClose", "DivSqrtDim", "Quadratic", "IndexCopy",
@@ -183,12 +183,12 @@ class Quadratic(Op):
 
     def forward(self, xp, inputs, aux, out, is_train):
         x, p = _float_work(xp, inputs[0]), self.attrs
-        xp.copyto(out[0], p.a * x * x + p.b * x + p.c, casting="unsafe")
+        cast_into(xp, out[0], p.a * x * x + p.b * x + p.c)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         if in_grads[0] is not None:
             x, p = _float_work(xp, inputs[0]), self.attrs
-            xp.copyto(in_grads[0], out_grads[0] * (2 * p.a * x + p.b), casting="unsafe")
+            cast_into(xp, in_grads[0], out_grads[0] * (2 * p.a * x + p.b))
 
 
 # ----------------------------------------------------------------------------- index_copy
