@@ -30,7 +30,8 @@ GPU_TEST_FILES = ["tests/test_gpu_backend.py", "tests/ops/test_gpu_ops.py",
                   "tests/passes/test_stack_grads.py", "tests/passes/test_fuse_grads.py",
                   "tests/passes/test_reader_bias.py", "tests/kernels/test_pool_max.py",
                   "tests/kernels/test_pool_overlap.py", "tests/kernels/test_embedding_kernels.py",
-                  "tests/kernels/test_batchnorm_gpu.py"]
+                  "tests/kernels/test_batchnorm_gpu.py", "tests/kernels/test_take_rows.py",
+                  "tests/ops/test_nn.py", "tests/ops/test_cast_into.py"]
 
 
 def _run_on_stand_in(files, **env_extra) -> str:

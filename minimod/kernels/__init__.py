@@ -8,7 +8,8 @@
   and pool_overlap.py's kernels);
 - raw CUDA kernels that check themselves on each GPU before they serve (checked_kernels.py:
   softmax_rows.py, pool_max.py, pool_overlap.py, embedding.py: Embedding's lookup, and its
-  weight gradient summed in a fixed order; batchnorm_gpu.py: BatchNorm, one kernel each way,
+  weight gradient summed in a fixed order, which take_rows.py binds for `take` too;
+  batchnorm_gpu.py: BatchNorm, one kernel each way,
   bound through batchnorm.py);
 - batch-last forms (layout.py, dense.py, activation.py, convolution.py, fused.py): op
   classes the layout pass puts in a plan's graph where data may stay (C, *spatial, N);
@@ -37,6 +38,7 @@ from . import (  # noqa: F401
     loss,
     pool_gpu,
     shifted_conv,
+    take_rows,
 )
 from .registry import (
     bind_backward,
