@@ -44,7 +44,8 @@ from .checked_kernels import CheckedKernels
 from .registry import fast_path
 
 __all__ = ["KERNELS", "MAX_POSITIONS", "SOURCE", "TableKernels", "bind_backward",
-           "bind_forward", "host_lookup", "host_order", "host_row_sums", "status"]
+           "bind_forward", "host_lookup", "host_order", "host_row_sums", "lookup_step",
+           "row_sums_step", "status"]
 
 #: threads per block (and rows per shared-memory tile of the sort: SOURCE's `tile[256]`)
 THREADS = 256
@@ -257,30 +258,42 @@ def _served(xp, data, arrays) -> bool:
             and data.flags.c_contiguous and TABLE.serves(xp, table.device.id, table.dtype))
 
 
-@fast_path(Embedding, stage="forward")
-def bind_forward(op, xp, inputs, aux, out):
-    data, table, y = inputs[0], inputs[1], out[0]
+def lookup_step(xp, data, table, y):
+    """A bound step writing y = table[rows of data] (one kernel), or None where the kernels
+    do not serve these arrays. Embedding binds it, and take along axis 0 (take_rows.py)."""
     if not _served(xp, data, (y, table)):
         return None
     kernel, grid, block, args = TABLE.lookup(xp, data, table, y)
 
-    def run_embedding(xp, is_train):
+    def run_lookup(xp, is_train):
         kernel(grid, block, args)
-    return run_embedding
+    return run_lookup
+
+
+def row_sums_step(xp, data, gy, dw, ddata):
+    """A bound step writing the table's gradient `dw` (rows, cols) from the positions'
+    gradients `gy` in position order, and 0 into the data's gradient `ddata` (None: not
+    asked for), or None where the kernels do not serve these arrays."""
+    if data.size > MAX_POSITIONS or not _served(xp, data, (gy, dw)):
+        return None
+    order = xp.empty(data.size, np.int64)  # the step's own, made once at bind
+    launches = TABLE.launches(xp, data, order, gy, dw, dw.shape[0])
+
+    def run_row_sums(xp, is_train):
+        if ddata is not None:
+            ddata.fill(0)  # the data's gradient is 0, as the ops write it
+        dw.fill(0)
+        for kernel, grid, block, args in launches:
+            kernel(grid, block, args)
+    return run_row_sums
+
+
+@fast_path(Embedding, stage="forward")
+def bind_forward(op, xp, inputs, aux, out):
+    return lookup_step(xp, inputs[0], inputs[1], out[0])
 
 
 @fast_path(Embedding, stage="backward")
 def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
-    data, gy, ddata, dw = inputs[0], out_grads[0], in_grads[0], in_grads[1]
-    if dw is None or data.size > MAX_POSITIONS or not _served(xp, data, (gy, dw)):
-        return None
-    order = xp.empty(data.size, np.int64)  # the step's own, made once at bind
-    launches = TABLE.launches(xp, data, order, gy, dw, op.attrs.input_dim)
-
-    def run_embedding_grad(xp, is_train):
-        if ddata is not None:
-            ddata.fill(0)  # the data's gradient is 0, as the op writes it
-        dw.fill(0)
-        for kernel, grid, block, args in launches:
-            kernel(grid, block, args)
-    return run_embedding_grad
+    dw = in_grads[1]
+    return None if dw is None else row_sums_step(xp, inputs[0], out_grads[0], dw, in_grads[0])

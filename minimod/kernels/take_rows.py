@@ -17,10 +17,8 @@ kernels check themselves once per GPU and dtype (embedding.TableKernels) before 
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..ops.indexing import TakeOp
-from .embedding import MAX_POSITIONS, TABLE, _served
+from .embedding import lookup_step, row_sums_step
 from .registry import fast_path
 
 __all__ = ["bind_backward", "bind_forward"]
@@ -37,28 +35,12 @@ def _table_view(op, a):
 def bind_forward(op, xp, inputs, aux, out):
     (a, indices), y = inputs, out[0]
     table = _table_view(op, a)
-    if table is None or not _served(xp, indices, (y, table)):
-        return None
-    kernel, grid, block, args = TABLE.lookup(xp, indices, table, y)
-
-    def run_take(xp, is_train):
-        kernel(grid, block, args)
-    return run_take
+    return None if table is None else lookup_step(xp, indices, table, y)
 
 
 @fast_path(TakeOp, stage="backward")
 def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
-    (da, dindices), indices, gy = in_grads, inputs[1], out_grads[0]
+    da, dindices = in_grads
     table = None if da is None else _table_view(op, da)
-    if table is None or indices.size > MAX_POSITIONS or not _served(xp, indices, (gy, table)):
-        return None
-    order = xp.empty(indices.size, np.int64)  # the step's own, made once at bind
-    launches = TABLE.launches(xp, indices, order, gy, table, table.shape[0])
-
-    def run_take_grad(xp, is_train):
-        if dindices is not None:
-            dindices.fill(0)  # the indices' gradient is 0, as the op writes it
-        table.fill(0)
-        for kernel, grid, block, args in launches:
-            kernel(grid, block, args)
-    return run_take_grad
+    return None if table is None else row_sums_step(xp, inputs[1], out_grads[0], table,
+                                                    dindices)

@@ -107,7 +107,7 @@ def test_other_modes_axes_and_dtypes_keep_the_ops_path(monkeypatch):
     gy1 = np.ones((9,) + idx.shape, np.float32)
     assert _on_gpu(_op(axis=1), a, idx, gy1) is None
     assert _on_gpu(_op(), a.astype(np.float16), idx, gy.astype(np.float16)) is None
-    monkeypatch.setattr("minimod.kernels.take_rows.MAX_POSITIONS", idx.size - 1)
+    monkeypatch.setattr(embedding, "MAX_POSITIONS", idx.size - 1)
     assert _on_gpu(_op(), a, idx, gy) is None
 
 
