@@ -4,7 +4,8 @@
 - bound fast paths (`fast_path`): closures over a step's planned arrays, registered against op
   classes and chosen once, at bind time, by the executor (`bind_forward`, `bind_backward`);
   dense.py, activation.py, loss.py, batchnorm.py, shifted_conv.py (stride-1 convolutions),
-  add_n.py, joins.py (Concat and Stack on CuPy), pool_gpu.py (Pooling on CuPy: pool_max.py's
+  lstm_host.py (the RNN op's LSTM steps on the host), add_n.py, joins.py (Concat and Stack
+  on CuPy), pool_gpu.py (Pooling on CuPy: pool_max.py's
   and pool_overlap.py's kernels);
 - raw CUDA kernels that check themselves on each GPU before they serve (checked_kernels.py:
   softmax_rows.py, pool_max.py, pool_overlap.py, embedding.py: Embedding's lookup, and its
@@ -36,6 +37,7 @@ from . import (  # noqa: F401
     joins,
     layout,
     loss,
+    lstm_host,
     pool_gpu,
     shifted_conv,
     take_rows,

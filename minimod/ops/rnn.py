@@ -83,6 +83,7 @@ class _BackwardCall:
     rows: list
     dh_final: object
     dc_final: object
+    direction: object
 
 
 @register
@@ -140,7 +141,8 @@ class RNN(_ScratchMixin, Op):
         return 2 if self.attrs.bidirectional else 1
 
     @property
-    def _clip(self) -> bool:
+    def clips_state(self) -> bool:
+        """Whether the LSTM cell state is clipped (both clip bounds set)."""
         a = self.attrs
         return a.mode == "lstm" and a.lstm_state_clip_min is not None \
             and a.lstm_state_clip_max is not None
@@ -148,7 +150,7 @@ class RNN(_ScratchMixin, Op):
     def _layout(self, steps: int, batch: int):
         a = self.attrs
         return rnn_reserve_layout(a.mode, a.state_size, a.num_layers, a.bidirectional, a.p,
-                                  self._clip, steps, batch)
+                                  self.clips_state, steps, batch)
 
     # ------------------------------------------------------------------ inference
     def _known_dims(self, in_shapes: list, out_shapes: list) -> tuple:
@@ -210,6 +212,11 @@ class RNN(_ScratchMixin, Op):
 
     def forward(self, xp, inputs, aux, out, is_train):
         """Writes the visible outputs and the whole reserve (in inference too)."""
+        self.drive_forward(xp, inputs, out, is_train, forward_direction)
+
+    def drive_forward(self, xp, inputs, out, is_train, direction) -> None:
+        """`forward`, with `direction` (rnn_cells.forward_direction's signature) running each
+        (layer, direction) pass: a fast path passes its own and keeps the rest of the op."""
         self._check_runnable()
         a = self.attrs
         data, params, state = inputs[0], inputs[1], inputs[2]
@@ -233,8 +240,8 @@ class RNN(_ScratchMixin, Op):
                 w = {k: view(params, s) for k, s in slices[row].items()}
                 res = {k: view(reserve, s) for k, s in rows[row].items()}
                 hs = y[:, :, d * hidden:(d + 1) * hidden]
-                forward_direction(xp, a, layer_in, w, res, hs, state[row],
-                                  None if cell is None else cell[row], d == 1, self._scratch)
+                direction(xp, a, layer_in, w, res, hs, state[row],
+                          None if cell is None else cell[row], d == 1, self._scratch)
                 last_t = 0 if d == 1 else steps - 1
                 if h_final is not None:
                     h_final[row] = hs[last_t]
@@ -257,6 +264,11 @@ class RNN(_ScratchMixin, Op):
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         """Reads data, parameters, the initial states, `output` and the reserve of the forward
         that ran last on these arrays; writes nothing but `in_grads`."""
+        self.drive_backward(xp, out_grads, inputs, outputs, in_grads, backward_direction)
+
+    def drive_backward(self, xp, out_grads, inputs, outputs, in_grads, direction) -> None:
+        """`backward`, with `direction` (rnn_cells.backward_direction's signature) running
+        each (layer, direction) pass, as in `drive_forward`."""
         a = self.attrs
         data, params = inputs[0], inputs[1]
         steps, batch, feat = data.shape
@@ -271,7 +283,8 @@ class RNN(_ScratchMixin, Op):
             rnn_param_slices(a.mode, feat, a.state_size, a.num_layers, a.bidirectional),
             layers, rows,
             out_grads[1] if a.state_outputs and len(out_grads) > 1 else None,
-            out_grads[2] if a.state_outputs and lstm and len(out_grads) > 2 else None)
+            out_grads[2] if a.state_outputs and lstm and len(out_grads) > 2 else None,
+            direction)
         for layer in range(a.num_layers - 1, -1, -1):
             dy = self._backward_layer(xp, call, layer, dy)
         for i in range(4 if lstm else 3, len(in_grads)):
@@ -317,7 +330,7 @@ class RNN(_ScratchMixin, Op):
         gw = {k: view(call.flat_grad, s) for k, s in call.slices[row].items()}
         res = {k: view(call.reserve, s) for k, s in call.rows[row].items()}
         cols = slice(d * hidden, (d + 1) * hidden)
-        dh0, dc0 = backward_direction(
+        dh0, dc0 = call.direction(
             xp, self.attrs, x, res, y[:, :, cols], w, gw, dy[:, :, cols], call.inputs[2][row],
             None if cell is None else cell[row],
             None if call.dh_final is None else call.dh_final[row],

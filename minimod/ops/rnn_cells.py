@@ -5,7 +5,7 @@ by layer; the math per step is in its docstring.
 Per pass, the input projection of all T steps is ONE matrix product, the T recurrent products
 run back to back, and the gate math works on whole (N, G*H) blocks. Backward mirrors it: the
 step loop only propagates dh (and dc) and collects the gate gradients of all steps, then dW_x,
-dW_h, the biases and dx are each one product over all steps (`_weight_grads`).
+dW_h, the biases and dx are each one product over all steps (`weight_grads`).
 
 Every pass takes `scratch(xp, role, shape, dtype)`, the op's work-array cache, and the views
 `res` of its piece of the reserve (rnn_layout.py), which forward writes and backward reads.
@@ -22,7 +22,8 @@ from ..backend import sum_into as _sum
 from . import rnn_fused as _fused
 from .rnn_layout import prev_state
 
-__all__ = ["forward_direction", "backward_direction"]
+__all__ = ["forward_direction", "backward_direction", "input_gates", "recurrent_rhs",
+           "weight_grads", "filled"]
 
 
 def _sigmoid_(xp, a) -> None:
@@ -46,13 +47,12 @@ def _step_order(steps: int, reverse: bool):
 
 # ============================================================================ forward
 
-def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) -> None:
-    """One (layer, direction) pass with input x (T, N, in): hidden states into `hs` (T, N, H),
-    possibly a strided view of the layer's output, and what backward needs into the reserve
-    views `res`. `w` holds the views 'wx', 'wh', 'bx', 'bh' of the parameters."""
+def input_gates(xp, attrs, x, w, res):
+    """The input side of every step's pre-activations, (T, N, G*H): W_x x + b_x (+ b_h but
+    for gru, whose b_h sits inside the candidate), the input projection of all T steps in
+    one product, into the reserve's 'gates' where it has them."""
     steps, batch, _ = x.shape
     gh = w["wh"].shape[0]
-    # the input projection of every step in one product
     x2 = x.reshape(steps * batch, -1)
     if "gates" in res:
         gates = res["gates"]
@@ -62,7 +62,22 @@ def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) 
     gates += w["bx"]
     if attrs.mode != "gru":
         gates += w["bh"]
-    wh_t = w["wh"].T
+    return gates
+
+
+def recurrent_rhs(xp, wh, scratch):
+    """W_h^T, the right operand of every step's recurrent product (`backend.repeated_rhs`)."""
+    return backend.repeated_rhs(xp, wh.T, lambda: scratch(xp, "wh_t", wh.T.shape, wh.dtype))
+
+
+def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) -> None:
+    """One (layer, direction) pass with input x (T, N, in): hidden states into `hs` (T, N, H),
+    possibly a strided view of the layer's output, and what backward needs into the reserve
+    views `res`. `w` holds the views 'wx', 'wh', 'bx', 'bh' of the parameters."""
+    steps, batch, _ = x.shape
+    gh = w["wh"].shape[0]
+    gates = input_gates(xp, attrs, x, w, res)
+    wh_t = recurrent_rhs(xp, w["wh"], scratch)
     order = _step_order(steps, reverse)
     rec_buf = scratch(xp, "rec", (batch, gh), x.dtype)
     if attrs.mode == "lstm":
@@ -157,8 +172,8 @@ def _vanilla_forward(xp, relu: bool, gates, wh_t, hs, h0, order, rec_buf) -> Non
 
 # ============================================================================ backward
 
-def _filled(buf, value):
-    """buf holding `value`, or zeros when value is None."""
+def filled(buf, value):
+    """buf holding `value` (a head gradient of a final state), or zeros when value is None."""
     if value is not None:
         buf[...] = value
     else:
@@ -177,13 +192,13 @@ def backward_direction(xp, attrs, x, res, hs, w, gw, dy, h0, c0, dh_last, dc_las
     dtype = hs.dtype
     order = list(_step_order(steps, reverse))
     # the returned initial-state gradients live in scratch too: the caller copies them out
-    dh = _filled(scratch(xp, "dh", (batch, hidden), dtype), dh_last)
+    dh = filled(scratch(xp, "dh", (batch, hidden), dtype), dh_last)
     d_gates = scratch(xp, "d_gates", (steps, batch, gh), dtype)
     tmp = scratch(xp, "tmp", (batch, hidden), dtype)
     tmp2 = scratch(xp, "tmp2", (batch, hidden), dtype)
     dc0 = None
     if attrs.mode == "lstm":
-        dc0 = _filled(scratch(xp, "dc", (batch, hidden), dtype), dc_last)
+        dc0 = filled(scratch(xp, "dc", (batch, hidden), dtype), dc_last)
         _lstm_backward(xp, res, w["wh"], dy, c0, dh, dc0, d_gates, tmp, tmp2, order, reverse)
         d_gates_h = d_gates
     elif attrs.mode == "gru":
@@ -203,7 +218,7 @@ def backward_direction(xp, attrs, x, res, hs, w, gw, dy, h0, c0, dh_last, dc_las
             _vanilla_backward(xp, attrs.mode == "rnn_relu", hs, w["wh"], dy, dh, d_gates,
                               order)
         d_gates_h = d_gates
-    _weight_grads(xp, x, hs, w, gw, h0, d_gates, d_gates_h, dx, reverse, scratch)
+    weight_grads(xp, x, hs, w, gw, h0, d_gates, d_gates_h, dx, reverse, scratch)
     return dh, dc0
 
 
@@ -300,7 +315,7 @@ def _vanilla_backward(xp, relu: bool, hs, wh, dy, dh, d_gates, order) -> None:
         backend.matmul(xp, da, wh, out=dh)
 
 
-def _weight_grads(xp, x, hs, w, gw, h0, d_gates, d_gates_h, dx, reverse, scratch) -> None:
+def weight_grads(xp, x, hs, w, gw, h0, d_gates, d_gates_h, dx, reverse, scratch) -> None:
     """dW_x, dW_h, the biases and dx of one pass, each one product over all steps."""
     steps, batch, hidden = hs.shape
     gh = d_gates.shape[-1]
@@ -316,7 +331,10 @@ def _weight_grads(xp, x, hs, w, gw, h0, d_gates, d_gates_h, dx, reverse, scratch
     first_wh = scratch(xp, "first_wh", gw["wh"].shape, dtype)
     gw["wh"] += backend.matmul(xp, d_gates_h[first].T, h0, out=first_wh)
     _sum(xp, flat_x, 0, gw["bx"])
-    _sum(xp, d_gates_h.reshape(steps * batch, gh), 0, gw["bh"])
+    if d_gates_h is d_gates:  # lstm and rnn_*: b_h's gradient is b_x's, the same sum
+        xp.copyto(gw["bh"], gw["bx"])
+    else:
+        _sum(xp, d_gates_h.reshape(steps * batch, gh), 0, gw["bh"])
     if dx is not None:
         dx_step = scratch(xp, "dx_step", (steps * batch, x.shape[-1]), dtype)
         dx += backend.matmul(xp, flat_x, w["wx"], out=dx_step).reshape(dx.shape)
