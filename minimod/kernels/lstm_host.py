@@ -99,7 +99,7 @@ def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) 
     """rnn_cells.forward_direction for lstm without clipping."""
     steps, batch, _ = x.shape
     hidden = hs.shape[-1]
-    gates = rnn_cells.input_gates(xp, attrs, x, w, res)
+    gates = rnn_cells.input_gates(xp, attrs, x, w, res, scratch)
     wh_t = rnn_cells.recurrent_rhs(xp, w["wh"], scratch)
     scale, offset = gate_affine(xp, hidden, x.dtype, scratch)
     rec = scratch(xp, "rec", (batch, 4 * hidden), x.dtype)

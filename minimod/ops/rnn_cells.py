@@ -47,18 +47,16 @@ def _step_order(steps: int, reverse: bool):
 
 # ============================================================================ forward
 
-def input_gates(xp, attrs, x, w, res):
+def input_gates(xp, attrs, x, w, res, scratch):
     """The input side of every step's pre-activations, (T, N, G*H): W_x x + b_x (+ b_h but
     for gru, whose b_h sits inside the candidate), the input projection of all T steps in
-    one product, into the reserve's 'gates' where it has them."""
+    one product, into the reserve's 'gates' where it has them (else a work array)."""
     steps, batch, _ = x.shape
     gh = w["wh"].shape[0]
-    x2 = x.reshape(steps * batch, -1)
-    if "gates" in res:
-        gates = res["gates"]
-        backend.matmul(xp, x2, w["wx"].T, out=gates.reshape(steps * batch, gh))
-    else:
-        gates = backend.matmul(xp, x2, w["wx"].T).reshape(steps, batch, gh)
+    gates = res["gates"] if "gates" in res else scratch(xp, "gates", (steps, batch, gh),
+                                                          x.dtype)
+    backend.matmul(xp, x.reshape(steps * batch, -1), w["wx"].T,
+                   out=gates.reshape(steps * batch, gh))
     gates += w["bx"]
     if attrs.mode != "gru":
         gates += w["bh"]
@@ -76,7 +74,7 @@ def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) 
     views `res`. `w` holds the views 'wx', 'wh', 'bx', 'bh' of the parameters."""
     steps, batch, _ = x.shape
     gh = w["wh"].shape[0]
-    gates = input_gates(xp, attrs, x, w, res)
+    gates = input_gates(xp, attrs, x, w, res, scratch)
     wh_t = recurrent_rhs(xp, w["wh"], scratch)
     order = _step_order(steps, reverse)
     rec_buf = scratch(xp, "rec", (batch, gh), x.dtype)
@@ -146,7 +144,9 @@ def _gru_forward(xp, gates, wh_t, bh, hns, hs, h0, order, rec_buf) -> None:
         hn = hns[t]
         hn[...] = rec_buf[:, 2 * hidden:]
         n = g[:, 2 * hidden:]
-        n += g[:, :hidden] * hn
+        r_hn = rec_buf[:, :hidden]  # free again once added into the gates
+        xp.multiply(g[:, :hidden], hn, out=r_hn)
+        n += r_hn
         xp.tanh(n, out=n)
         z = g[:, hidden:2 * hidden]
         # h' = n + z * (h - n)
@@ -159,12 +159,13 @@ def _gru_forward(xp, gates, wh_t, bh, hns, hs, h0, order, rec_buf) -> None:
 
 def _vanilla_forward(xp, relu: bool, gates, wh_t, hs, h0, order, rec_buf) -> None:
     h_prev = h0
+    zero = _const(xp, 0, hs.dtype)
     for t in order:
         backend.matmul(xp, h_prev, wh_t, out=rec_buf)
         h = hs[t]
         xp.add(gates[t], rec_buf, out=h)
         if relu:
-            xp.maximum(h, 0, out=h)
+            xp.maximum(h, zero, out=h)
         else:
             xp.tanh(h, out=h)
         h_prev = h
@@ -208,8 +209,8 @@ def backward_direction(xp, attrs, x, res, hs, w, gw, dy, h0, c0, dh_last, dc_las
             _fused.gru_backward(xp, fused, res, hs, w["wh"], dy, h0, dh, d_gates, d_gates_h,
                                 tmp, order, reverse)
         else:
-            _gru_backward(xp, res, hs, w["wh"], dy, h0, dh, d_gates, d_gates_h, tmp, order,
-                          reverse)
+            _gru_backward(xp, res, hs, w["wh"], dy, h0, dh, d_gates, d_gates_h, tmp, tmp2,
+                          order, reverse)
     else:
         fused = backend.elementwise(xp, _fused.VANILLA_STEP_GRAD[attrs.mode])
         if fused is not None:
@@ -272,12 +273,13 @@ def _lstm_backward_unfused(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, orde
         backend.matmul(xp, da, wh, out=dh)
 
 
-def _gru_backward(xp, res, hs, wh, dy, h0, dh, d_gates, d_gates_h, tmp, order,
+def _gru_backward(xp, res, hs, wh, dy, h0, dh, d_gates, d_gates_h, tmp, tmp2, order,
                   reverse) -> None:
     """d_gates gets the gradients of the input-side pre-activations, d_gates_h those of the
     recurrent side (which differ in the candidate block, scaled by r there)."""
     gates, hns = res["gates"], res["hn"]
     hidden = dh.shape[-1]
+    one = _const(xp, 1, dh.dtype)
     for t in reversed(order):
         dh += dy[t]
         g = gates[t]
@@ -285,16 +287,21 @@ def _gru_backward(xp, res, hs, wh, dy, h0, dh, d_gates, d_gates_h, tmp, order,
         dax = d_gates[t]
         dah = d_gates_h[t]
         da_n = dax[:, 2 * hidden:]
-        xp.multiply(dh, 1 - z_g, out=da_n)
-        da_n *= 1 - n_g * n_g
+        xp.subtract(one, z_g, out=tmp2)
+        xp.multiply(dh, tmp2, out=da_n)
+        xp.multiply(n_g, n_g, out=tmp2)
+        xp.subtract(one, tmp2, out=tmp2)
+        da_n *= tmp2
         xp.multiply(da_n, r_g, out=dah[:, 2 * hidden:])
         da_r = dax[:, :hidden]
         xp.multiply(da_n, hns[t], out=da_r)
-        da_r *= r_g * (1 - r_g)
+        _dsigmoid_into(xp, r_g, tmp2)
+        da_r *= tmp2
         da_z = dax[:, hidden:2 * hidden]
         xp.subtract(prev_state(hs, h0, t, reverse), n_g, out=da_z)
         da_z *= dh
-        da_z *= z_g * (1 - z_g)
+        _dsigmoid_into(xp, z_g, tmp2)
+        da_z *= tmp2
         dah[:, :2 * hidden] = dax[:, :2 * hidden]
         dh *= z_g
         backend.matmul(xp, dah, wh, out=tmp)
@@ -302,15 +309,17 @@ def _gru_backward(xp, res, hs, wh, dy, h0, dh, d_gates, d_gates_h, tmp, order,
 
 
 def _vanilla_backward(xp, relu: bool, hs, wh, dy, dh, d_gates, order) -> None:
+    zero, one = _const(xp, 0, dh.dtype), _const(xp, 1, dh.dtype)
     for t in reversed(order):
         dh += dy[t]
         da = d_gates[t]
         h = hs[t]
         if relu:
-            xp.multiply(dh, h > 0, out=da)
+            xp.greater(h, zero, out=da)  # the mask as 1.0 / 0.0
+            da *= dh
         else:
             xp.multiply(h, h, out=da)
-            xp.subtract(1, da, out=da)
+            xp.subtract(one, da, out=da)
             da *= dh
         backend.matmul(xp, da, wh, out=dh)
 

@@ -43,12 +43,13 @@ def _lenet(act2="sigmoid"):
     return mx.sym.SoftmaxOutput(net, name="softmax"), (8, 1, 16, 16), (8,)
 
 
-def _lstm(fused):
+def _lstm(fused, mode="lstm", bidirectional=False):
     def build():
         embed = mx.sym.Embedding(mx.sym.Variable("data"), input_dim=50, output_dim=12,
                                  name="embed")
         if fused:
-            cell = mx.rnn.FusedRNNCell(16, num_layers=2, mode="lstm", prefix="lstm_")
+            cell = mx.rnn.FusedRNNCell(8 if bidirectional else 16, num_layers=2, mode=mode,
+                                       bidirectional=bidirectional, prefix="lstm_")
             outs, _ = cell.unroll(6, inputs=mx.sym.SwapAxis(embed, dim1=0, dim2=1),
                                   layout="TNC", merge_outputs=True)
             outs = mx.sym.SwapAxis(outs, dim1=0, dim2=1)
@@ -66,7 +67,11 @@ def _lstm(fused):
 # edge from c1 to p2 batch-last (with sigmoid, p2 stays a plain Pooling, batch-first)
 NETS = {"mlp": _mlp, "lenet": _lenet, "lenet_fused": lambda: _lenet("tanh"),
         "lstm": lambda: _lstm(False),
-        "lstm_fused": lambda: _lstm(True)}
+        "lstm_fused": lambda: _lstm(True),
+        # the RNN op's other modes (lstm_fused runs kernels/lstm_host.py, these the op itself)
+        "lstm_fused_gru": lambda: _lstm(True, "gru", bidirectional=True),
+        "lstm_fused_rnn_relu": lambda: _lstm(True, "rnn_relu"),
+        "lstm_fused_rnn_tanh": lambda: _lstm(True, "rnn_tanh", bidirectional=True)}
 
 
 def _batch(data_shape, label_shape, seed, vocab=None):
