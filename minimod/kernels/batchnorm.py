@@ -167,7 +167,7 @@ def _bind_numpy_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
     centred = dx if dx is not None else _SCRATCH._scratch(xp, "bn_centred", x.shape, x.dtype)
     d3, d2 = _as_rows(centred)
     sums = _ChannelSums(xp, x3.shape, x.dtype, "bwd")
-    coef = _SCRATCH._scratch(xp, "bn_coef", (4,) + mean.shape, "float64")
+    coef = _SCRATCH._scratch(xp, "bn_coef", (6,) + mean.shape, "float64")
     coef_x = _SCRATCH._scratch(xp, "bn_coef_x", (3,) + mean.shape, x.dtype)
     ab, ag, ac = coef_x[0], coef_x[1], coef_x[2]  # per channel: B, A, C0
     tmp = _SCRATCH._scratch(xp, "bn_tmp", x.shape, x.dtype) if dx is not None else None
@@ -183,17 +183,22 @@ def _bind_numpy_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
             update_moving(xp)
         xp.subtract(x3, mean[col], out=d3)
         sum_g, sum_gd, scale, scratch = coef[0], coef[1], coef[2], coef[3]
+        # 1/std and gamma widened once: a float32 operand of a float64 product would be
+        # cast into a fresh array at each call (the same values either way)
+        invstd64, gamma64 = coef[4], coef[5]
+        xp.copyto(invstd64, invstd)
         xp.copyto(sum_g, sums.plain(xp, g2))
-        xp.multiply(sums.dot(xp, g2, d2), invstd, out=sum_gd)  # dgamma
+        xp.multiply(sums.dot(xp, g2, d2), invstd64, out=sum_gd)  # dgamma
         if dbeta is not None:
             xp.copyto(dbeta, sum_g)
         if dgamma is not None:
             xp.copyto(dgamma, zero if a.fix_gamma else sum_gd)
         if dx is None:
             return
-        xp.copyto(scale, invstd)
+        xp.copyto(scale, invstd64)
         if not a.fix_gamma:
-            xp.multiply(scale, gamma, out=scale)
+            xp.copyto(gamma64, gamma)
+            xp.multiply(scale, gamma64, out=scale)
         xp.copyto(ag, scale)
         if a.use_global_stats:
             xp.multiply(g3, ag[col], out=dx.reshape(g3.shape))
@@ -201,7 +206,7 @@ def _bind_numpy_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
         xp.multiply(scale, minus_inv_count, out=scratch)      # -scale / count
         xp.multiply(scratch, sum_g, out=sum_g)                  # C0
         xp.copyto(ac, sum_g)
-        xp.multiply(scratch, invstd, out=scratch)
+        xp.multiply(scratch, invstd64, out=scratch)
         xp.multiply(scratch, sum_gd, out=scratch)               # B
         xp.copyto(ab, scratch)
         xp.multiply(d3, ab[col], out=d3)

@@ -24,6 +24,7 @@ from typing import Callable, Optional
 
 from .helpers import broadcast_shape, define_op, is_integral, reduce_to_shape, zero_grads
 from .registry import Op, VariadicOp, fmt_shape, register
+from .scratch import _ScratchMixin
 
 __all__ = ["BinaryMath", "define_same_shape", "define_broadcast", "grad_mod_lhs",
            "grad_mod_rhs", "AddNOp"]
@@ -156,7 +157,7 @@ _ARITHMETIC = {
 
 # ============================================================================ same-shape binary
 
-class _Binary(Op):
+class _Binary(_ScratchMixin, Op):
     """Base of `lhs (op) rhs` (its math in `spec`). A gradient of another shape than the
     output's (an input that was broadcast) is the elementwise gradient summed back to it."""
 
@@ -178,7 +179,9 @@ class _Binary(Op):
             if dx.shape == dy.shape:
                 grad_fn(xp, dy, lhs, rhs, y, dx)
             else:
-                reduce_to_shape(xp, grad_fn(xp, dy, lhs, rhs, y, None), dx.shape, dx)
+                full = None if grad_fn is _g_same else self._scratch(xp, "grad", dy.shape,
+                                                                       dy.dtype)
+                reduce_to_shape(xp, grad_fn(xp, dy, lhs, rhs, y, full), dx.shape, dx)
 
 
 class _SameShapeBinary(_Binary):

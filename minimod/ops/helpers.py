@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
+from .. import backend
 from ..base import OpParamError, ShapeError
 from .registry import Op, fmt_shape, register
 
@@ -223,10 +224,13 @@ def reduce_to_shape(xp, grad, shape, out) -> None:
     lead = grad.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(shape) if d == 1 and grad.shape[lead + i] != 1)
-    if axes:
-        xp.copyto(out, grad.sum(axis=axes).reshape(shape))
-    else:
+    if not axes:
         xp.copyto(out, grad)
+    elif out.flags.c_contiguous:  # summed straight into out, seen with grad's rank
+        backend.sum_into(xp, grad, axes, out.reshape((1,) * lead + tuple(shape)),
+                         keepdims=True)
+    else:
+        xp.copyto(out, grad.sum(axis=axes).reshape(shape))
 
 
 def zero_grads(grads) -> None:

@@ -17,6 +17,7 @@ import dataclasses
 import math
 from typing import Literal, Optional
 
+from .. import backend
 from ..base import OpParamError, ShapeError
 from .helpers import data_axis, dtype_of
 from .registry import Op, fmt_shape, register
@@ -94,7 +95,11 @@ class _Reduce(Op):
 
     def forward(self, xp, inputs, aux, out, is_train):
         x = inputs[0]
-        out[0][...] = self.reduce(xp, x, self._axes(x.shape)).reshape(out[0].shape)
+        axes = self._axes(x.shape)
+        if out[0].flags.c_contiguous:  # a view of the output with x's rank
+            self.reduce_into(xp, x, axes, out[0].reshape(_kept_shape(x.shape, axes)))
+        else:
+            out[0][...] = self.reduce(xp, x, axes).reshape(out[0].shape)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         dx = in_grads[0]
@@ -106,6 +111,11 @@ class _Reduce(Op):
 
     def reduce(self, xp, x, axes):
         raise NotImplementedError
+
+    def reduce_into(self, xp, x, axes, out) -> None:
+        """Write the keepdims reduction into `out`; subclasses whose NumPy call takes `out=`
+        with the same arithmetic write it there directly."""
+        out[...] = self.reduce(xp, x, axes)
 
     def grad(self, xp, dy, x, y, dx):
         """Write into dx the gradient, given dy and y reshaped to keepdims form."""
@@ -121,6 +131,9 @@ class SumOp(_Reduce):
 
     def reduce(self, xp, x, axes):
         return x.sum(axis=axes, keepdims=True)
+
+    def reduce_into(self, xp, x, axes, out) -> None:
+        backend.sum_into(xp, x, axes, out, keepdims=True)
 
     def grad(self, xp, dy, x, y, dx):
         xp.copyto(dx, dy)
@@ -210,8 +223,12 @@ class MaxOp(_Reduce):
     def reduce(self, xp, x, axes):
         return x.max(axis=axes, keepdims=True)
 
+    def reduce_into(self, xp, x, axes, out) -> None:
+        x.max(axis=axes, keepdims=True, out=out)
+
     def grad(self, xp, dy, x, y, dx):
-        xp.multiply(dy, x == y, out=dx)
+        xp.equal(x, y, out=dx)  # the mask as 1 / 0 in dx's dtype, then times the head
+        dx *= dy
 
 
 @register
@@ -223,6 +240,9 @@ class MinOp(MaxOp):
 
     def reduce(self, xp, x, axes):
         return x.min(axis=axes, keepdims=True)
+
+    def reduce_into(self, xp, x, axes, out) -> None:
+        x.min(axis=axes, keepdims=True, out=out)
 
 
 @dataclasses.dataclass(frozen=True)

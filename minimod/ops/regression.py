@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..backend import const
 from ..base import ShapeError
 from .loss import Normalization, batch_from_label, data_grad
 from .registry import Op, fmt_shape, register, shape_is_known
@@ -58,7 +59,7 @@ class _RegressionOutput(Op):
         out, label = outputs[0], inputs[1]
         scale = self.attrs.grad_scale * label.shape[0] / label.size
         self._grad(xp, out, label.reshape(out.shape), g)
-        g *= scale
+        g *= const(xp, scale, g.dtype)
 
     def _grad(self, xp, out, label, g) -> None:
         xp.subtract(out, label, out=g)
@@ -91,7 +92,7 @@ class LogisticRegressionOutput(_RegressionOutput):
         o = out[0]
         xp.negative(inputs[0], out=o)
         xp.exp(o, out=o)
-        o += 1
+        o += const(xp, 1, o.dtype)
         xp.reciprocal(o, out=o)
 
 

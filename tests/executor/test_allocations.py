@@ -63,6 +63,27 @@ def _lstm(fused, mode="lstm", bidirectional=False):
     return build(), (4, 6), (4, 6)
 
 
+def _conv_bn():
+    net = mx.sym.Convolution(mx.sym.Variable("data"), kernel=(3, 3), num_filter=4, pad=(1, 1),
+                             name="c1")
+    net = mx.sym.BatchNorm(net, fix_gamma=False, name="bn1")
+    net = mx.sym.Activation(net, act_type="relu")
+    net = mx.sym.FullyConnected(mx.sym.Flatten(net), num_hidden=10, name="fc")
+    return mx.sym.SoftmaxOutput(net, name="softmax"), (8, 2, 6, 6), (8,)
+
+
+def _broadcast_heads():
+    """Broadcast products summed back, sum / max reductions and a logistic regression head
+    (the shapes of an NCE word model)."""
+    data = mx.sym.Variable("data")                                   # (8, 3, 5)
+    ctx = mx.sym.sum(mx.sym.FullyConnected(data, num_hidden=5, flatten=False, name="fc"),
+                     axis=1, keepdims=True)                         # (8, 1, 5)
+    scores = mx.sym.broadcast_mul(data, ctx)                         # (8, 3, 5)
+    scores = mx.sym.sum(scores, axis=2) + mx.sym.max(scores, axis=2)
+    return (mx.sym.LogisticRegressionOutput(scores, mx.sym.Variable("softmax_label")),
+            (8, 3, 5), (8, 3))
+
+
 # "lenet_fused": both activations fuse with their pooling, and the layout pass keeps every
 # edge from c1 to p2 batch-last (with sigmoid, p2 stays a plain Pooling, batch-first)
 NETS = {"mlp": _mlp, "lenet": _lenet, "lenet_fused": lambda: _lenet("tanh"),
@@ -71,7 +92,8 @@ NETS = {"mlp": _mlp, "lenet": _lenet, "lenet_fused": lambda: _lenet("tanh"),
         # the RNN op's other modes (lstm_fused runs kernels/lstm_host.py, these the op itself)
         "lstm_fused_gru": lambda: _lstm(True, "gru", bidirectional=True),
         "lstm_fused_rnn_relu": lambda: _lstm(True, "rnn_relu"),
-        "lstm_fused_rnn_tanh": lambda: _lstm(True, "rnn_tanh", bidirectional=True)}
+        "lstm_fused_rnn_tanh": lambda: _lstm(True, "rnn_tanh", bidirectional=True),
+        "conv_bn": _conv_bn, "broadcast_heads": _broadcast_heads}
 
 
 def _batch(data_shape, label_shape, seed, vocab=None):
