@@ -156,7 +156,9 @@ class Pooling(_ScratchMixin, Op):
         return out_shape
 
     def _divisor(self, xp, spatial, kernel, stride, pad_lo, out, dtype):
-        """Per-output element count of an avg window, broadcastable to (N, C, *out)."""
+        """Per-output element count of an avg window, broadcastable to (N, C, *out). A window
+        of the 'full' convention can lie wholly past the (padded) input: it counts 1, so its
+        average is its empty sum, 0, as in MXNet."""
         same = self.attrs.pooling_convention == "same"
         include = self.attrs.count_include_pad is not False and not same
         pad = (0,) * len(spatial) if self.attrs.global_pool or same else spatial_tuple(
@@ -169,7 +171,7 @@ class Pooling(_ScratchMixin, Op):
             if not include:
                 start = xp.maximum(start, 0)
                 end = xp.minimum(end, x)
-            count = (end - start).astype(dtype)
+            count = xp.maximum(end - start, 1).astype(dtype)
             shape = [1] * len(spatial)
             shape[axis] = y
             count = count.reshape(shape)
