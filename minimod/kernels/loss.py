@@ -233,8 +233,7 @@ def _bind_fused(op, xp, out, label, in_grads):
     gv = g.reshape(p.shape)
     labels = op._labels(p, label)
     classes = p.shape[1]
-    on, off = (1.0 - a.smooth_alpha, a.smooth_alpha / (classes - 1)) if a.smooth_alpha \
-        else (1.0, 0.0)
+    on, off = op.targets(classes)
     c = [const(xp, v, dtype) for v in (on, off, float(op.ignore), float(a.use_ignore))]
     truncate = label.dtype.kind == "f"
     label_grad = in_grads[1] if len(in_grads) > 1 else None

@@ -200,8 +200,8 @@ class SoftmaxOutput(_ScratchMixin, Op):
         cls = xp.arange(classes).reshape((1, classes) + (1,) * (p.ndim - 2))
         hit = cls == lab
         if a.smooth_alpha:
-            off = a.smooth_alpha / (classes - 1)
-            grad = p - xp.where(hit, 1.0 - a.smooth_alpha, off).astype(p.dtype)
+            on, off = self.targets(classes)
+            grad = p - xp.where(hit, on, off).astype(p.dtype)
         else:
             grad = p - hit
         keep = lab != self.ignore
@@ -214,6 +214,14 @@ class SoftmaxOutput(_ScratchMixin, Op):
         if scale != 1.0:
             grad *= scale
         return grad
+
+    def targets(self, classes: int) -> tuple:
+        """(on, off): the target of the label class and of each other class, 1 and 0, or
+        smoothed: 1 - a and a / (C - 1) (0 where the label class is the only one)."""
+        a = self.attrs.smooth_alpha
+        if not a:
+            return 1.0, 0.0
+        return 1.0 - a, a / (classes - 1) if classes > 1 else 0.0
 
     def _label_scale(self, label_size: int, batch: int, rows: int) -> float:
         """The factor of an index-label gradient (normalization other than 'valid'):

@@ -55,7 +55,8 @@ def sm_grad(grad_scale=1.0, ignore_label=-1.0, use_ignore=False, normalization="
         grads = []
         valid = 0
         for prob, k in rows:
-            target = np.full(prob.shape, smooth_alpha / (prob.size - 1) if smooth_alpha else 0.0)
+            off = smooth_alpha / (prob.size - 1) if smooth_alpha and prob.size > 1 else 0.0
+            target = np.full(prob.shape, off)
             if 0 <= k < prob.size:
                 target[k] = 1.0 - smooth_alpha
             g = prob - target
@@ -121,6 +122,14 @@ CASES = [
             id="sm-valid-all-ignored"),
     sm_case(RNG.randn(6, 5), np.array([0, 3, 0, 4, 1, 2.0]),
             {"use_ignore": True, "ignore_label": 0, "smooth_alpha": 0.2}, id="sm-smooth"),
+    # one class: its target is 1 - a and no other class shares a (MXNet 1.9.1: 0.1 for
+    # a = 0.1); MXNet ignores smooth_alpha with multi_output (docs/compatibility.md)
+    sm_case(RNG.randn(3, 1), np.zeros(3), {"smooth_alpha": 0.1}, id="sm-smooth-one-class"),
+    sm_case(RNG.randn(2, 1, 3), np.zeros((2, 3)), {"multi_output": True, "smooth_alpha": 0.1},
+            mode="multi", id="sm-multi-smooth-one-class"),
+    sm_case(RNG.randn(2, 3, 4), labels(2, 3, (2, 4)), {"multi_output": True,
+                                                       "smooth_alpha": 0.2},
+            mode="multi", id="sm-multi-smooth"),
     sm_case(RNG.randn(3, 4), np.array([0, -1, 3.0]), {}, id="sm-unignored-negative"),
     sm_case(RNG.randn(2, 3, 4), labels(2, 4, (2, 4)), {"multi_output": True},
             mode="multi", id="sm-multi"),
