@@ -91,7 +91,8 @@ def _arguments(plan: Plan, reqs: dict, flats: dict, shared: "_Shared",
 
 def _known_inputs(graph, arg_names: list, shapes: Optional[Mapping], type_dict) -> tuple:
     """(shapes, dtypes) given for the symbol's inputs; other names are dropped, with a warning
-    for shapes (MXNet ignores them: force_rebind=True in its own tests, typos elsewhere)."""
+    for shapes (MXNet ignores them: force_rebind=True in its own tests, typos elsewhere). A
+    shape of None is no shape, as in MXNet (`label=label_shape` where a net has no label)."""
     inputs = set(arg_names) | {graph.nodes[i].name for i in graph.aux_ids()}
     shapes = dict(shapes or {})
     unknown = [k for k in shapes if k not in inputs]
@@ -99,7 +100,12 @@ def _known_inputs(graph, arg_names: list, shapes: Optional[Mapping], type_dict) 
         warnings.warn("simple_bind: ignoring %s, not among the symbol's arguments (%s)"
                       % (", ".join("'%s'" % k for k in unknown), ", ".join(arg_names)),
                       stacklevel=4)
-    shapes = {k: tuple(v) for k, v in shapes.items() if k in inputs}
+    shapes = {k: v for k, v in shapes.items() if k in inputs and v is not None}
+    bad = {k: v for k, v in shapes.items() if not isinstance(v, (tuple, list))}
+    if bad:
+        raise TypeError("simple_bind: a shape is a tuple of ints; got %s"
+                        % ", ".join("%s=%r" % kv for kv in bad.items()))
+    shapes = {k: tuple(v) for k, v in shapes.items()}
     type_dict = {k: np.dtype(v) for k, v in (type_dict or {}).items() if k in inputs}
     return shapes, type_dict
 

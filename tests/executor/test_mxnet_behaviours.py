@@ -261,3 +261,14 @@ def test_simple_bind_ignores_a_shape_for_an_unknown_name_with_a_warning():
     with pytest.warns(UserWarning, match="ignoring 'force_rebind'"):
         exe = net.simple_bind(mx.cpu(), force_rebind=True, x=(2, 3))
     assert exe.outputs[0].shape == (2, 3)
+
+
+def test_simple_bind_takes_a_shape_of_none_as_no_shape():
+    """MXNet binds only the tuple-valued keywords, so `label=None` (a net without a label, a
+    shape not known yet) leaves the input to shape inference; a shape that is neither a
+    tuple nor None is refused by name."""
+    net = mx.sym.FullyConnected(mx.sym.var("x"), num_hidden=3, name="fc")
+    exe = net.simple_bind(mx.cpu(), x=(2, 5), fc_weight=None)
+    assert exe.arg_dict["fc_weight"].shape == (3, 5)
+    with pytest.raises(TypeError, match="x=5"):
+        net.simple_bind(mx.cpu(), x=5)
