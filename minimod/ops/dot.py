@@ -1,5 +1,6 @@
 """Matrix products: dot (one product of two arrays seen as matrices) and batch_dot (one
-product per batch index). Backward is two more products each, written into the gradients."""
+product per batch index), whose backward is two more products each, written into the
+gradients; khatri_rao, the column-wise Kronecker product, which has no gradient in MXNet."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,9 +8,10 @@ from typing import Literal, Optional
 
 from ..backend import matmul
 from ..base import ShapeError
-from .registry import Op, fmt_shape, register
+from .legacy import _NoGradient
+from .registry import Op, VariadicOp, fmt_shape, register
 
-__all__ = ["DotOp", "BatchDotOp", "DotAttrs"]
+__all__ = ["DotOp", "BatchDotOp", "DotAttrs", "KhatriRao"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,3 +151,40 @@ class BatchDotOp(Op):
                 matmul(xp, dy_t, a, out=db)
             else:
                 matmul(xp, xp.swapaxes(a, -1, -2), dy, out=db)
+
+
+@dataclasses.dataclass(frozen=True)
+class KhatriRaoAttrs:
+    num_args: int
+
+
+@register
+class KhatriRao(_NoGradient, VariadicOp):
+    """The column-wise Kronecker product of matrices (M_i, N) with one column count N: out
+    (M_0 M_1 ..., N), out[(i_0 M_1 + i_1) M_2 + ..., n] = arg0[i_0, n] arg1[i_1, n] ....
+    One matrix is itself. No gradient (MXNet registers none)."""
+
+    name = "khatri_rao"
+    Attrs = KhatriRaoAttrs
+
+    def infer_shape(self, in_shapes, out_shapes):
+        if any(s is None for s in in_shapes):
+            return in_shapes, out_shapes
+        columns = in_shapes[0][-1] if len(in_shapes[0]) == 2 else None
+        for i, shape in enumerate(in_shapes):
+            if len(shape) != 2 or shape[1] != columns:
+                raise ShapeError("khatri_rao: input '%s' has shape %s but every input must be "
+                                 "a matrix with the %s columns of '%s' %s"
+                                 % (self._in_name(i), fmt_shape(shape), columns,
+                                    self._in_name(0), fmt_shape(in_shapes[0])))
+        rows = 1
+        for shape in in_shapes:
+            rows *= shape[0]
+        self.set_out(out_shapes, 0, (rows, columns))
+        return in_shapes, out_shapes
+
+    def forward(self, xp, inputs, aux, out, is_train):
+        product = inputs[0]
+        for factor in inputs[1:]:
+            product = (product[:, None, :] * factor[None, :, :]).reshape(-1, factor.shape[1])
+        xp.copyto(out[0], product)

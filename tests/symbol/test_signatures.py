@@ -36,7 +36,10 @@ def test_positional_order_is_mxnets(name):
 
 # what MXNet 1.9.1 offers as Python functions (mx.nd.contrib.isinf ...), which minimod
 # registers as operators: no MXNet operator to take the order from
-NOT_MXNET_OPERATORS = {"_contrib_isinf", "_contrib_isnan", "_contrib_isfinite"}
+NOT_MXNET_OPERATORS = {"_contrib_isinf", "_contrib_isnan", "_contrib_isfinite",
+                       # cumsum's name in MXNet's registry and symbol JSON, which its
+                       # frontends offer only as cumsum (that one is in the file)
+                       "_np_cumsum"}
 
 
 def test_every_registered_op_is_in_the_golden_file():
