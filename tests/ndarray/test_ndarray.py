@@ -227,6 +227,23 @@ def test_setitem_forms():
         frozen[:] = 1
 
 
+@pytest.mark.parametrize("shape,key", [
+    ((5, 1, 2), ([-5],)), ((2, 2), ([-1, -1],)), ((4, 4, 3), ([3, -3], slice(3, 5, 2))),
+    ((5, 1), ([2, 1], -1)), ((3, 5), ([1, -3, -2], None)), ((3, 2, 3), ([1], [1, 0, -1], None)),
+    ((5, 3, 2, 4), (Ellipsis, [-3, 2, 1], None))])
+def test_advanced_indexing_is_numpys(shape, key):
+    """Negative entries of a list index, and a new axis after list indices, as NumPy has
+    them (MXNet 1.9.1 writes nothing for a negative list entry, or crashes, and puts the new
+    axis first: docs/compatibility.md); reading and writing through the same key."""
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    a = nd.array(x)
+    assert a[key].shape == x[key].shape
+    np.testing.assert_array_equal(a[key].asnumpy(), x[key])
+    a[key] = -1.0
+    x[key] = -1.0
+    np.testing.assert_array_equal(a.asnumpy(), x)
+
+
 # ----------------------------------------------------------------------------- arithmetic
 
 def test_arithmetic_and_broadcasting():
