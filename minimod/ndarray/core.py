@@ -307,9 +307,17 @@ class NDArray(NDArrayBase):
             operand = _scalar_as(self._xp, value, self._data.dtype)
         else:
             operand = as_backend_operand(value, self._ctx)
+        index = _index_to_backend(key, self._xp, self._ctx)
         try:
             with device_scope(self._ctx):
-                self._data[_index_to_backend(key, self._xp, self._ctx)] = operand
+                try:
+                    self._data[index] = operand
+                except ValueError:
+                    if getattr(operand, "size", 0) != 1:
+                        raise
+                    # an element is a (1,) array on an NDArray (a[0] of a vector): MXNet
+                    # writes a one-element value there, which NumPy 2 refuses as a sequence
+                    self._data[index] = operand.reshape(())
         except ValueError as err:
             raise ShapeError(f"cannot assign a value of shape {tuple(operand.shape)} to index "
                              f"{key!r} of an array of "

@@ -227,6 +227,19 @@ def test_setitem_forms():
         frozen[:] = 1
 
 
+def test_an_element_takes_a_one_element_value():
+    """a[i] of a vector is a (1,) NDArray, so MXNet writes a one-element value there (NumPy 2
+    refuses an array for an element); a longer value is still refused by shape."""
+    a = nd.zeros((2, 3))
+    a[1, 2] = nd.array([7])
+    a[0, 0] = np.array([5.0])
+    v = nd.zeros((3,))
+    v[0] = nd.array([4])
+    assert a.asnumpy().tolist() == [[5, 0, 0], [0, 0, 7]] and v.asnumpy().tolist() == [4, 0, 0]
+    with pytest.raises(ShapeError, match="shape \\(2,\\) to index 0"):
+        v[0] = nd.array([1, 2])
+
+
 @pytest.mark.parametrize("shape,key", [
     ((5, 1, 2), ([-5],)), ((2, 2), ([-1, -1],)), ((4, 4, 3), ([3, -3], slice(3, 5, 2))),
     ((5, 1), ([2, 1], -1)), ((3, 5), ([1, -3, -2], None)), ((3, 2, 3), ([1], [1, 0, -1], None)),
