@@ -1,7 +1,8 @@
 """MXNet's fused recurrent operator `RNN` (rnn_relu, rnn_tanh, lstm, gru; stacked layers,
 bidirectional, dropout between layers). The layout of its flat parameters and of its hidden
 `reserve` output is in rnn_layout.py, the per-direction cell kernels in rnn_cells.py (their
-fused GPU form in rnn_fused.py).
+fused GPU form in rnn_fused.py; kernels/lstm_host.py binds a faster host form of the LSTM's
+through `drive_forward` / `drive_backward`).
 
 `RNN` shape contract (T time steps, N batch, C input features, H = state_size, L = num_layers,
 D = 2 if bidirectional else 1, G gates: 1 for rnn_*, 4 for lstm, 3 for gru):
@@ -71,7 +72,8 @@ class RNNAttrs:
 
 @dataclasses.dataclass(frozen=True)
 class _BackwardCall:
-    """The arrays of one backward call that every layer reads (see `RNN.backward`)."""
+    """The arrays of one backward call that every layer reads (see `RNN.backward`), and the
+    (layer, direction) pass that runs on them."""
 
     inputs: list
     outputs: list
