@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     misc,
     multinomial,
     normalization,
+    pdf,
     permute,
     piecewise,
     pooling,

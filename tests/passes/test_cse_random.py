@@ -38,6 +38,8 @@ def test_equal_deterministic_nodes_are_merged_and_give_equal_outputs():
 
 def test_every_op_that_draws_is_marked_nondeterministic():
     drawing = {"Dropout", "LeakyReLU", "RNN", "Custom", "_shuffle", "_random_randint"}
-    drawing |= {n for n in list_ops() if n.startswith(("_random_", "_sample_"))}
+    drawing |= {n for n in list_ops() if n.startswith(("_random_", "_sample_"))
+                and not n.startswith("_random_pdf_")}  # densities: no draws
     assert all(not list_ops()[n].deterministic for n in drawing)
+    assert all(list_ops()[n].deterministic for n in list_ops() if n.startswith("_random_pdf_"))
     assert backend.rng  # the one generator the drawing ops share
