@@ -91,10 +91,6 @@ def activate_gates(xp, g, scale, offset) -> None:
     g += offset
 
 
-def _order(steps: int, reverse: bool):
-    return range(steps - 1, -1, -1) if reverse else range(steps)
-
-
 def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) -> None:
     """rnn_cells.forward_direction for lstm without clipping."""
     steps, batch, _ = x.shape
@@ -106,7 +102,7 @@ def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) 
     ic = rec[:, :hidden]  # free again once added into the gates
     cs, tanh_cs = res["c"], res["tanh_c"]
     h_prev, c_prev = h0, c0
-    for t in _order(steps, reverse):
+    for t in rnn_cells.step_order(steps, reverse):
         g = gates[t]
         xp.matmul(h_prev, wh_t, out=rec)
         g += rec
@@ -151,7 +147,7 @@ def backward_direction(xp, attrs, x, res, hs, w, gw, dy, h0, c0, dh_last, dc_las
     gates, cs, tanh_cs = res["gates"], res["c"], res["tanh_c"]
     deriv, cell_deriv = _derivatives(xp, gates, tanh_cs, scratch)
     wh = w["wh"]
-    for t in reversed(_order(steps, reverse)):
+    for t in reversed(rnn_cells.step_order(steps, reverse)):
         g, da = gates[t], d_gates[t]
         dh += dy[t]
         xp.multiply(cell_deriv[t], dh, out=tmp)

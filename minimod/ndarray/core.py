@@ -151,6 +151,18 @@ def _index_to_backend(key, xp, ctx: Context | None = None):
     return key
 
 
+def _assign(data, index, value) -> None:
+    """data[index] = value. An element of an NDArray is a (1,) array (a[0] of a vector), so
+    MXNet writes a one-element value there; NumPy 2 refuses an array for an element, and
+    gets the value's scalar instead."""
+    try:
+        data[index] = value
+    except ValueError:
+        if getattr(value, "size", 0) != 1:
+            raise
+        data[index] = value.reshape(())
+
+
 #: MXNet's ctypes type of an NDArray handle
 NDArrayHandle = ctypes.c_void_p
 
@@ -307,17 +319,9 @@ class NDArray(NDArrayBase):
             operand = _scalar_as(self._xp, value, self._data.dtype)
         else:
             operand = as_backend_operand(value, self._ctx)
-        index = _index_to_backend(key, self._xp, self._ctx)
         try:
             with device_scope(self._ctx):
-                try:
-                    self._data[index] = operand
-                except ValueError:
-                    if getattr(operand, "size", 0) != 1:
-                        raise
-                    # an element is a (1,) array on an NDArray (a[0] of a vector): MXNet
-                    # writes a one-element value there, which NumPy 2 refuses as a sequence
-                    self._data[index] = operand.reshape(())
+                _assign(self._data, _index_to_backend(key, self._xp, self._ctx), operand)
         except ValueError as err:
             raise ShapeError(f"cannot assign a value of shape {tuple(operand.shape)} to index "
                              f"{key!r} of an array of "

@@ -4,6 +4,7 @@ gradients; khatri_rao, the column-wise Kronecker product, which has no gradient 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Literal, Optional
 
 from ..backend import matmul
@@ -177,10 +178,7 @@ class KhatriRao(_NoGradient, VariadicOp):
                                  "a matrix with the %s columns of '%s' %s"
                                  % (self._in_name(i), fmt_shape(shape), columns,
                                     self._in_name(0), fmt_shape(in_shapes[0])))
-        rows = 1
-        for shape in in_shapes:
-            rows *= shape[0]
-        self.set_out(out_shapes, 0, (rows, columns))
+        self.set_out(out_shapes, 0, (math.prod(s[0] for s in in_shapes), columns))
         return in_shapes, out_shapes
 
     def forward(self, xp, inputs, aux, out, is_train):

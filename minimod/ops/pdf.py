@@ -30,13 +30,10 @@ import math
 
 from ..base import ShapeError
 from .registry import Op, fmt_shape, register
-from .special_functions import _lanczos_gammaln, digamma
+from .special_functions import _lanczos_gammaln as _lgamma
+from .special_functions import digamma
 
 __all__ = ["PDF_FAMILY"]
-
-
-def _lgamma(xp, x):
-    return _lanczos_gammaln(xp, x)
 
 
 def _nb_logp(xp, x, k, p):
@@ -169,18 +166,20 @@ class _Pdf(Op):
         params = [p.astype("float64").reshape(p.shape + (1,) * extra) for p in inputs[1:]]
         return x, params
 
+    def _logp(self, xp, x, params):
+        return PDF_FAMILY[self.dist][1](xp, x, *params)
+
     def forward(self, xp, inputs, aux, out, is_train):
         x, params = self._parts(xp, inputs)
-        logp = PDF_FAMILY[self.dist][1](xp, x, *params)
+        logp = self._logp(xp, x, params)
         xp.copyto(out[0], logp if self.attrs.is_log else xp.exp(logp), casting="unsafe")
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         x, params = self._parts(xp, inputs)
-        family = PDF_FAMILY[self.dist]
         scale = out_grads[0].astype("float64")
         if not self.attrs.is_log:
-            scale = scale * xp.exp(family[1](xp, x, *params))
-        grads = family[2](xp, x, *params)
+            scale = scale * xp.exp(self._logp(xp, x, params))
+        grads = PDF_FAMILY[self.dist][2](xp, x, *params)
         if in_grads[0] is not None:
             d = grads[0]
             xp.copyto(in_grads[0], 0 if d is None else scale * d, casting="unsafe")
@@ -200,13 +199,8 @@ class _DirichletPdf(_Pdf):
         rows = alpha.shape[:-1]
         return x, [alpha.reshape(rows + (1,) * extra + alpha.shape[-1:])]
 
-    def forward(self, xp, inputs, aux, out, is_train):
-        x, (alpha,) = self._parts(xp, inputs)
-        logp = self._logp(xp, x, alpha)
-        xp.copyto(out[0], logp if self.attrs.is_log else xp.exp(logp), casting="unsafe")
-
-    @staticmethod
-    def _logp(xp, x, alpha):
+    def _logp(self, xp, x, params):
+        alpha = params[0]
         return (_lgamma(xp, alpha.sum(axis=-1)) - _lgamma(xp, alpha).sum(axis=-1)
                 + ((alpha - 1) * xp.log(x)).sum(axis=-1))
 
@@ -214,7 +208,7 @@ class _DirichletPdf(_Pdf):
         x, (alpha,) = self._parts(xp, inputs)
         scale = out_grads[0].astype("float64")
         if not self.attrs.is_log:
-            scale = scale * xp.exp(self._logp(xp, x, alpha))
+            scale = scale * xp.exp(self._logp(xp, x, [alpha]))
         scale = scale[..., None]
         if in_grads[0] is not None:
             xp.copyto(in_grads[0], scale * (alpha - 1) / x, casting="unsafe")

@@ -23,7 +23,7 @@ from . import rnn_fused as _fused
 from .rnn_layout import prev_state
 
 __all__ = ["forward_direction", "backward_direction", "input_gates", "recurrent_rhs",
-           "weight_grads", "filled"]
+           "weight_grads", "filled", "step_order"]
 
 
 def _sigmoid_(xp, a) -> None:
@@ -41,7 +41,8 @@ def _dsigmoid_into(xp, s, out) -> None:
     out *= s
 
 
-def _step_order(steps: int, reverse: bool):
+def step_order(steps: int, reverse: bool):
+    """The time steps of a pass in the order forward visits them."""
     return range(steps - 1, -1, -1) if reverse else range(steps)
 
 
@@ -76,7 +77,7 @@ def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) 
     gh = w["wh"].shape[0]
     gates = input_gates(xp, attrs, x, w, res, scratch)
     wh_t = recurrent_rhs(xp, w["wh"], scratch)
-    order = _step_order(steps, reverse)
+    order = step_order(steps, reverse)
     rec_buf = scratch(xp, "rec", (batch, gh), x.dtype)
     if attrs.mode == "lstm":
         _lstm_forward(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf)
@@ -191,7 +192,7 @@ def backward_direction(xp, attrs, x, res, hs, w, gw, dy, h0, c0, dh_last, dc_las
     steps, batch, hidden = hs.shape
     gh = w["wh"].shape[0]
     dtype = hs.dtype
-    order = list(_step_order(steps, reverse))
+    order = list(step_order(steps, reverse))
     # the returned initial-state gradients live in scratch too: the caller copies them out
     dh = filled(scratch(xp, "dh", (batch, hidden), dtype), dh_last)
     d_gates = scratch(xp, "d_gates", (steps, batch, gh), dtype)
