@@ -82,10 +82,10 @@ def _fill(case: dict, name: str, arr_shape: tuple, rng):
         )
     if domain == "half" or case.get("half"):
         return rng.uniform(-0.9, 0.9, arr_shape)
-    if domain == "pos" or case.get("positive"):
-        return rng.uniform(
-            0.5 if case.get("positive") else 0.2, 2 if case.get("positive") else 3, arr_shape
-        )
+    if case.get("positive"):
+        return rng.uniform(0.5, 2, arr_shape)
+    if domain == "pos":
+        return rng.uniform(0.2, 3, arr_shape)
     if domain == "gt1":
         return rng.uniform(1.1, 3, arr_shape)
     if case.get("small"):
