@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     indexing,
     join_split,
     legacy,
+    legacy_v1,
     linalg,
     linalg_factor,
     loss,
