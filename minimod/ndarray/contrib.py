@@ -1,11 +1,23 @@
 """`mx.nd.contrib.X`: operator `_contrib_X` run imperatively (see minimod/ops/namespaces.py),
-or one of the contrib optimizer kernels MXNet serves here (`mx.nd.contrib.adamw_update`,
-`multi_lamb_update` ...; update_kernels_contrib.py)."""
-from ..ops.namespaces import module_hooks
-from . import update_kernels_contrib
+one of the contrib optimizer kernels MXNet serves here (`mx.nd.contrib.adamw_update`,
+`multi_lamb_update` ...; update_kernels_contrib.py), or `rand_zipfian`."""
+from ..context import current_context
+from ..ops.namespaces import log_uniform_candidates, module_hooks
+from . import random, update_kernels_contrib
 from .imperative import op_function
 
 _op_getattr, _op_dir = module_hooks(globals(), "_contrib_", lambda short, op: op_function(op))
+
+
+def rand_zipfian(true_classes, num_sampled: int, range_max: int, ctx=None):
+    """(sampled classes (num_sampled,) int64, expected counts of `true_classes` and of the
+    sampled classes, float64) under the log-uniform (Zipfian) distribution over
+    [0, range_max); see `minimod.ops.namespaces.log_uniform_candidates`. On `ctx` (default
+    the current context)."""
+    ctx = current_context() if ctx is None else ctx
+    return log_uniform_candidates(
+        lambda low, high, shape, dtype: random.uniform(low, high, shape, dtype, ctx=ctx),
+        true_classes.as_in_context(ctx), num_sampled, range_max)
 
 
 def __getattr__(name: str):
@@ -17,4 +29,5 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(_op_dir()) | set(update_kernels_contrib.CONTRIB_KERNELS))
+    return sorted(set(_op_dir()) | set(update_kernels_contrib.CONTRIB_KERNELS)
+                  | {"rand_zipfian"})

@@ -1,4 +1,5 @@
-"""Embedding: rows of a learnt table looked up by index."""
+"""Embedding (and its deprecated contrib twin SparseEmbedding): rows of a learnt table looked
+up by index."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,11 +8,12 @@ from typing import Literal
 
 from .. import backend
 from ..backend import clip_into, const, take_rows
+from ..base import GraphError
 from .helpers import param_error, write_grad
 from .registry import Op, register
 from .scratch import _arange, _ScratchMixin
 
-__all__ = ["Embedding"]
+__all__ = ["Embedding", "SparseEmbedding"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -103,3 +105,19 @@ class Embedding(_ScratchMixin, Op):
         xp.multiply(rows[:, None], const(xp, d, flat.dtype), out=flat)
         flat += _arange(xp, d)
         backend.scatter_add(xp, dw.reshape(-1), flat.reshape(-1), grad.reshape(-1))
+
+
+@register
+class SparseEmbedding(Embedding):
+    """`mx.sym.contrib.SparseEmbedding`, Embedding's deprecated twin whose weight gradient
+    MXNet stores row-sparse: the same lookup and the same gradient values, held dense here (as
+    every array of minimod). Like MXNet's, it has no gradient for its data: binding one
+    ('write' or 'add' for the indices) fails in backward with a message."""
+
+    name = "_contrib_SparseEmbedding"
+
+    def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
+        if in_grads[0] is not None:
+            raise GraphError("SparseEmbedding has no gradient for its data (the indices): "
+                             "bind them with grad_req='null'")
+        super().backward(xp, out_grads, inputs, outputs, in_grads, aux)

@@ -1,5 +1,22 @@
-"""`mx.sym.contrib.X`: a node of operator `_contrib_X` (see minimod/ops/namespaces.py)."""
-from ..ops.namespaces import module_hooks
+"""`mx.sym.contrib.X`: a node of operator `_contrib_X` (see minimod/ops/namespaces.py), or
+`rand_zipfian`."""
+from ..ops.namespaces import log_uniform_candidates, module_hooks
+from . import random
 from .namespaces import constructor
 
-__getattr__, __dir__ = module_hooks(globals(), "_contrib_", constructor)
+_op_getattr, _op_dir = module_hooks(globals(), "_contrib_", constructor)
+__getattr__ = _op_getattr
+
+
+def rand_zipfian(true_classes, num_sampled: int, range_max: int):
+    """Symbols (sampled classes (num_sampled,) int64, expected counts of `true_classes` and of
+    the sampled classes, float64) under the log-uniform (Zipfian) distribution over
+    [0, range_max), drawn anew at every forward; see
+    `minimod.ops.namespaces.log_uniform_candidates`."""
+    return log_uniform_candidates(
+        lambda low, high, shape, dtype: random.uniform(low, high, shape=shape, dtype=dtype),
+        true_classes, num_sampled, range_max)
+
+
+def __dir__():
+    return sorted(set(_op_dir()) | {"rand_zipfian"})
