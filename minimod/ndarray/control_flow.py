@@ -1,0 +1,136 @@
+"""MXNet's imperative control flow, `mx.nd.contrib.foreach`, `while_loop` and `cond`: Python
+loops and branches over NDArrays that collect the per-step outputs as MXNet does.
+
+- foreach(body, data, init_states): calls `out, states = body(data[i], states)` for each i
+  along axis 0 of `data` (an NDArray, or a list whose members are sliced together) and
+  returns (the outputs stacked along a new axis 0, the last states).
+- while_loop(cond, func, loop_vars, max_iterations): while `cond(*loop_vars)` is true and
+  fewer than max_iterations steps ran, `step_output, loop_vars = func(*loop_vars)`; returns
+  (the step outputs stacked along axis 0 and padded to max_iterations rows, the last loop
+  variables). MXNet leaves the padding rows uninitialised; here they are zeros.
+- cond(pred, then_func, else_func): then_func() when the scalar `pred` is true, else
+  else_func().
+
+Outputs and states may be NDArrays or nested lists of them; results come back in the
+structure `body`/`func` gave them. The symbolic forms (`mx.sym.contrib.foreach` ...) build
+subgraph operators, which minimod does not have: they raise and say so
+(minimod/symbol/contrib.py).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..base import MXNetError
+from . import creation
+from .ndarray import NDArray
+from .routines.shapes import concat, stack
+
+__all__ = ["foreach", "while_loop", "cond"]
+
+
+def _flatten(value: Any, what: str) -> tuple:
+    """(the NDArrays of a nested list, its layout): an NDArray's layout is None, a list's is
+    the list of its members' layouts."""
+    if isinstance(value, NDArray):
+        return [value], None
+    if not isinstance(value, (list, tuple)):
+        raise TypeError("%s must be an NDArray or a (nested) list of NDArrays, got %s"
+                        % (what, type(value).__name__))
+    flat, layout = [], []
+    for member in value:
+        arrays, sub = _flatten(member, what)
+        flat.extend(arrays)
+        layout.append(sub)
+    return flat, layout
+
+
+def _regroup(flat: list, layout) -> Any:
+    """The nested list `_flatten` took apart, rebuilt from `flat` (consumed from the front)."""
+    if layout is None:
+        return flat.pop(0)
+    return [_regroup(flat, sub) for sub in layout]
+
+
+def _scalar(value: Any, kind: type, what: str):
+    if isinstance(value, NDArray):
+        if value.size != 1:
+            raise MXNetError("%s must be a scalar, got an NDArray of shape %s"
+                             % (what, value.shape))
+        value = value.asscalar()
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ValueError("%s (%r) cannot be read as a Python %s"
+                         % (what, value, kind.__name__)) from None
+
+
+def foreach(body: Callable, data, init_states):
+    """Run `body` over axis 0 of `data`; see the module docstring."""
+    _flatten(init_states, "foreach's init_states")
+    slices, data_layout = _flatten(data, "foreach's data")
+    steps = slices[0].shape[0]
+    if any(d.shape[0] != steps for d in slices):
+        raise MXNetError("foreach: the data arrays differ in length along axis 0: %s"
+                         % [d.shape for d in slices])
+    if steps == 0:
+        raise MXNetError("foreach: data has no step along axis 0 (shape %s)"
+                         % (slices[0].shape,))
+    states = init_states
+    per_step, out_layout = [], None
+    for i in range(steps):
+        item = _regroup([d[i] for d in slices], data_layout)
+        out, states = body(item, states)
+        flat, layout = _flatten(out, "foreach's body output")
+        if per_step and (layout != out_layout or len(flat) != len(per_step[0])):
+            raise MXNetError("foreach: step %d returned %d outputs where step 0 returned %d"
+                             % (i, len(flat), len(per_step[0])))
+        per_step.append(flat)
+        out_layout = layout
+    stacked = [stack(*column, axis=0) for column in zip(*per_step)]
+    return _regroup(stacked, out_layout), states
+
+
+def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations=None):
+    """Run `func` while `cond` holds, at most max_iterations times; see the module
+    docstring."""
+    if max_iterations is None:
+        raise ValueError("while_loop: max_iterations is required")
+    max_iterations = _scalar(max_iterations, int, "while_loop's max_iterations")
+    single = isinstance(loop_vars, NDArray)
+    loop_vars = [loop_vars] if single else list(loop_vars)
+    if not loop_vars:
+        raise ValueError("while_loop: loop_vars must hold at least one NDArray")
+    per_step, out_layout = [], None
+    while len(per_step) < max_iterations and _scalar(cond(*loop_vars), bool,
+                                                      "the value of while_loop's cond"):
+        step_output, new_vars = func(*loop_vars)
+        step_output = [] if step_output is None else step_output
+        new_vars = [] if new_vars is None else new_vars
+        new_vars = [new_vars] if isinstance(new_vars, NDArray) else list(new_vars)
+        if len(new_vars) != len(loop_vars):
+            raise ValueError("while_loop: func returned %d loop variables for %d"
+                             % (len(new_vars), len(loop_vars)))
+        flat, layout = _flatten(step_output, "while_loop's step output")
+        if per_step and (layout != out_layout or len(flat) != len(per_step[0])):
+            raise ValueError("while_loop: step %d returned %d outputs where step 0 returned %d"
+                             % (len(per_step), len(flat), len(per_step[0])))
+        per_step.append(flat)
+        out_layout = layout
+        loop_vars = new_vars
+    stacked = []
+    for k, column in enumerate(zip(*per_step)):
+        rows = [x.expand_dims(0) for x in column]
+        if any(r.shape != rows[0].shape for r in rows):
+            raise ValueError("while_loop: step output %d changes shape between steps: %s"
+                             % (k, [x.shape for x in column]))
+        if len(rows) < max_iterations:
+            rows.append(creation.zeros((max_iterations - len(rows),) + rows[0].shape[1:],
+                                       ctx=rows[0].context, dtype=rows[0].dtype))
+        stacked.append(concat(*rows, dim=0))
+    outputs = _regroup(stacked, out_layout) if out_layout is not None or stacked else []
+    return outputs, (loop_vars[0] if single else loop_vars)
+
+
+def cond(pred, then_func: Callable, else_func: Callable):
+    """then_func() if the scalar `pred` is true, else else_func()."""
+    return then_func() if _scalar(pred, bool, "cond's pred") else else_func()
