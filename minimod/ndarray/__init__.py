@@ -19,6 +19,7 @@ from . import (
     update_kernels_contrib,
     update_kernels_multi,
 )
+from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 from .ndarray import (
     NDArray,
     arange,
@@ -50,6 +51,7 @@ __all__ = [
     "from_numpy", "load_frombuffer", "waitall", "save", "load",
     "save_to_bytes", "load_from_bytes", "read_record", "write_record", "random", "routines",
     "serialization", "normalize_dtype", "contrib", "linalg", "image", "onehot_encode",
+    "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
 ] + [name for name in _routine_names if name != "METHODS"]
 
 

@@ -132,6 +132,26 @@ class NDArrayBase:
             data = data.astype(dtype, copy=False)
         return np.array(data, copy=True) if copy else data
 
+    # ------------------------------------------------------------------ DLPack (dlpack.py)
+    def to_dlpack_for_read(self):
+        """A DLPack "dltensor" capsule over this array's memory, for a reader (on a GPU,
+        once the work queued on the array's device is done)."""
+        self.wait_to_read()
+        return self._data.__dlpack__()
+
+    def to_dlpack_for_write(self):
+        """A DLPack "dltensor" capsule over this array's memory, for a writer."""
+        self._check_writable()
+        self.wait_to_read()
+        return self._data.__dlpack__()
+
+    def __dlpack__(self, **kwargs):
+        self.wait_to_read()
+        return self._data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
     def wait_to_read(self) -> None:
         """Block until the work queued on this array's GPU finishes (immediate with NumPy)."""
         if self._ctx.device_typeid == 2:
