@@ -125,6 +125,31 @@ def _as_list(obj: Any) -> list:
     return [obj]
 
 
+def flatten_nested(value: Any, leaf: type, what: str) -> tuple:
+    """(the `leaf` objects of a leaf or a nested list of them, its layout: None for a leaf,
+    else the list of its members' layouts), the structures MXNet's control flow takes and
+    gives back (`regroup_nested` rebuilds one)."""
+    if isinstance(value, leaf):
+        return [value], None
+    if not isinstance(value, (list, tuple)):
+        raise TypeError("%s must be a %s or a (nested) list of them, got %s"
+                        % (what, leaf.__name__, type(value).__name__))
+    flat, layout = [], []
+    for member in value:
+        items, sub = flatten_nested(member, leaf, what)
+        flat.extend(items)
+        layout.append(sub)
+    return flat, layout
+
+
+def regroup_nested(flat: list, layout: Any) -> Any:
+    """The nested list `flatten_nested` took apart, rebuilt from `flat` (consumed from the
+    front)."""
+    if layout is None:
+        return flat.pop(0)
+    return [regroup_nested(flat, sub) for sub in layout]
+
+
 def atomic_write(fname, payload: Union[bytes, str]) -> None:
     """Write `payload` to `fname` so that the file is either the old one or the whole new one.
 

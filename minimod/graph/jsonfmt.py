@@ -54,6 +54,12 @@ def _entries(entries, indent: int) -> str:
 
 
 def graph_to_json(graph: Graph) -> str:
+    return _graph_text(graph, 0, top=True)
+
+
+def _graph_text(graph: Graph, base: int, top: bool) -> str:
+    """The JSON object of `graph`, its opening brace at column `base` (a subgraph, written
+    inside its node's "subgraphs" list, has no top-level "attrs")."""
     node_texts = []
     for nid, node in enumerate(graph.nodes):
         aux_positions = set(node.aux_input_positions())
@@ -61,24 +67,32 @@ def graph_to_json(graph: Graph) -> str:
         for pos, e in enumerate(node.inputs):
             src = graph.node_id[id(e.node)]
             entries.append((src, e.index, 1 if pos in aux_positions else 0))
-        fields = ['      "op": %s' % _s(node.op_name), '      "name": %s' % _s(node.name)]
+        pad = " " * (base + 6)
+        fields = ['%s"op": %s' % (pad, _s(node.op_name)), '%s"name": %s' % (pad, _s(node.name))]
         if node.attrs:
-            fields.append('      "attrs": %s' % _attrs_text(node.attrs, 6))
-        fields.append('      "inputs": %s' % _entries(entries, 6))
-        node_texts.append("    {\n%s\n    }" % ", \n".join(fields))
+            fields.append('%s"attrs": %s' % (pad, _attrs_text(node.attrs, base + 6)))
+        fields.append('%s"inputs": %s' % (pad, _entries(entries, base + 6)))
+        if node.op is not None and node.op.subgraphs:
+            subs = ", \n".join(" " * (base + 8) + _graph_text(g, base + 8, top=False)
+                               for g in node.op.subgraphs)
+            fields.append('%s"subgraphs": [\n%s\n%s]' % (pad, subs, pad))
+        node_texts.append("%s{\n%s\n%s}" % (" " * (base + 4), ", \n".join(fields),
+                                            " " * (base + 4)))
     heads = [(graph.node_id[id(e.node)], e.index, 0) for e in graph.outputs]
     arg_nodes = graph.variable_ids()
     row_ptr = [0]
     for node in graph.nodes:
         row_ptr.append(row_ptr[-1] + (1 if node.op is None else node.op.num_json_outputs()))
+    pad = " " * (base + 2)
     parts = [
-        '  "nodes": [\n%s\n  ]' % ", \n".join(node_texts),
-        '  "arg_nodes": %s' % _int_array(arg_nodes, 2),
-        '  "node_row_ptr": %s' % _int_array(row_ptr, 2),
-        '  "heads": %s' % _entries(heads, 2),
-        '  "attrs": {"mxnet_version": ["int", %d]}' % MXNET_VERSION,
+        '%s"nodes": [\n%s\n%s]' % (pad, ", \n".join(node_texts), pad),
+        '%s"arg_nodes": %s' % (pad, _int_array(arg_nodes, base + 2)),
+        '%s"node_row_ptr": %s' % (pad, _int_array(row_ptr, base + 2)),
+        '%s"heads": %s' % (pad, _entries(heads, base + 2)),
     ]
-    return "{\n%s\n}" % ", \n".join(parts)
+    if top:
+        parts.append('%s"attrs": {"mxnet_version": ["int", %d]}' % (pad, MXNET_VERSION))
+    return "{\n%s\n%s}" % (", \n".join(parts), " " * base)
 
 
 def _node_attrs(spec: dict, legacy: bool, where: str) -> dict:
@@ -149,6 +163,25 @@ def _version(doc: dict):
     return tagged[1]
 
 
+def _subgraphs(specs, legacy: bool, where: str) -> tuple:
+    """A node's subgraphs: each a graph object as at the top level (nodes, heads ...)."""
+    if not isinstance(specs, list) or not all(isinstance(g, dict) and isinstance(
+            g.get("nodes"), list) and isinstance(g.get("heads"), list) for g in specs):
+        raise GraphError("%s: 'subgraphs' must be a list of graphs with 'nodes' and 'heads'"
+                         % where)
+    graphs = []
+    for k, doc in enumerate(specs):
+        nodes: list = []
+        for nid, spec in enumerate(doc["nodes"]):
+            nodes.append(_node(spec, nid, nodes, legacy))
+        heads = [_entry(raw, nodes, len(nodes), "%s, subgraph %d, head %d" % (where, k, h))
+                 for h, raw in enumerate(doc["heads"])]
+        if not heads:
+            raise GraphError("%s: subgraph %d has no heads" % (where, k))
+        graphs.append(Graph.from_heads(heads))
+    return tuple(graphs)
+
+
 def graph_from_json(text: str) -> tuple:
     """Output entries of the graph described by MXNet symbol JSON `text`.
 
@@ -193,6 +226,11 @@ def _node(spec, nid: int, nodes: list, legacy: bool) -> Node:
     except (ValueError, TypeError, KeyError, OverflowError) as err:
         raise GraphError("%s: bad attributes for %s (%s: %s)"
                          % (where, op_name, type(err).__name__, err)) from None
+    subgraphs = spec.get("subgraphs")
+    if subgraphs is not None:
+        op.subgraphs = _subgraphs(subgraphs, legacy, where)
+    elif op.name == "_foreach":
+        raise GraphError("%s: a _foreach node needs its body under 'subgraphs'" % where)
     slots = op.arguments() + op.aux_states()
     if len(inputs) > len(slots):
         raise GraphError("%s: %s takes %d inputs, the JSON gives %d"

@@ -12,15 +12,15 @@ loops and branches over NDArrays that collect the per-step outputs as MXNet does
   else_func().
 
 Outputs and states may be NDArrays or nested lists of them; results come back in the
-structure `body`/`func` gave them. The symbolic forms (`mx.sym.contrib.foreach` ...) build
-subgraph operators, which minimod does not have: they raise and say so
-(minimod/symbol/contrib.py).
+structure `body`/`func` gave them. The symbolic `foreach` is minimod/symbol/control_flow.py;
+the symbolic `while_loop` and `cond` raise (minimod/symbol/contrib.py).
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..base import MXNetError
+from ..base import MXNetError, flatten_nested
+from ..base import regroup_nested as _regroup
 from . import creation
 from .ndarray import NDArray
 from .routines.shapes import concat, stack
@@ -29,26 +29,7 @@ __all__ = ["foreach", "while_loop", "cond"]
 
 
 def _flatten(value: Any, what: str) -> tuple:
-    """(the NDArrays of a nested list, its layout): an NDArray's layout is None, a list's is
-    the list of its members' layouts."""
-    if isinstance(value, NDArray):
-        return [value], None
-    if not isinstance(value, (list, tuple)):
-        raise TypeError("%s must be an NDArray or a (nested) list of NDArrays, got %s"
-                        % (what, type(value).__name__))
-    flat, layout = [], []
-    for member in value:
-        arrays, sub = _flatten(member, what)
-        flat.extend(arrays)
-        layout.append(sub)
-    return flat, layout
-
-
-def _regroup(flat: list, layout) -> Any:
-    """The nested list `_flatten` took apart, rebuilt from `flat` (consumed from the front)."""
-    if layout is None:
-        return flat.pop(0)
-    return [_regroup(flat, sub) for sub in layout]
+    return flatten_nested(value, NDArray, what)
 
 
 def _scalar(value: Any, kind: type, what: str):

@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     binary,
     compare,
     contrib,
+    control_flow,
     convolution,
     correlation,
     creation,

@@ -261,6 +261,9 @@ class Op:
     #: True where MXNet's frontend takes `(*data, **kwargs)`: every positional argument is an
     #: input and parameters come by keyword (Concat, add_n, UpSampling, Custom)
     VARIADIC_CALL: ClassVar[bool] = False
+    #: the graphs a control-flow node runs (`_foreach`'s body), set on the instance by the
+    #: frontend or the JSON reader; empty for every other op
+    subgraphs: ClassVar[tuple] = ()
     #: True when the gradient pass must ask for every argument's gradient or none (Concat
     #: places a gradient slot by the widths of all slots)
     grads_all_inputs: ClassVar[bool] = False

@@ -1,6 +1,7 @@
 """The graph compiler: `compile_graph`, from a forward graph to a frozen execution `Plan`.
 
-Stages, in order: inference -> rewrites -> gradient -> memory plan.
+Stages, in order: inference -> rewrites -> gradient -> memory plan, after the loops of
+`mx.sym.contrib.foreach` are unrolled (`passes.control_flow`).
 
 - Inference (`passes.infer`) gives every entry its shape and dtype. It runs when a stage first
   reads them, and again only after a rewrite changed what they describe (`Facts`), so the
@@ -37,6 +38,7 @@ import numpy as np
 from ..base import BindError, ShapeError
 from ..graph import Graph
 from ..ops.registry import fmt_shape, shape_is_known
+from .control_flow import unroll_loops
 from .fuse_grads import fuse_gradient_sums
 from .gradient import build_gradient
 from .infer import infer_graph_shapes, infer_graph_types
@@ -323,7 +325,7 @@ def compile_graph(graph: Graph, shapes: Mapping[str, tuple], dtypes: Mapping[str
     names the symbol gives them whatever the rewrites do.
     """
     output_names = tuple(_output_names(graph))
-    facts = Facts(graph, shapes, dtypes, options.default_dtype)
+    facts = Facts(unroll_loops(graph, shapes), shapes, dtypes, options.default_dtype)
     symbol_graph, ran = _rewrite(facts, _rewrites_for(options, placement), ctx)
     fwd = facts.graph  # the rewrites keep the variables, in their order
     arg_names = tuple(fwd.nodes[i].name for i in fwd.argument_ids())

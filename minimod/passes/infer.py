@@ -44,8 +44,10 @@ def _run_node(graph: Graph, nid: int, table: list, fn_name: str, merge, fmt) -> 
     out_eids = range(first, graph.row_ptr[nid + 1])
     ins = [table[e] for e in in_eids]
     outs = [table[e] for e in out_eids]
+    rule = _through_body if node.op.subgraphs else getattr(node.op, fn_name)
     try:
-        new_ins, new_outs = getattr(node.op, fn_name)(list(ins), list(outs))
+        new_ins, new_outs = (rule(node, fn_name, list(ins), list(outs)) if node.op.subgraphs
+                             else rule(list(ins), list(outs)))
     except MXNetError as err:
         raise type(err)("%s (%s): %s" % (node.name, node.op.name, err)) from None
     changed = False
@@ -66,6 +68,46 @@ def _run_node(graph: Graph, nid: int, table: list, fn_name: str, merge, fmt) -> 
                 table[eid] = merged
                 changed = True
     return changed
+
+
+def _through_body(node, fn_name: str, ins: list, outs: list) -> tuple:
+    """A `_foreach` node's rule (minimod/ops/control_flow.py): infer its body with what is
+    known of the loop's inputs and outputs (a data array's step is its shape without axis 0,
+    a state leaves as it enters), then read the body's variables and outputs back."""
+    op, body = node.op, node.op.body
+    shapes = fn_name == "infer_shape"
+    merge = merge_shape if shapes else _merge_dtype
+    roles = op.input_roles()
+    n_out, var_ids = op.attrs.num_out_data, body.variable_ids()
+    state_out = {pos: n_out + k for k, pos in enumerate(
+        p for p, (role, _) in enumerate(roles) if role == "state")}
+    steps = None
+    if shapes:  # the loop's length, from a data array or a stacked output
+        steps = next((s[0] for s in [ins[p] for p, (r, _) in enumerate(roles) if r == "data"]
+                      + outs[:n_out] if s is not None and len(s) and s[0] is not None), None)
+    known = {}
+    for pos, (role, loc) in enumerate(roles):
+        value = ins[pos] if ins[pos] is not None or role != "state" else outs[state_out[pos]]
+        if value is not None and role == "data" and shapes:
+            value = tuple(value[1:])
+        if value is not None:
+            known[body.nodes[var_ids[loc]].name] = value
+    table = (infer_graph_shapes if shapes else infer_graph_types)(body, known)
+
+    def looped(value, stacked: bool):
+        return (steps,) + tuple(value) if stacked and shapes and value is not None else value
+    new_ins = [looped(table[body.row_ptr[var_ids[loc]]], role == "data")
+               for role, loc in roles]
+    new_outs = [looped(table[eid], k < n_out) for k, eid in enumerate(body.output_eids)]
+    for pos, k in state_out.items():
+        try:
+            new_ins[pos] = new_outs[k] = merge(new_ins[pos], new_outs[k])
+        except ValueError:
+            fmt = fmt_shape if shapes else _fmt_dtype
+            raise (ShapeError if shapes else DTypeError)(
+                "loop state %d enters the body as %s and leaves it as %s"
+                % (k - n_out, fmt(new_ins[pos]), fmt(new_outs[k]))) from None
+    return new_ins, new_outs
 
 
 def _sweep(graph: Graph, table: list, fn_name: str, merge, fmt, complete) -> list:

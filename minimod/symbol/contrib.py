@@ -1,9 +1,10 @@
-"""`mx.sym.contrib.X`: a node of operator `_contrib_X` (see minimod/ops/namespaces.py), or
-`rand_zipfian`. The control-flow constructors (`foreach`, `while_loop`, `cond`) raise: in
-MXNet they make subgraph operators, which minimod's graphs do not have."""
+"""`mx.sym.contrib.X`: a node of operator `_contrib_X` (see minimod/ops/namespaces.py),
+`rand_zipfian`, or `foreach` (control_flow.py). `while_loop` and `cond` raise: MXNet 1.9.1
+builds them but cannot bind them (its shape inference gives up on their subgraphs)."""
 from ..base import MXNetError
 from ..ops.namespaces import log_uniform_candidates, module_hooks
 from . import random
+from .control_flow import foreach  # noqa: F401  (served here)
 from .namespaces import constructor
 
 _op_getattr, _op_dir = module_hooks(globals(), "_contrib_", constructor)
@@ -23,16 +24,14 @@ def rand_zipfian(true_classes, num_sampled: int, range_max: int):
 def _subgraph_refused(name: str, alternative: str):
     def refuse(*args, **kwargs):
         raise MXNetError(
-            "mx.sym.contrib.%s makes a subgraph operator, which minimod does not have. %s, or "
-            "run the loop imperatively with mx.nd.contrib.%s." % (name, alternative, name))
+            "mx.sym.contrib.%s: MXNet 1.9.1 builds this subgraph operator but cannot bind it "
+            "(its shape inference gives up on it), and minimod does not build it. %s, or run "
+            "it imperatively with mx.nd.contrib.%s." % (name, alternative, name))
     refuse.__name__ = name
-    refuse.__doc__ = "Refused: MXNet's %s is a subgraph operator (see the module doc)." % name
+    refuse.__doc__ = "Refused: MXNet cannot bind a symbolic %s (see the module doc)." % name
     return refuse
 
 
-foreach = _subgraph_refused(
-    "foreach", "Unroll it in Python instead (one body call per step on "
-    "mx.sym.split(data, num_outputs=T, axis=0, squeeze_axis=True)), as mx.rnn's unroll does")
 while_loop = _subgraph_refused(
     "while_loop", "Unroll it in Python to max_iterations steps instead")
 cond = _subgraph_refused(

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import threading
+from collections import defaultdict
 from typing import Optional
 
 from ..graph.attrs import hidden_key
@@ -66,6 +67,9 @@ class AttrScope:
     """Attributes attached to every symbol created inside `with AttrScope(...)`."""
 
     _current = threading.local()
+    #: per loop kind, how many loop bodies have been named (foreach0, foreach1 ...), as
+    #: MXNet counts them (process-wide; `.clear()` starts again)
+    _subgraph_names: defaultdict = defaultdict(int)
 
     def __init__(self, **kwargs):
         for key, value in kwargs.items():
