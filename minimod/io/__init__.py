@@ -9,11 +9,13 @@ StopIteration, `reset()` starts a new epoch). The iterators:
   for batch, cursor for cursor (tests compare against batches MXNet 1.9.1 produced).
 * `ResizeIter` gives a fixed number of batches per epoch, restarting its inner iterator.
 * `PrefetchingIter` reads the next batch of several iterators in background threads.
+* `ImageRecordIter` decodes and augments the images of a RecordIO file (OpenCV, the `image`
+  extra), batch for batch as MXNet's C++ iterator; `CSVIter` and `MNISTIter` read their files
+  as MXNet's do. ImageRecordUInt8Iter, ImageDetRecordIter and LibSVMIter are not provided.
 
 The package: base.py (DataDesc, DataBatch, DataIter, the errors), ndarray_iter.py (NDArrayIter,
-shard_positions), file_iters.py (CSVIter, MNISTIter), wrappers.py (ResizeIter, PrefetchingIter).
-
-MXNet's C++ iterators (`MXDataIter`, `ImageRecordIter`, `CSVIter` ...) are not provided.
+shard_positions), file_iters.py (CSVIter, MNISTIter), image_record.py (ImageRecordIter),
+wrappers.py (ResizeIter, PrefetchingIter).
 
 Where minimod bends MXNet:
 
@@ -25,15 +27,20 @@ Where minimod bends MXNet:
 * `PrefetchingIter` renames plain (name, shape) tuples too and keeps each DataDesc's layout
   (MXNet resets it to 'NCHW'); an exception inside a prefetch thread is re-raised by `next()`
   instead of hanging; its threads stop when the iterator is garbage collected.
+* `ImageRecordIter` without `round_batch` pads its last batch with zeros and counts them in
+  `pad` (MXNet leaves uninitialised memory and reports 0); see image_record.py for the
+  augmentations it refuses.
 """
 from __future__ import annotations
 
 from .base import DataBatch, DataDesc, DataIter, DataIterError, DataTypeError
 from .file_iters import CSVIter, MNISTIter
+from .image_record import ImageRecordIter
 from .ndarray_iter import NDArrayIter, shard_positions
 from .wrappers import PrefetchingIter, ResizeIter
 
 __all__ = [
     "CSVIter", "DataBatch", "DataDesc", "DataIter", "DataIterError", "DataTypeError",
-    "MNISTIter", "NDArrayIter", "PrefetchingIter", "ResizeIter", "shard_positions",
+    "ImageRecordIter", "MNISTIter", "NDArrayIter", "PrefetchingIter", "ResizeIter",
+    "shard_positions",
 ]

@@ -1,0 +1,320 @@
+"""`mx.io.ImageRecordIter`: batches of images decoded from an image RecordIO file (`.rec`, as
+im2rec.py and `mx.recordio.pack_img` write them), as MXNet 1.9.1's iterator gives them.
+
+Each record holds an `IRHeader` (its label, or `flag` labels) and an encoded image, decoded
+with OpenCV (the `opencv-python-headless` package, the `image` extra; MXNet decodes with
+OpenCV too). Per image, in MXNet's order: decode (grayscale for 1 channel, colour for 3),
+`resize` the shorter edge, `pad` with `fill_value`, crop `data_shape` (the centre, or a random
+window with `rand_crop`; an image smaller than the crop is first scaled up, keeping its
+aspect, to cover it), flip
+(`mirror`, or at random with `rand_mirror`), then out = (pixel - mean) / std * scale per
+channel in RGB order (mean: `mean_r/g/b/a` or the image of `mean_img`), cast to `dtype`.
+Tests compare every configuration without random draws with MXNet's batches
+(tests/data/io/image_record_golden.npz).
+
+Batches keep MXNet's order and epochs: `num_parts` splits the file into byte ranges, each
+part holding the records that start in its range; with `round_batch` the last batch of an
+epoch is completed from the start of the data (its `pad` counts those) and the next epoch
+starts after them, as MXNet's does. `shuffle` visits the records in a new random order every
+epoch (seeded by `seed`; the order is minimod's, not MXNet's). `preprocess_threads` decode in
+parallel (OpenCV releases the GIL) and `prefetch_buffer` batches are prepared ahead.
+
+Where minimod bends MXNet: without `round_batch`, the last batch's missing rows are zeros and
+its `pad` counts them (MXNet leaves uninitialised memory there and reports a pad of 0). The
+random augmentations other than `rand_crop` and `rand_mirror` (rotation, aspect, scale,
+colour and lighting jitter, random resized crop), `path_imglist` and `aug_seq` other than the
+default are refused with a message naming them.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Optional
+
+import numpy as np
+
+from ..base import MissingDependencyError, MXNetError
+from ..ndarray import array as nd_array
+from ..ndarray.serialization import load as nd_load
+from ..recordio import unpack
+from .base import DataBatch, DataDesc, DataIter, DataIterError
+
+__all__ = ["ImageRecordIter"]
+
+#: parameters of MXNet's random augmenters that are accepted only at their default value
+_REFUSED = dict(random_resized_crop=False, max_rotate_angle=0, max_aspect_ratio=0.0,
+                min_aspect_ratio=None, max_shear_ratio=0.0, max_crop_size=-1, min_crop_size=-1,
+                max_random_scale=1.0, min_random_scale=1.0, max_random_area=1.0,
+                min_random_area=1.0, max_img_size=1e10, min_img_size=0.0, brightness=0.0,
+                contrast=0.0, saturation=0.0, pca_noise=0.0, random_h=0, random_s=0,
+                random_l=0, rotate=-1, max_random_contrast=0.0, max_random_illumination=0.0,
+                path_imglist="", aug_seq="aug_default")
+#: what is accepted and changes nothing here (device placement, logging, MXNet's chunking)
+_IGNORED = ("verbose", "device_id", "ctx", "shuffle_chunk_size", "shuffle_chunk_seed",
+            "path_imgidx", "seed_aug")
+
+
+def _cv2():
+    try:
+        import cv2
+    except ImportError:
+        raise MissingDependencyError(
+            "ImageRecordIter decodes images with OpenCV: pip install opencv-python-headless "
+            "(or minimod[image])") from None
+    return cv2
+
+
+def record_offsets(path: str) -> tuple:
+    """(byte offset of every record of the RecordIO file, the file's size), from the record
+    headers alone (payloads are skipped, not read)."""
+    offsets = []
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        pos = 0
+        while pos + 8 <= size:
+            f.seek(pos)
+            magic, word = struct.unpack("<II", f.read(8))
+            if magic != 0xCED7230A:
+                raise MXNetError("'%s' is not a RecordIO file: no record at byte %d"
+                                 % (path, pos))
+            if word >> 29 in (0, 1):  # a whole record, or its first part
+                offsets.append(pos)
+            length = word & ((1 << 29) - 1)
+            pos += 8 + length + (-length % 4)
+    return offsets, size
+
+
+def part_records(offsets: list, size: int, num_parts: int, part_index: int) -> list:
+    """Indices of the records of part `part_index`: MXNet splits the file into num_parts
+    byte ranges of ceil(size / num_parts) bytes (rounded up to 4) and a part holds the records
+    that start in its range."""
+    step = -(-size // num_parts)
+    step += -step % 4
+    begin, end = min(part_index * step, size), min((part_index + 1) * step, size)
+    return [i for i, off in enumerate(offsets) if begin <= off < end]
+
+
+def _check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_width,
+                     num_parts, part_index, inter_method) -> None:
+    """DataIterError naming the first parameter MXNet's iterator takes but minimod cannot
+    honour, or that has no valid value."""
+    for key, value in kwargs.items():
+        if key in _IGNORED:
+            continue
+        if key not in _REFUSED:
+            raise DataIterError("ImageRecordIter has no parameter %r" % key)
+        if value != _REFUSED[key] and value is not None and value != "":
+            raise DataIterError(
+                "ImageRecordIter: %s=%r is not supported by minimod (supported augmentations: "
+                "resize, pad/fill_value, rand_crop, mirror, rand_mirror, mean/std/scale, "
+                "mean_img)" % (key, value))
+    if not path_imgrec or not os.path.isfile(path_imgrec):
+        raise DataIterError("ImageRecordIter: path_imgrec %r is not a file" % path_imgrec)
+    if data_shape is None or len(tuple(data_shape)) != 3 or tuple(data_shape)[0] not in (
+            1, 3, 4):
+        raise DataIterError("ImageRecordIter: data_shape must be (channels, height, width) "
+                            "with 1, 3 or 4 channels, got %r" % (data_shape,))
+    if batch_size < 1 or label_width < 1 or not 0 <= part_index < num_parts:
+        raise DataIterError("ImageRecordIter: batch_size=%r, label_width=%r, part_index=%r of "
+                            "num_parts=%r" % (batch_size, label_width, part_index, num_parts))
+    if inter_method not in (0, 1, 2, 3, 4, 9, 10):
+        raise DataIterError("ImageRecordIter: inter_method=%r is not one of 0-4, 9, 10"
+                            % inter_method)
+
+
+class ImageRecordIter(DataIter):
+    """Batches (data (batch, c, h, w), label (batch,) or (batch, label_width)) of the images of
+    a RecordIO file; see the module docstring for the pipeline and MXNet's parameters."""
+
+    def __init__(self, path_imgrec: str = "", data_shape: Optional[tuple] = None,
+                 batch_size: int = 0, label_width: int = 1, preprocess_threads: int = 4,
+                 num_parts: int = 1, part_index: int = 0, shuffle: bool = False, seed: int = 0,
+                 round_batch: bool = True, prefetch_buffer: int = 4, dtype: Optional[str] = None,
+                 resize: int = -1, rand_crop: bool = False, rand_mirror: bool = False,
+                 mirror: bool = False, mean_img: str = "", mean_r: float = 0.0,
+                 mean_g: float = 0.0, mean_b: float = 0.0, mean_a: float = 0.0,
+                 std_r: float = 1.0, std_g: float = 1.0, std_b: float = 1.0,
+                 std_a: float = 1.0, scale: float = 1.0, pad: int = 0, fill_value: int = 255,
+                 inter_method: int = 1, data_name: str = "data",
+                 label_name: str = "softmax_label", **kwargs: Any):
+        super().__init__(batch_size)
+        _check_arguments(kwargs, path_imgrec, data_shape, batch_size, label_width, num_parts,
+                         part_index, inter_method)
+        self._cv2 = _cv2()
+        self.path = path_imgrec
+        self.shape = tuple(int(d) for d in data_shape)
+        self.label_width, self.round_batch = label_width, round_batch
+        self.resize, self.pad, self.fill_value = resize, pad, fill_value
+        self.rand_crop, self.rand_mirror, self.mirror = rand_crop, rand_mirror, mirror
+        self.inter_method, self.dtype = inter_method, np.dtype(dtype or "float32")
+        self._mean = (self._load_mean(mean_img) if mean_img
+                      else _per_channel((mean_r, mean_g, mean_b, mean_a), self.shape[0]))
+        self._std = _per_channel((std_r, std_g, std_b, std_a), self.shape[0])
+        self._scale = np.float32(scale)
+        offsets, size = record_offsets(path_imgrec)
+        self._offsets = [offsets[i] for i in part_records(offsets, size, num_parts,
+                                                          part_index)]
+        self._shuffle, self._rng = shuffle, np.random.RandomState(seed)
+        self._aug_rng = np.random.RandomState(seed)
+        self._pool = ThreadPoolExecutor(max(1, preprocess_threads))
+        self._files = threading.local()
+        self._ahead = max(1, prefetch_buffer)
+        label_shape = (batch_size,) if label_width == 1 else (batch_size, label_width)
+        self.provide_data = [DataDesc(data_name, (batch_size,) + self.shape, self.dtype.type)]
+        self.provide_label = [DataDesc(label_name, label_shape, np.float32)]
+        self._start = 0
+        self._begin_epoch()
+
+    def _load_mean(self, path: str) -> np.ndarray:
+        if not os.path.isfile(path):
+            raise DataIterError("ImageRecordIter: mean_img %r does not exist (MXNet would "
+                                "compute and write it; minimod reads it only)" % path)
+        loaded = nd_load(path)
+        arr = (next(iter(loaded.values())) if isinstance(loaded, dict) else loaded[0]).asnumpy()
+        if arr.shape != self.shape:
+            raise DataIterError("ImageRecordIter: mean_img %r has shape %s, data_shape is %s"
+                                % (path, arr.shape, self.shape))
+        return arr.astype(np.float32)
+
+    # ------------------------------------------------------------------ one image
+    def _interpolation(self, rng: np.random.RandomState) -> int:
+        if self.inter_method == 10:
+            return int(rng.randint(0, 5))
+        return 1 if self.inter_method == 9 else self.inter_method
+
+    def _decode(self, offset: int, draws: tuple) -> tuple:
+        """(image (c, h, w) float32 normalised, label) of the record at `offset`."""
+        cv2 = self._cv2
+        files = self._files.__dict__
+        if "f" not in files:  # one open file per decoding thread
+            files["f"] = open(self.path, "rb")
+        header, payload = unpack(_read_record(files["f"], offset))
+        c, h, w = self.shape
+        flag = {1: cv2.IMREAD_GRAYSCALE, 3: cv2.IMREAD_COLOR, 4: cv2.IMREAD_UNCHANGED}[c]
+        img = cv2.imdecode(np.frombuffer(payload, np.uint8), flag)
+        if img is None:
+            raise MXNetError("ImageRecordIter: record at byte %d of '%s' is not an image "
+                             "OpenCV decodes" % (offset, self.path))
+        rng = np.random.RandomState(draws[0])
+        img = self._augment(img, rng)
+        if c >= 3:  # OpenCV's BGR(A) to RGB(A)
+            img = img[:, :, [2, 1, 0, 3][:c]]
+        out = (img.transpose(2, 0, 1).astype(np.float32) - self._mean) / self._std * self._scale
+        return out, header.label
+
+    def _augment(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+        """The decoded image resized, padded, cropped and flipped, (h, w, channels)."""
+        cv2 = self._cv2
+        c, h, w = self.shape
+        inter = self._interpolation(rng)
+        if self.resize > 0:
+            rows, cols = img.shape[:2]
+            if rows < cols:
+                size = (int(cols * self.resize / rows), self.resize)
+            else:
+                size = (self.resize, int(rows * self.resize / cols))
+            img = cv2.resize(img, size, interpolation=inter)
+        if self.pad > 0:
+            img = cv2.copyMakeBorder(img, self.pad, self.pad, self.pad, self.pad,
+                                     cv2.BORDER_CONSTANT, value=[self.fill_value] * 4)
+        if img.shape[0] < h or img.shape[1] < w:  # scaled up, aspect kept, to cover the crop
+            factor = max(h / img.shape[0], w / img.shape[1])
+            img = cv2.resize(img, (max(w, int(img.shape[1] * factor)),
+                                   max(h, int(img.shape[0] * factor))), interpolation=inter)
+        if self.rand_crop:
+            y = int(rng.randint(0, img.shape[0] - h + 1))
+            x = int(rng.randint(0, img.shape[1] - w + 1))
+        else:
+            y, x = (img.shape[0] - h) // 2, (img.shape[1] - w) // 2
+        img = img[y:y + h, x:x + w]
+        if self.mirror or (self.rand_mirror and rng.randint(0, 2)):
+            img = img[:, ::-1]
+        return img.reshape(h, w, -1)
+
+    # ------------------------------------------------------------------ batches
+    def _begin_epoch(self) -> None:
+        n = len(self._offsets)
+        self._order = self._rng.permutation(n) if self._shuffle else np.arange(n)
+        self._pending: list = []
+        self._planned, self._start = self._start, 0  # an epoch left empty resets the start
+        self._fill()
+
+    def _plan_batch(self) -> Optional[tuple]:
+        """(record positions, pad) of the next batch to prepare, or None at the epoch's end."""
+        n, size = len(self._order), self.batch_size
+        start = self._planned
+        if start >= n:
+            return None
+        rows = list(range(start, min(start + size, n)))
+        pad = size - len(rows)
+        if pad and self.round_batch:
+            rows += [k % n for k in range(pad)]
+        self._planned = start + size
+        return rows, pad
+
+    def _fill(self) -> None:
+        while len(self._pending) < self._ahead:
+            plan = self._plan_batch()
+            if plan is None:
+                return
+            rows, pad = plan
+            seeds = self._aug_rng.randint(0, 2 ** 31 - 1, size=len(rows))
+            jobs = [self._pool.submit(self._decode, self._offsets[self._order[r]], (s,))
+                    for r, s in zip(rows, seeds)]
+            self._pending.append((jobs, pad))
+
+    def reset(self) -> None:
+        for jobs, _ in self._pending:
+            for job in jobs:
+                job.cancel()
+        self._begin_epoch()
+
+    def next(self) -> DataBatch:
+        if not self._pending:
+            raise StopIteration
+        jobs, pad = self._pending.pop(0)
+        data = np.zeros(self.provide_data[0].shape, np.float32)
+        label = np.zeros(self.provide_label[0].shape, np.float32)
+        for k, job in enumerate(jobs):
+            image, lab = job.result()
+            data[k] = image
+            label[k] = self._label(lab)
+        # the next epoch starts after the rows this one borrowed from its start
+        self._start = pad if (self.round_batch and pad) else 0
+        self._fill()
+        out = data.astype(self.dtype) if self.dtype != np.float32 else data
+        return DataBatch(data=[nd_array(out, dtype=self.dtype)], label=[nd_array(label)],
+                         pad=pad, index=None, provide_data=self.provide_data,
+                         provide_label=self.provide_label)
+
+    def _label(self, lab):
+        lab = np.asarray(lab, np.float32).reshape(-1)
+        if lab.size < self.label_width:
+            raise DataIterError("ImageRecordIter: a record of '%s' has %d label(s), "
+                                "label_width is %d" % (self.path, lab.size, self.label_width))
+        return lab[0] if self.label_width == 1 else lab[:self.label_width]
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _per_channel(rgba: tuple, channels: int) -> np.ndarray:
+    """The (channels, 1, 1) values of RGB(A) parameters (a grey image takes the red one)."""
+    return np.array(rgba[:channels], np.float32).reshape(channels, 1, 1)
+
+
+def _read_record(f, offset: int) -> bytes:
+    """The payload of the record at `offset` (parts joined around the magic number)."""
+    f.seek(offset)
+    parts = []
+    while True:
+        magic, word = struct.unpack("<II", f.read(8))
+        length = word & ((1 << 29) - 1)
+        parts.append(f.read(length))
+        f.read(-length % 4)
+        if word >> 29 in (0, 3):
+            return struct.pack("<I", 0xCED7230A).join(parts)

@@ -1,0 +1,127 @@
+"""mx.io.ImageRecordIter: MXNet 1.9.1's batches for every configuration without random draws
+(tests/data/io/image_record_golden.npz, written by gen_image_record_golden.py from the records
+in tests/data/io/files), the random augmentations' contracts, and the refusals."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import minimod as mx
+from minimod.io import DataIterError
+
+HERE = os.path.join(os.path.dirname(__file__), "data", "io")
+FILES = os.path.join(HERE, "files")
+GOLDEN = np.load(os.path.join(HERE, "image_record_golden.npz"))
+CONFIGS = sorted({k.split("/")[0] for k in GOLDEN.files})
+# OpenCV's bicubic rounds a few pixels one level differently across its versions
+TOLERANCE = {"cubic": 1.0}
+
+
+def _iter(kwargs, **more):
+    kwargs = dict(kwargs, **more)
+    kwargs["path_imgrec"] = os.path.join(FILES, kwargs.get("path_imgrec", "images.rec"))
+    if "mean_img" in kwargs:
+        kwargs["mean_img"] = os.path.join(FILES, kwargs["mean_img"])
+    return mx.io.ImageRecordIter(**kwargs)
+
+
+def _batches(name, epoch):
+    keys = sorted({k.split("/")[1].split("_")[0] for k in GOLDEN.files
+                   if k.startswith("%s/e%d" % (name, epoch))})
+    return [tuple(GOLDEN["%s/%s_%s" % (name, k, part)] for part in ("data", "label", "pad"))
+            for k in keys]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("name", CONFIGS)
+def test_batches_are_mxnets(name, threads):
+    kwargs = json.loads(str(GOLDEN[name + "/kwargs"]))
+    it = _iter(kwargs, preprocess_threads=threads, prefetch_buffer=2)
+    provide = [[d.name, list(d.shape)] for d in it.provide_data + it.provide_label]
+    assert provide == json.loads(str(GOLDEN[name + "/provide"]))
+    for epoch in range(2):  # the second epoch starts after the rows the first one borrowed
+        want = _batches(name, epoch)
+        got = list(it)
+        assert len(got) == len(want)
+        for batch, (data, label, pad) in zip(got, want):
+            real = len(data) if kwargs.get("round_batch", True) else len(data) - batch.pad
+            assert batch.data[0].dtype == np.dtype(kwargs.get("dtype", "float32"))
+            np.testing.assert_allclose(batch.data[0].asnumpy()[:real].astype(np.float32),
+                                       data[:real].astype(np.float32), rtol=1e-6,
+                                       atol=TOLERANCE.get(name, 1e-5))
+            np.testing.assert_array_equal(batch.label[0].asnumpy()[:real], label[:real])
+            if kwargs.get("round_batch", True):
+                assert batch.pad == int(pad)
+        it.reset()
+
+
+def test_last_batch_without_round_batch_is_padded_with_zeros():
+    """MXNet reports pad 0 and leaves uninitialised memory in the missing rows."""
+    it = _iter(dict(data_shape=(3, 20, 20), batch_size=3, round_batch=False))
+    last = list(it)[-1]
+    assert last.pad == 2
+    assert not last.data[0].asnumpy()[1:].any() and not last.label[0].asnumpy()[1:].any()
+
+
+def test_random_crop_and_mirror_take_windows_of_the_image():
+    seen_mirror, seen_offsets = 0, set()
+    it = _iter(dict(data_shape=(3, 16, 16), batch_size=7, rand_crop=True, rand_mirror=True,
+                    seed=5))
+    center = _iter(dict(data_shape=(3, 28, 28), batch_size=7))
+    ref = next(iter(center)).data[0].asnumpy()[2]  # image 2 is 28 x 28: no scaling
+    for _ in range(12):
+        crop = next(iter(it)).data[0].asnumpy()[2]
+        it.reset()
+        hits = [(y, x, m) for y in range(13) for x in range(13) for m in (0, 1)
+                if np.array_equal(crop, (ref[:, y:y + 16, x:x + 16][:, :, ::-1] if m
+                                         else ref[:, y:y + 16, x:x + 16]))]
+        assert hits, "a random crop is a (mirrored) 16 x 16 window of the image"
+        seen_mirror += hits[0][2]
+        seen_offsets.add(hits[0][:2])
+    assert 0 < seen_mirror < 12 and len(seen_offsets) > 3
+
+
+def test_shuffle_visits_every_record_in_a_new_order_each_epoch():
+    it = _iter(dict(data_shape=(3, 20, 20), batch_size=7, shuffle=True, seed=3))
+    orders = []
+    for _ in range(3):
+        orders.append(next(iter(it)).label[0].asnumpy().tolist())
+        it.reset()
+    assert all(sorted(o) == list(range(7)) for o in orders)
+    assert len({tuple(o) for o in orders}) > 1
+    again = _iter(dict(data_shape=(3, 20, 20), batch_size=7, shuffle=True, seed=3))
+    assert next(iter(again)).label[0].asnumpy().tolist() == orders[0]
+
+
+def test_module_trains_on_image_records():
+    it = _iter(dict(data_shape=(3, 20, 20), batch_size=7, scale=1 / 255.0))
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Flatten(mx.sym.Pooling(
+        mx.sym.Variable("data"), kernel=(4, 4), stride=(4, 4), pool_type="avg")),
+        num_hidden=7), name="softmax")
+    mod = mx.mod.Module(net)
+    mod.fit(it, num_epoch=60, optimizer_params={"learning_rate": 0.5},
+            initializer=mx.init.Xavier())
+    acc = mod.score(it, mx.metric.Accuracy())[0][1]
+    assert acc > 0.8  # seven images, seven labels: it memorises them
+
+
+@pytest.mark.parametrize("kwargs, text", [
+    (dict(max_rotate_angle=10), "max_rotate_angle=10 is not supported"),
+    (dict(random_h=5), "random_h=5 is not supported"),
+    (dict(path_imglist="x.lst"), "path_imglist='x.lst' is not supported"),
+    (dict(not_a_parameter=1), "no parameter 'not_a_parameter'"),
+    (dict(data_shape=(2, 20, 20)), "data_shape must be"),
+    (dict(mean_img="missing.bin"), "does not exist"),
+    (dict(label_width=2), "has 1 label"),
+])
+def test_refusals_name_the_parameter(kwargs, text):
+    args = dict(dict(data_shape=(3, 20, 20), batch_size=2), **kwargs)
+    with pytest.raises(DataIterError, match=text):
+        list(_iter(args))
+
+
+def test_not_a_recordio_file():
+    with pytest.raises(mx.MXNetError, match="not a RecordIO file"):
+        mx.io.ImageRecordIter(path_imgrec=os.path.join(FILES, "data.csv"),
+                              data_shape=(3, 8, 8), batch_size=1)
