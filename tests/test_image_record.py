@@ -121,6 +121,16 @@ def test_refusals_name_the_parameter(kwargs, text):
         list(_iter(args))
 
 
+def test_uint8_iterator_gives_raw_pixels_and_ignores_normalisation():
+    """As MXNet's ImageRecordUInt8Iter: mean, scale and dtype are taken and ignored."""
+    raw = mx.io.ImageRecordUInt8Iter(path_imgrec=os.path.join(FILES, "images.rec"),
+                                     data_shape=(3, 20, 20), batch_size=7, mean_r=10,
+                                     scale=0.5, dtype="float32")
+    data = next(iter(raw)).data[0]
+    assert data.dtype == np.uint8 and raw.provide_data[0].dtype == np.uint8
+    np.testing.assert_array_equal(data.asnumpy(), _batches("uint8", 0)[0][0])
+
+
 def test_not_a_recordio_file():
     with pytest.raises(mx.MXNetError, match="not a RecordIO file"):
         mx.io.ImageRecordIter(path_imgrec=os.path.join(FILES, "data.csv"),

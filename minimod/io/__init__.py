@@ -9,9 +9,10 @@ StopIteration, `reset()` starts a new epoch). The iterators:
   for batch, cursor for cursor (tests compare against batches MXNet 1.9.1 produced).
 * `ResizeIter` gives a fixed number of batches per epoch, restarting its inner iterator.
 * `PrefetchingIter` reads the next batch of several iterators in background threads.
-* `ImageRecordIter` decodes and augments the images of a RecordIO file (OpenCV, the `image`
-  extra), batch for batch as MXNet's C++ iterator; `CSVIter` and `MNISTIter` read their files
-  as MXNet's do. ImageRecordUInt8Iter, ImageDetRecordIter and LibSVMIter are not provided.
+* `ImageRecordIter` (and `ImageRecordUInt8Iter`, its raw-pixel form) decodes and augments the
+  images of a RecordIO file (OpenCV, the `image` extra), batch for batch as MXNet's C++
+  iterator; `CSVIter` and `MNISTIter` read their files as MXNet's do. ImageDetRecordIter and
+  LibSVMIter are not provided.
 
 The package: base.py (DataDesc, DataBatch, DataIter, the errors), ndarray_iter.py (NDArrayIter,
 shard_positions), file_iters.py (CSVIter, MNISTIter), image_record.py (ImageRecordIter),
@@ -35,12 +36,12 @@ from __future__ import annotations
 
 from .base import DataBatch, DataDesc, DataIter, DataIterError, DataTypeError
 from .file_iters import CSVIter, MNISTIter
-from .image_record import ImageRecordIter
+from .image_record import ImageRecordIter, ImageRecordUInt8Iter
 from .ndarray_iter import NDArrayIter, shard_positions
 from .wrappers import PrefetchingIter, ResizeIter
 
 __all__ = [
     "CSVIter", "DataBatch", "DataDesc", "DataIter", "DataIterError", "DataTypeError",
-    "ImageRecordIter", "MNISTIter", "NDArrayIter", "PrefetchingIter", "ResizeIter",
-    "shard_positions",
+    "ImageRecordIter", "ImageRecordUInt8Iter", "MNISTIter", "NDArrayIter", "PrefetchingIter",
+    "ResizeIter", "shard_positions",
 ]

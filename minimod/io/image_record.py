@@ -41,7 +41,7 @@ from ..ndarray.serialization import load as nd_load
 from ..recordio import unpack
 from .base import DataBatch, DataDesc, DataIter, DataIterError
 
-__all__ = ["ImageRecordIter"]
+__all__ = ["ImageRecordIter", "ImageRecordUInt8Iter"]
 
 #: parameters of MXNet's random augmenters that are accepted only at their default value
 _REFUSED = dict(random_resized_crop=False, max_rotate_angle=0, max_aspect_ratio=0.0,
@@ -318,3 +318,18 @@ def _read_record(f, offset: int) -> bytes:
         f.read(-length % 4)
         if word >> 29 in (0, 3):
             return struct.pack("<I", 0xCED7230A).join(parts)
+
+
+_NORMALISATION = ("mean_img", "mean_r", "mean_g", "mean_b", "mean_a", "std_r", "std_g", "std_b",
+                  "std_a", "scale", "dtype")
+
+
+class ImageRecordUInt8Iter(ImageRecordIter):
+    """MXNet's deprecated ImageRecordIter of raw pixels: uint8 data, decoded, resized, padded,
+    cropped and flipped as ImageRecordIter does; as MXNet's, it takes the normalisation
+    parameters and `dtype` and ignores them."""
+
+    def __init__(self, **kwargs: Any):
+        for key in _NORMALISATION:
+            kwargs.pop(key, None)
+        super().__init__(dtype="uint8", **kwargs)
