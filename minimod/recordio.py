@@ -11,7 +11,7 @@ An index file has one "key<TAB>byte offset" line per record.
 `pack`/`unpack` add and remove MXNet's image-record header (`IRHeader`: flag, label, id, id2;
 with flag > 0 the label is an array of `flag` floats stored after the header).
 `pack_img`/`unpack_img` encode and decode an image payload with OpenCV, as MXNet does; they
-need the `opencv-python` package (not a dependency of minimod).
+need OpenCV (`opencv-python-headless`, the `image` extra).
 """
 from __future__ import annotations
 
@@ -259,19 +259,22 @@ def unpack(s: bytes) -> tuple:
     return header, s
 
 
-def _cv2():
+def opencv():
+    """The `cv2` module, which MXNet's image functions and iterators use too (pack_img,
+    unpack_img, mx.image, ImageRecordIter); MissingDependencyError without it."""
     try:
         import cv2
     except ImportError:
-        raise MissingDependencyError("pack_img/unpack_img encode images with OpenCV, as MXNet "
-                                     "does: pip install opencv-python") from None
+        raise MissingDependencyError("images are encoded and decoded with OpenCV, as MXNet "
+                                     "does: pip install opencv-python-headless (or "
+                                     "minimod[image])") from None
     return cv2
 
 
 def pack_img(header: IRHeader, img: np.ndarray, quality: int = 95,
              img_fmt: str = ".jpg") -> bytes:
     """`pack` of the image `img` (a NumPy array, OpenCV's BGR order) encoded as img_fmt."""
-    cv2 = _cv2()
+    cv2 = opencv()
     fmt = img_fmt.lower()
     params = ([cv2.IMWRITE_JPEG_QUALITY, quality] if fmt in (".jpg", ".jpeg") else
               [cv2.IMWRITE_PNG_COMPRESSION, quality] if fmt == ".png" else [])
@@ -284,5 +287,5 @@ def pack_img(header: IRHeader, img: np.ndarray, quality: int = 95,
 def unpack_img(s: bytes, iscolor: int = -1) -> tuple:
     """(IRHeader, image array decoded by OpenCV with flag `iscolor`) of a `pack_img` record."""
     header, payload = unpack(s)
-    img = _cv2().imdecode(np.frombuffer(payload, dtype=np.uint8), iscolor)
+    img = opencv().imdecode(np.frombuffer(payload, dtype=np.uint8), iscolor)
     return header, img

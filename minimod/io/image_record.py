@@ -35,10 +35,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..base import MissingDependencyError, MXNetError
+from ..base import MXNetError
 from ..ndarray import array as nd_array
 from ..ndarray.serialization import load as nd_load
-from ..recordio import unpack
+from ..recordio import opencv, unpack
 from .base import DataBatch, DataDesc, DataIter, DataIterError
 
 __all__ = ["ImageRecordIter", "ImageRecordUInt8Iter"]
@@ -54,16 +54,6 @@ _REFUSED = dict(random_resized_crop=False, max_rotate_angle=0, max_aspect_ratio=
 #: what is accepted and changes nothing here (device placement, logging, MXNet's chunking)
 _IGNORED = ("verbose", "device_id", "ctx", "shuffle_chunk_size", "shuffle_chunk_seed",
             "path_imgidx", "seed_aug")
-
-
-def _cv2():
-    try:
-        import cv2
-    except ImportError:
-        raise MissingDependencyError(
-            "ImageRecordIter decodes images with OpenCV: pip install opencv-python-headless "
-            "(or minimod[image])") from None
-    return cv2
 
 
 def record_offsets(path: str) -> tuple:
@@ -142,7 +132,7 @@ class ImageRecordIter(DataIter):
         super().__init__(batch_size)
         _check_arguments(kwargs, path_imgrec, data_shape, batch_size, label_width, num_parts,
                          part_index, inter_method)
-        self._cv2 = _cv2()
+        self._cv2 = opencv()
         self.path = path_imgrec
         self.shape = tuple(int(d) for d in data_shape)
         self.label_width, self.round_batch = label_width, round_batch

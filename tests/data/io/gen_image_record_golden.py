@@ -11,27 +11,17 @@ float32), `_label`, `_pad`.
 """
 import json
 import os
-import struct
-import zlib
+import sys
 
 import mxnet as mx
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "image"))
+from image_cases import png  # noqa: E402  (PNG bytes of an RGB image)
+
 FILES = os.path.join(HERE, "files")
 SIZES = [(20, 30), (33, 25), (28, 28), (40, 22), (24, 36), (31, 31), (26, 29)]
-
-
-def png(img):
-    """A PNG file of an (h, w, 3) uint8 RGB image (no filter, zlib-compressed rows)."""
-    h, w = img.shape[:2]
-    raw = b"".join(b"\x00" + img[i].tobytes() for i in range(h))
-
-    def chunk(tag, data):
-        return (struct.pack(">I", len(data)) + tag + data
-                + struct.pack(">I", zlib.crc32(tag + data) & 0xffffffff))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
 def write_records():

@@ -1,0 +1,52 @@
+"""`mx.image` (also `mx.img`): MXNet's image functions, augmenters and `ImageIter`, over
+(height, width, channels) NDArrays decoded with OpenCV (the `image` extra).
+
+functions.py: imread, imdecode, imresize, scale_down, copyMakeBorder, resize_short,
+fixed_crop, random_crop, center_crop, color_normalize, random_size_crop; augmenters.py: the
+Augmenter classes and CreateAugmenter; image_iter.py: ImageIter. Rotation (`imrotate`,
+`random_rotate`) and the detection iterator and augmenters (`ImageDetIter` ...) are not
+provided.
+"""
+from .augmenters import (
+    Augmenter,
+    BrightnessJitterAug,
+    CastAug,
+    CenterCropAug,
+    ColorJitterAug,
+    ColorNormalizeAug,
+    ContrastJitterAug,
+    CreateAugmenter,
+    ForceResizeAug,
+    HorizontalFlipAug,
+    HueJitterAug,
+    LightingAug,
+    RandomCropAug,
+    RandomGrayAug,
+    RandomOrderAug,
+    RandomSizedCropAug,
+    ResizeAug,
+    SaturationJitterAug,
+    SequentialAug,
+)
+from .functions import (
+    center_crop,
+    color_normalize,
+    copyMakeBorder,
+    fixed_crop,
+    imdecode,
+    imread,
+    imresize,
+    random_crop,
+    random_size_crop,
+    resize_short,
+    scale_down,
+)
+from .image_iter import ImageIter
+
+__all__ = ["Augmenter", "BrightnessJitterAug", "CastAug", "CenterCropAug", "ColorJitterAug",
+           "ColorNormalizeAug", "ContrastJitterAug", "CreateAugmenter", "ForceResizeAug",
+           "HorizontalFlipAug", "HueJitterAug", "LightingAug", "RandomCropAug",
+           "RandomGrayAug", "RandomOrderAug", "RandomSizedCropAug", "ResizeAug",
+           "SaturationJitterAug", "SequentialAug", "center_crop", "color_normalize",
+           "copyMakeBorder", "fixed_crop", "imdecode", "imread", "imresize", "random_crop",
+           "random_size_crop", "resize_short", "scale_down", "ImageIter"]
