@@ -2,10 +2,9 @@
 (height, width, channels) NDArrays decoded with OpenCV (the `image` extra).
 
 functions.py: imread, imdecode, imresize, scale_down, copyMakeBorder, resize_short,
-fixed_crop, random_crop, center_crop, color_normalize, random_size_crop; augmenters.py: the
-Augmenter classes and CreateAugmenter; image_iter.py: ImageIter. Rotation (`imrotate`,
-`random_rotate`) and the detection iterator and augmenters (`ImageDetIter` ...) are not
-provided.
+fixed_crop, random_crop, center_crop, color_normalize, random_size_crop, imrotate,
+random_rotate; augmenters.py: the Augmenter classes and CreateAugmenter; image_iter.py:
+ImageIter. The detection iterator and augmenters (`ImageDetIter` ...) are not provided.
 """
 from .augmenters import (
     Augmenter,
@@ -36,7 +35,9 @@ from .functions import (
     imdecode,
     imread,
     imresize,
+    imrotate,
     random_crop,
+    random_rotate,
     random_size_crop,
     resize_short,
     scale_down,
@@ -48,5 +49,6 @@ __all__ = ["Augmenter", "BrightnessJitterAug", "CastAug", "CenterCropAug", "Colo
            "HorizontalFlipAug", "HueJitterAug", "LightingAug", "RandomCropAug",
            "RandomGrayAug", "RandomOrderAug", "RandomSizedCropAug", "ResizeAug",
            "SaturationJitterAug", "SequentialAug", "center_crop", "color_normalize",
-           "copyMakeBorder", "fixed_crop", "imdecode", "imread", "imresize", "random_crop",
-           "random_size_crop", "resize_short", "scale_down", "ImageIter"]
+           "copyMakeBorder", "fixed_crop", "imdecode", "imread", "imresize", "imrotate",
+           "random_crop", "random_rotate", "random_size_crop", "resize_short", "scale_down",
+           "ImageIter"]

@@ -15,13 +15,15 @@ from typing import Optional
 
 import numpy as np
 
+from .. import ndarray as nd
 from ..base import MXNetError
 from ..ndarray import NDArray
 from ..ndarray import array as nd_array
 from ..recordio import opencv as _cv2
 
 __all__ = ["imread", "imdecode", "imresize", "scale_down", "copyMakeBorder", "resize_short",
-           "fixed_crop", "random_crop", "center_crop", "color_normalize", "random_size_crop"]
+           "fixed_crop", "random_crop", "center_crop", "color_normalize", "random_size_crop",
+           "imrotate", "random_rotate"]
 
 
 def _image(data: np.ndarray, like: Optional[NDArray] = None) -> NDArray:
@@ -188,3 +190,62 @@ def random_size_crop(src: NDArray, size: tuple, area, ratio: tuple, interp: int 
             y0 = random.randint(0, h - new_h)
             return fixed_crop(src, x0, y0, new_w, new_h, size, interp), (x0, y0, new_w, new_h)
     return center_crop(src, size, interp)
+
+
+def imrotate(src: NDArray, rotation_degrees, zoom_in: bool = False, zoom_out: bool = False
+             ) -> NDArray:
+    """float32 image(s) (c, h, w) or (n, c, h, w) rotated by `rotation_degrees` (a number, or
+    one per image) about their centres, sampled bilinearly (BilinearSampler: zeros outside).
+    `zoom_in` scales so that no outside shows, `zoom_out` so that the whole image does."""
+    if zoom_in and zoom_out:
+        raise ValueError("imrotate: zoom_in and zoom_out cannot both be True")
+    if src.dtype != np.float32:
+        raise TypeError("imrotate: only float32 images are supported, got %s" % src.dtype)
+    single = src.ndim == 3
+    if single:
+        if not isinstance(rotation_degrees, Number):
+            raise TypeError("imrotate: one image takes one (scalar) rotation angle")
+        src = src.expand_dims(axis=0)
+    elif src.ndim != 4:
+        raise ValueError("imrotate: images must be (c, h, w) or (n, c, h, w), got %s"
+                         % (src.shape,))
+    n, _, h, w = src.shape
+    degrees = np.full(n, rotation_degrees, np.float32) if isinstance(
+        rotation_degrees, Number) else np.asarray(
+        rotation_degrees.asnumpy() if isinstance(rotation_degrees, NDArray)
+        else rotation_degrees, np.float32).reshape(-1)
+    if degrees.size != n:
+        raise ValueError("imrotate: %d images but %d rotation angles" % (n, degrees.size))
+    rad = (np.float32(np.pi) * degrees / np.float32(180)).reshape(n, 1, 1)
+    hscale, wscale = np.float32((h - 1) / 2), np.float32((w - 1) / 2)
+    ys = (np.arange(h, dtype=np.float32).reshape(h, 1) - hscale) * np.ones((1, w), np.float32)
+    xs = (np.arange(w, dtype=np.float32).reshape(1, w) - wscale) * np.ones((h, 1), np.float32)
+    cos, sin = np.cos(rad), np.sin(rad)
+    grid = np.stack([(xs * cos - ys * sin) / wscale, (xs * sin + ys * cos) / hscale], axis=1)
+    if zoom_in or zoom_out:
+        grid = grid * _zoom(rad.reshape(n), np.float32(h), np.float32(w), zoom_out).reshape(
+            n, 1, 1, 1)
+    rotated = nd.BilinearSampler(src, nd_array(grid, ctx=src.context))
+    return rotated[0] if single else rotated
+
+
+def _zoom(rad: np.ndarray, h, w, out: bool) -> np.ndarray:
+    """Per image, the grid scale that shows the whole rotated image (`out`) or no outside."""
+    rho, corner = np.sqrt(h * h + w * w), np.arctan(h / w)
+    turn = np.abs(rad)
+    max_x = np.maximum(np.abs(rho * np.cos(corner + turn)), np.abs(rho * np.cos(corner - turn)))
+    max_y = np.maximum(np.abs(rho * np.sin(corner + turn)), np.abs(rho * np.sin(corner - turn)))
+    if out:
+        return np.maximum(max_x / w, max_y / h)
+    return np.minimum(w / max_x, h / max_y)
+
+
+def random_rotate(src: NDArray, angle_limits: tuple, zoom_in: bool = False,
+                  zoom_out: bool = False) -> NDArray:
+    """imrotate by angles drawn uniformly in `angle_limits` (NumPy's generator, as MXNet's:
+    one draw for an image, one per image for a batch)."""
+    if src.ndim == 3:
+        degrees = np.random.uniform(*angle_limits)
+    else:
+        degrees = np.random.uniform(*angle_limits, size=src.shape[0])
+    return imrotate(src, degrees, zoom_in=zoom_in, zoom_out=zoom_out)

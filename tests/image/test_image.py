@@ -1,7 +1,7 @@
 """mx.image against MXNet 1.9.1 under the same seeds (tests/data/image/image_golden.npz,
 written by gen_image_golden.py from the calls of image_cases.py): decoding, resizing, crops,
-every augmenter (their draws and their JSON), CreateAugmenter and ImageIter's batches over
-three epochs with each last-batch policy."""
+rotations, every augmenter (their draws and their JSON), CreateAugmenter and ImageIter's
+batches over three epochs with each last-batch policy."""
 import json
 import os
 import sys
@@ -72,5 +72,12 @@ def test_errors_name_the_input():
         mx.image.ImageIter(batch_size=1, data_shape=(1, 8, 8), imglist=[[0, "a.png"]])
     with pytest.raises(mx.MXNetError, match="needs path_imgrec"):
         mx.image.ImageIter(batch_size=1, data_shape=(3, 8, 8))
+    chw = mx.nd.zeros((3, 4, 4))
+    with pytest.raises(ValueError, match="cannot both be True"):
+        mx.image.imrotate(chw, 10, zoom_in=True, zoom_out=True)
+    with pytest.raises(TypeError, match="only float32"):
+        mx.image.imrotate(chw.astype("float64"), 10)
+    with pytest.raises(ValueError, match="2 images but 3 rotation angles"):
+        mx.image.imrotate(mx.nd.zeros((2, 3, 4, 4)), mx.nd.array([1, 2, 3]))
     with pytest.raises(ValueError, match="Unknown interp"):
         mx.image.resize_short(mx.nd.zeros((4, 4, 3), dtype="uint8"), 2, interp=7)

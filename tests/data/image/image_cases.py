@@ -60,6 +60,14 @@ def functions(mx):
     norm = mx.image.color_normalize(img.astype("float32"), mx.nd.array([10, 20, 30]),
                                     mx.nd.array([2, 4, 8]))
     out["normalize"] = norm.asnumpy()
+    chw = img.astype("float32").transpose((2, 0, 1))
+    for k, (zin, zout) in enumerate([(False, False), (True, False), (False, True)]):
+        out["rotate_%d" % k] = mx.image.imrotate(chw, 33.0, zoom_in=zin, zoom_out=zout).asnumpy()
+    batch = mx.nd.stack(chw, chw * 0.5, axis=0)
+    out["rotate_batch"] = mx.image.imrotate(batch, mx.nd.array([-20.0, 75.0])).asnumpy()
+    _seed(7)
+    out["random_rotate"] = mx.image.random_rotate(chw, (-40, 40)).asnumpy()
+    out["random_rotate_batch"] = mx.image.random_rotate(batch, (-40, 40), zoom_in=True).asnumpy()
     return out
 
 
