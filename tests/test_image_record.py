@@ -18,11 +18,13 @@ CONFIGS = sorted({k.split("/")[0] for k in GOLDEN.files})
 TOLERANCE = {"cubic": 1.0}
 
 
-def _iter(kwargs, **more):
+def _iter(kwargs, folder=FILES, **more):
     kwargs = dict(kwargs, **more)
     kwargs["path_imgrec"] = os.path.join(FILES, kwargs.get("path_imgrec", "images.rec"))
     if "mean_img" in kwargs:
-        kwargs["mean_img"] = os.path.join(FILES, kwargs["mean_img"])
+        kwargs["mean_img"] = os.path.join(folder, kwargs["mean_img"])
+    if "path_imglist" in kwargs:
+        kwargs["path_imglist"] = os.path.join(FILES, kwargs["path_imglist"])
     return mx.io.ImageRecordIter(**kwargs)
 
 
@@ -35,9 +37,16 @@ def _batches(name, epoch):
 
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("name", CONFIGS)
-def test_batches_are_mxnets(name, threads):
+def test_batches_are_mxnets(name, threads, tmp_path):
     kwargs = json.loads(str(GOLDEN[name + "/kwargs"]))
-    it = _iter(kwargs, preprocess_threads=threads, prefetch_buffer=2)
+    written = name + "/written_mean" in GOLDEN.files  # a mean image computed and written
+    it = _iter(kwargs, tmp_path if written else FILES, preprocess_threads=threads,
+               prefetch_buffer=2)
+    if written:
+        saved = mx.nd.load(str(tmp_path / kwargs["mean_img"]))
+        assert list(saved) == ["mean_img"]
+        np.testing.assert_allclose(saved["mean_img"].asnumpy(), GOLDEN[name + "/written_mean"],
+                                   rtol=1e-5, atol=1e-4)
     provide = [[d.name, list(d.shape)] for d in it.provide_data + it.provide_label]
     assert provide == json.loads(str(GOLDEN[name + "/provide"]))
     for epoch in range(2):  # the second epoch starts after the rows the first one borrowed
@@ -109,10 +118,10 @@ def test_module_trains_on_image_records():
 @pytest.mark.parametrize("kwargs, text", [
     (dict(max_rotate_angle=10), "max_rotate_angle=10 is not supported"),
     (dict(random_h=5), "random_h=5 is not supported"),
-    (dict(path_imglist="x.lst"), "path_imglist='x.lst' is not supported"),
+    (dict(path_imglist="missing.lst"), "cannot read path_imglist"),
     (dict(not_a_parameter=1), "no parameter 'not_a_parameter'"),
     (dict(data_shape=(2, 20, 20)), "data_shape must be"),
-    (dict(mean_img="missing.bin"), "does not exist"),
+    (dict(mean_img="mean_20.bin", data_shape=(3, 16, 16)), r"has shape \(3, 20, 20\)"),
     (dict(label_width=2), "has 1 label"),
 ])
 def test_refusals_name_the_parameter(kwargs, text):

@@ -6,9 +6,10 @@ with OpenCV (the `opencv-python-headless` package, the `image` extra; MXNet deco
 OpenCV too). Per image, in MXNet's order: decode (grayscale for 1 channel, colour for 3),
 `resize` the shorter edge, `pad` with `fill_value`, crop `data_shape` (the centre, or a random
 window with `rand_crop`; an image smaller than the crop is first scaled up, keeping its
-aspect, to cover it), flip
-(`mirror`, or at random with `rand_mirror`), then out = (pixel - mean) / std * scale per
-channel in RGB order (mean: `mean_r/g/b/a` or the image of `mean_img`), cast to `dtype`.
+aspect, to cover it), out = (pixel - mean) / std * scale per channel in RGB order (mean:
+`mean_r/g/b/a`, or the image in file `mean_img`, which a first pass over the data writes when
+it does not exist, as MXNet's does), then a flip (`mirror`, or at random with `rand_mirror`;
+after the mean image is taken off, as in MXNet), cast to `dtype`.
 Tests compare every configuration without random draws with MXNet's batches
 (tests/data/io/image_record_golden.npz).
 
@@ -22,8 +23,9 @@ parallel (OpenCV releases the GIL) and `prefetch_buffer` batches are prepared ah
 Where minimod bends MXNet: without `round_batch`, the last batch's missing rows are zeros and
 its `pad` counts them (MXNet leaves uninitialised memory there and reports a pad of 0). The
 random augmentations other than `rand_crop` and `rand_mirror` (rotation, aspect, scale,
-colour and lighting jitter, random resized crop), `path_imglist` and `aug_seq` other than the
-default are refused with a message naming them.
+colour and lighting jitter, random resized crop) and `aug_seq` other than the default are
+refused with a message naming them. With `path_imglist` a record's labels are those the list
+gives its header's id, as in MXNet.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ import numpy as np
 from ..base import MXNetError
 from ..ndarray import array as nd_array
 from ..ndarray.serialization import load as nd_load
+from ..ndarray.serialization import save as nd_save
 from ..recordio import opencv, unpack
 from .base import DataBatch, DataDesc, DataIter, DataIterError
 
@@ -50,7 +53,7 @@ _REFUSED = dict(random_resized_crop=False, max_rotate_angle=0, max_aspect_ratio=
                 min_random_area=1.0, max_img_size=1e10, min_img_size=0.0, brightness=0.0,
                 contrast=0.0, saturation=0.0, pca_noise=0.0, random_h=0, random_s=0,
                 random_l=0, rotate=-1, max_random_contrast=0.0, max_random_illumination=0.0,
-                path_imglist="", aug_seq="aug_default")
+                aug_seq="aug_default")
 #: what is accepted and changes nothing here (device placement, logging, MXNet's chunking)
 _IGNORED = ("verbose", "device_id", "ctx", "shuffle_chunk_size", "shuffle_chunk_seed",
             "path_imgidx", "seed_aug")
@@ -128,7 +131,7 @@ class ImageRecordIter(DataIter):
                  std_r: float = 1.0, std_g: float = 1.0, std_b: float = 1.0,
                  std_a: float = 1.0, scale: float = 1.0, pad: int = 0, fill_value: int = 255,
                  inter_method: int = 1, data_name: str = "data",
-                 label_name: str = "softmax_label", **kwargs: Any):
+                 label_name: str = "softmax_label", path_imglist: str = "", **kwargs: Any):
         super().__init__(batch_size)
         _check_arguments(kwargs, path_imgrec, data_shape, batch_size, label_width, num_parts,
                          part_index, inter_method)
@@ -139,8 +142,7 @@ class ImageRecordIter(DataIter):
         self.resize, self.pad, self.fill_value = resize, pad, fill_value
         self.rand_crop, self.rand_mirror, self.mirror = rand_crop, rand_mirror, mirror
         self.inter_method, self.dtype = inter_method, np.dtype(dtype or "float32")
-        self._mean = (self._load_mean(mean_img) if mean_img
-                      else _per_channel((mean_r, mean_g, mean_b, mean_a), self.shape[0]))
+        self._mean = _per_channel((mean_r, mean_g, mean_b, mean_a), self.shape[0])
         self._std = _per_channel((std_r, std_g, std_b, std_a), self.shape[0])
         self._scale = np.float32(scale)
         offsets, size = record_offsets(path_imgrec)
@@ -150,6 +152,9 @@ class ImageRecordIter(DataIter):
         self._aug_rng = np.random.RandomState(seed)
         self._pool = ThreadPoolExecutor(max(1, preprocess_threads))
         self._files = threading.local()
+        self._labels = _read_imglist(path_imglist) if path_imglist else None
+        if mean_img:
+            self._mean = self._mean_image(mean_img)
         self._ahead = max(1, prefetch_buffer)
         label_shape = (batch_size,) if label_width == 1 else (batch_size, label_width)
         self.provide_data = [DataDesc(data_name, (batch_size,) + self.shape, self.dtype.type)]
@@ -157,10 +162,18 @@ class ImageRecordIter(DataIter):
         self._start = 0
         self._begin_epoch()
 
-    def _load_mean(self, path: str) -> np.ndarray:
-        if not os.path.isfile(path):
-            raise DataIterError("ImageRecordIter: mean_img %r does not exist (MXNet would "
-                                "compute and write it; minimod reads it only)" % path)
+    def _mean_image(self, path: str) -> np.ndarray:
+        """The (c, h, w) mean image of file `path`; where there is none yet, as MXNet does,
+        the mean of one pass over the data (processed with the per-channel mean, std and
+        scale), written there first (atomically)."""
+        if not os.path.exists(path):
+            seeds = np.random.RandomState(0).randint(0, 2 ** 31 - 1, size=len(self._offsets))
+            total = np.zeros(self.shape, np.float64)
+            for image, _ in self._pool.map(lambda job: self._decode(*job),
+                                           zip(self._offsets, ((s,) for s in seeds))):
+                total += image
+            mean = (total / max(1, len(self._offsets))).astype(np.float32)
+            nd_save(path, {"mean_img": nd_array(mean)})
         loaded = nd_load(path)
         arr = (next(iter(loaded.values())) if isinstance(loaded, dict) else loaded[0]).asnumpy()
         if arr.shape != self.shape:
@@ -192,10 +205,19 @@ class ImageRecordIter(DataIter):
         if c >= 3:  # OpenCV's BGR(A) to RGB(A)
             img = img[:, :, [2, 1, 0, 3][:c]]
         out = (img.transpose(2, 0, 1).astype(np.float32) - self._mean) / self._std * self._scale
-        return out, header.label
+        if self.mirror or (self.rand_mirror and rng.randint(0, 2)):
+            # flipped after the mean is taken off, as MXNet does: a mean image is subtracted
+            # in the unflipped image's coordinates
+            out = out[:, :, ::-1]
+        if self._labels is None:
+            return out, header.label
+        if header.id not in self._labels:
+            raise DataIterError("ImageRecordIter: record id %d of '%s' is not in path_imglist"
+                                % (header.id, self.path))
+        return out, self._labels[header.id]
 
     def _augment(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
-        """The decoded image resized, padded, cropped and flipped, (h, w, channels)."""
+        """The decoded image resized, padded and cropped, (h, w, channels)."""
         cv2 = self._cv2
         c, h, w = self.shape
         inter = self._interpolation(rng)
@@ -218,10 +240,7 @@ class ImageRecordIter(DataIter):
             x = int(rng.randint(0, img.shape[1] - w + 1))
         else:
             y, x = (img.shape[0] - h) // 2, (img.shape[1] - w) // 2
-        img = img[y:y + h, x:x + w]
-        if self.mirror or (self.rand_mirror and rng.randint(0, 2)):
-            img = img[:, ::-1]
-        return img.reshape(h, w, -1)
+        return img[y:y + h, x:x + w].reshape(h, w, -1)
 
     # ------------------------------------------------------------------ batches
     def _begin_epoch(self) -> None:
@@ -290,6 +309,26 @@ class ImageRecordIter(DataIter):
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _read_imglist(path: str) -> dict:
+    """{image index: its labels} of an im2rec list file ("index<TAB>labels...<TAB>path"
+    lines); the labels of a record are those of its header's id, as in MXNet."""
+    labels = {}
+    try:
+        with open(path) as f:
+            for number, line in enumerate(f, 1):
+                fields = line.strip().split("\t")
+                if len(fields) < 3:
+                    if not line.strip():
+                        continue
+                    raise DataIterError("ImageRecordIter: path_imglist '%s' line %d is not "
+                                        "'index<TAB>labels<TAB>path'" % (path, number))
+                labels[int(fields[0])] = np.array(fields[1:-1], np.float32)
+    except OSError as err:
+        raise DataIterError("ImageRecordIter: cannot read path_imglist '%s': %s"
+                            % (path, err.strerror)) from None
+    return labels
 
 
 def _per_channel(rgba: tuple, channels: int) -> np.ndarray:

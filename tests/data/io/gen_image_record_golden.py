@@ -1,5 +1,6 @@
 """Write the image RecordIO files of tests/data/io/files (images.rec/.idx: seven PNG images of
-different sizes, labels 0..6; multilabel.rec/.idx: the same images, three labels each) and
+different sizes, labels 0..6; multilabel.rec/.idx: the same images, three labels each;
+images.lst: an im2rec list giving them two other labels each) and
 image_record_golden.npz: the batches MXNet 1.9.1's ImageRecordIter gives for the configurations
 below (two epochs each; its random augmentations are left out, their draws are MXNet's own).
 
@@ -12,6 +13,7 @@ float32), `_label`, `_pad`.
 import json
 import os
 import sys
+import tempfile
 
 import mxnet as mx
 import numpy as np
@@ -37,6 +39,9 @@ def write_records():
         multi.write_idx(i, mx.recordio.pack(mx.recordio.IRHeader(3, labels, i, 0), png(img)))
     single.close()
     multi.close()
+    with open(os.path.join(FILES, "images.lst"), "w") as f:  # an im2rec list, not in id order
+        for i in (3, 0, 6, 1, 2, 5, 4):
+            f.write("%d\t%d\t%.1f\timg%d.png\n" % (i, 100 + i, 0.5 * i, i))
     mean = rng.uniform(0, 255, (3, 20, 20)).astype(np.float32)
     mx.nd.save(os.path.join(FILES, "mean_20.bin"), {"mean_img": mx.nd.array(mean)})
 
@@ -60,9 +65,16 @@ CONFIGS = {
     "mean_img": dict(data_shape=(3, 20, 20), batch_size=7, mean_img="mean_20.bin"),
     "multilabel": dict(data_shape=(3, 20, 20), batch_size=4, label_width=3,
                        path_imgrec="multilabel.rec"),
+    "imglist": dict(data_shape=(3, 20, 20), batch_size=4, label_width=2,
+                    path_imglist="images.lst"),
     "names": dict(data_shape=(3, 20, 20), batch_size=7, data_name="img",
                   label_name="lbl"),
 }
+#: mean_img names a file that does not exist yet: the iterator computes and writes it
+COMPUTED_MEAN = {"mean_img_computed": dict(data_shape=(3, 16, 16), batch_size=7, resize=18,
+                                           mirror=True, mean_r=5, scale=0.5,
+                                           mean_img="computed_mean.bin")}
+CONFIGS.update(COMPUTED_MEAN)
 for parts in ((2, 0), (2, 1), (3, 0), (3, 1), (3, 2), (5, 4)):
     CONFIGS["part_%d_of_%d" % (parts[1], parts[0])] = dict(
         data_shape=(3, 20, 20), batch_size=2, num_parts=parts[0], part_index=parts[1])
@@ -74,9 +86,16 @@ def main():
     for name, kwargs in CONFIGS.items():
         args = dict(kwargs)
         args["path_imgrec"] = os.path.join(FILES, args.get("path_imgrec", "images.rec"))
-        if "mean_img" in args:
+        if name in COMPUTED_MEAN:
+            written = os.path.join(tempfile.mkdtemp(), args["mean_img"])
+            args["mean_img"] = written
+        elif "mean_img" in args:
             args["mean_img"] = os.path.join(FILES, args["mean_img"])
+        if "path_imglist" in args:
+            args["path_imglist"] = os.path.join(FILES, args["path_imglist"])
         it = mx.io.ImageRecordIter(preprocess_threads=1, **args)
+        if name in COMPUTED_MEAN:
+            store[name + "/written_mean"] = list(mx.nd.load(written).values())[0].asnumpy()
         store[name + "/kwargs"] = np.array(json.dumps(kwargs))
         for epoch in range(2):  # as Module.fit runs them: reset after each epoch
             for k, batch in enumerate(it):
