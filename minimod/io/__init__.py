@@ -11,12 +11,13 @@ StopIteration, `reset()` starts a new epoch). The iterators:
 * `PrefetchingIter` reads the next batch of several iterators in background threads.
 * `ImageRecordIter` (and `ImageRecordUInt8Iter`, its raw-pixel form) decodes and augments the
   images of a RecordIO file (OpenCV, the `image` extra), batch for batch as MXNet's C++
-  iterator; `CSVIter` and `MNISTIter` read their files as MXNet's do. ImageDetRecordIter and
-  LibSVMIter are not provided.
+  iterator, and `ImageDetRecordIter` those of a detection file with their boxes; `CSVIter` and
+  `MNISTIter` read their files as MXNet's do. LibSVMIter (sparse data) is not provided.
 
 The package: base.py (DataDesc, DataBatch, DataIter, the errors), ndarray_iter.py (NDArrayIter,
-shard_positions), file_iters.py (CSVIter, MNISTIter), image_record.py (ImageRecordIter),
-wrappers.py (ResizeIter, PrefetchingIter).
+shard_positions), file_iters.py (CSVIter, MNISTIter), image_record.py (ImageRecordIter,
+ImageRecordUInt8Iter), image_det_record.py (ImageDetRecordIter), wrappers.py (ResizeIter,
+PrefetchingIter).
 
 Where minimod bends MXNet:
 
@@ -36,12 +37,13 @@ from __future__ import annotations
 
 from .base import DataBatch, DataDesc, DataIter, DataIterError, DataTypeError
 from .file_iters import CSVIter, MNISTIter
+from .image_det_record import ImageDetRecordIter
 from .image_record import ImageRecordIter, ImageRecordUInt8Iter
 from .ndarray_iter import NDArrayIter, shard_positions
 from .wrappers import PrefetchingIter, ResizeIter
 
 __all__ = [
     "CSVIter", "DataBatch", "DataDesc", "DataIter", "DataIterError", "DataTypeError",
-    "ImageRecordIter", "ImageRecordUInt8Iter", "MNISTIter", "NDArrayIter", "PrefetchingIter",
-    "ResizeIter", "shard_positions",
+    "ImageDetRecordIter", "ImageRecordIter", "ImageRecordUInt8Iter", "MNISTIter", "NDArrayIter",
+    "PrefetchingIter", "ResizeIter", "shard_positions",
 ]

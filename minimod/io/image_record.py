@@ -150,8 +150,7 @@ class ImageRecordIter(DataIter):
                                                           part_index)]
         self._shuffle, self._rng = shuffle, np.random.RandomState(seed)
         self._aug_rng = np.random.RandomState(seed)
-        self._pool = ThreadPoolExecutor(max(1, preprocess_threads))
-        self._files = threading.local()
+        self._pool, self._files = ThreadPoolExecutor(max(1, preprocess_threads)), threading.local()
         self._labels = _read_imglist(path_imglist) if path_imglist else None
         if mean_img:
             self._mean = self._mean_image(mean_img)
@@ -160,7 +159,11 @@ class ImageRecordIter(DataIter):
         self.provide_data = [DataDesc(data_name, (batch_size,) + self.shape, self.dtype.type)]
         self.provide_label = [DataDesc(label_name, label_shape, np.float32)]
         self._start = 0
+        self._prepare()
         self._begin_epoch()
+
+    def _prepare(self) -> None:
+        """What a subclass settles once the records are located, before the first batch."""
 
     def _mean_image(self, path: str) -> np.ndarray:
         """The (c, h, w) mean image of file `path`; where there is none yet, as MXNet does,
@@ -205,16 +208,21 @@ class ImageRecordIter(DataIter):
         if c >= 3:  # OpenCV's BGR(A) to RGB(A)
             img = img[:, :, [2, 1, 0, 3][:c]]
         out = (img.transpose(2, 0, 1).astype(np.float32) - self._mean) / self._std * self._scale
-        if self.mirror or (self.rand_mirror and rng.randint(0, 2)):
+        flipped = self._flip(rng)
+        if flipped:
             # flipped after the mean is taken off, as MXNet does: a mean image is subtracted
             # in the unflipped image's coordinates
             out = out[:, :, ::-1]
-        if self._labels is None:
-            return out, header.label
-        if header.id not in self._labels:
-            raise DataIterError("ImageRecordIter: record id %d of '%s' is not in path_imglist"
-                                % (header.id, self.path))
-        return out, self._labels[header.id]
+        label = header.label
+        if self._labels is not None:
+            if header.id not in self._labels:
+                raise DataIterError("ImageRecordIter: record id %d of '%s' is not in "
+                                    "path_imglist" % (header.id, self.path))
+            label = self._labels[header.id]
+        return out, self._label_row(label, flipped)
+
+    def _flip(self, rng: np.random.RandomState) -> bool:
+        return bool(self.mirror or (self.rand_mirror and rng.randint(0, 2)))
 
     def _augment(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
         """The decoded image resized, padded and cropped, (h, w, channels)."""
@@ -287,9 +295,7 @@ class ImageRecordIter(DataIter):
         data = np.zeros(self.provide_data[0].shape, np.float32)
         label = np.zeros(self.provide_label[0].shape, np.float32)
         for k, job in enumerate(jobs):
-            image, lab = job.result()
-            data[k] = image
-            label[k] = self._label(lab)
+            data[k], label[k] = job.result()
         # the next epoch starts after the rows this one borrowed from its start
         self._start = pad if (self.round_batch and pad) else 0
         self._fill()
@@ -298,7 +304,8 @@ class ImageRecordIter(DataIter):
                          pad=pad, index=None, provide_data=self.provide_data,
                          provide_label=self.provide_label)
 
-    def _label(self, lab):
+    def _label_row(self, lab, flipped: bool):
+        """The batch's label row of a record's label(s)."""
         lab = np.asarray(lab, np.float32).reshape(-1)
         if lab.size < self.label_width:
             raise DataIterError("ImageRecordIter: a record of '%s' has %d label(s), "

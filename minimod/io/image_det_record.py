@@ -1,0 +1,108 @@
+"""`mx.io.ImageDetRecordIter`: batches of images and their boxes from a detection RecordIO file
+(im2rec.py's `--pack-label` records), as MXNet 1.9.1's iterator gives them (the SSD example's
+input).
+
+A record's label is [A, B, extra header values..., then objects of B values: class, xmin,
+ymin, xmax, ymax, ...] with A the header's length and coordinates relative to the image. Each
+image is decoded, resized to `data_shape` whatever its aspect (`resize_mode='force'`),
+normalised and cast as in ImageRecordIter, and mirrored with probability `rand_mirror_prob`
+(xmin, xmax become 1 - xmax, 1 - xmin). A batch's label rows are [channels, height, width,
+L] followed by the record's L label values and `label_pad_value` up to a common width:
+4 + `label_pad_width`, or 4 + the longest label of the data when that is 0 (found by reading
+every record's label once, as MXNet estimates it). Epochs, parts, round_batch, shuffle,
+threads and prefetching are ImageRecordIter's (tests compare with MXNet's batches:
+tests/data/io/image_det_golden.npz).
+
+MXNet's random crop, pad and colour samplers (`rand_crop_prob`, `rand_pad_prob`,
+`random_*_prob` above 0), the 'fit' and 'shrink' resize modes and `path_imglist` are refused
+with a message; their other parameters only matter when those are on, and are accepted.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..recordio import unpack
+from .base import DataDesc, DataIterError
+from .image_record import ImageRecordIter, _read_record
+
+__all__ = ["ImageDetRecordIter"]
+
+#: samplers refused when switched on (their probability above 0)
+_SAMPLERS = ("rand_crop_prob", "rand_pad_prob", "random_hue_prob", "random_saturation_prob",
+             "random_illumination_prob", "random_contrast_prob")
+#: the samplers' settings: they change nothing while the samplers are off
+_SAMPLER_SETTINGS = ("min_crop_scales", "max_crop_scales", "min_crop_aspect_ratios",
+                     "max_crop_aspect_ratios", "min_crop_overlaps", "max_crop_overlaps",
+                     "min_crop_sample_coverages", "max_crop_sample_coverages",
+                     "min_crop_object_coverages", "max_crop_object_coverages",
+                     "num_crop_sampler", "crop_emit_mode", "emit_overlap_thresh",
+                     "max_crop_trials", "max_pad_scale", "max_random_hue",
+                     "max_random_saturation", "max_random_illumination", "max_random_contrast")
+
+
+class ImageDetRecordIter(ImageRecordIter):
+    """Images (batch, c, h, w) and padded label rows (batch, width) of a detection RecordIO
+    file; see the module docstring."""
+
+    def __init__(self, label_width: int = -1, label_pad_width: int = 0,
+                 label_pad_value: float = -1.0, rand_mirror_prob: float = 0.0,
+                 resize_mode: str = "force", **kwargs: Any):
+        for key in _SAMPLERS:
+            if kwargs.pop(key, 0) > 0:
+                raise DataIterError("ImageDetRecordIter: %s above 0 is not supported by "
+                                    "minimod (its random crop, pad and colour samplers)" % key)
+        for key in _SAMPLER_SETTINGS:
+            kwargs.pop(key, None)
+        if resize_mode != "force":
+            raise DataIterError("ImageDetRecordIter: resize_mode=%r is not supported by minimod "
+                                "(only 'force')" % (resize_mode,))
+        if label_width != -1:
+            raise DataIterError("ImageDetRecordIter: label_width=%r; minimod reads the label "
+                                "width of each record (label_width=-1)" % (label_width,))
+        if kwargs.get("path_imglist"):
+            raise DataIterError("ImageDetRecordIter: path_imglist is not supported by minimod")
+        if not 0 <= rand_mirror_prob <= 1 or label_pad_width < 0:
+            raise DataIterError("ImageDetRecordIter: rand_mirror_prob=%r must be in [0, 1] and "
+                                "label_pad_width=%r >= 0" % (rand_mirror_prob, label_pad_width))
+        self._pad_width, self._pad_value = label_pad_width, np.float32(label_pad_value)
+        self._mirror_prob = rand_mirror_prob
+        super().__init__(**kwargs)
+
+    def _prepare(self) -> None:
+        longest = self._pad_width
+        if not longest:
+            with open(self.path, "rb") as f:
+                for offset in self._offsets:
+                    header, _ = unpack(_read_record(f, offset))
+                    longest = max(longest, np.asarray(header.label).size)
+        self.label_width = 4 + longest
+        desc = self.provide_label[0]
+        self.provide_label = [DataDesc(desc.name, (self.batch_size, self.label_width),
+                                       np.float32)]
+
+    def _augment(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+        c, h, w = self.shape
+        resized = self._cv2.resize(img, (w, h), interpolation=self._interpolation(rng))
+        return resized.reshape(h, w, -1)
+
+    def _flip(self, rng: np.random.RandomState) -> bool:
+        return bool(self._mirror_prob > 0 and rng.rand() < self._mirror_prob)
+
+    def _label_row(self, lab, flipped: bool) -> np.ndarray:
+        lab = np.array(lab, np.float32).reshape(-1)
+        if lab.size < 2 or lab.size > self.label_width - 4:
+            raise DataIterError("ImageDetRecordIter: a record of '%s' has a label of %d values; "
+                                "detection labels are [A, B, header..., objects of B values] "
+                                "of at most %d" % (self.path, lab.size, self.label_width - 4))
+        if flipped:
+            start, width = int(lab[0]), int(lab[1])
+            boxes = lab[start:].reshape(-1, width)
+            xmin = boxes[:, 1].copy()
+            boxes[:, 1] = 1 - boxes[:, 3]
+            boxes[:, 3] = 1 - xmin
+        row = np.full(self.label_width, self._pad_value, np.float32)
+        row[:4] = self.shape + (lab.size,)
+        row[4:4 + lab.size] = lab
+        return row
