@@ -3,7 +3,7 @@
 `import minimod as mx` gives the names MXNet scripts use: `mx.sym`, `mx.nd`, `mx.mod`, `mx.io`,
 `mx.init`, `mx.optimizer`, `mx.metric`, `mx.kv`, `mx.callback`, `mx.model`, `mx.lr_scheduler`,
 `mx.mon`, `mx.viz`, `mx.random`, `mx.operator`, `mx.recordio`, `mx.image`, `mx.test_utils`,
-`mx.util`, `mx.runtime`, `mx.engine`, `mx.contrib`, `mx.cpu`, `mx.gpu`, `mx.Context`,
+`mx.util`, `mx.runtime`, `mx.engine`, `mx.log`, `mx.contrib`, `mx.cpu`, `mx.gpu`, `mx.Context`,
 `mx.MXNetError`; `mx.autograd` and `mx.gluon` import but are not implemented (minimod is the
 symbolic stack).
 """
@@ -57,6 +57,7 @@ _LAZY = {
     "numerics": "numerics", "recordio": "recordio",
     "util": "util", "runtime": "runtime", "autograd": "autograd", "gluon": "gluon",
     "contrib": "contrib", "image": "image", "img": "image", "engine": "engine",
+    "log": "log",
 }
 
 
