@@ -9,6 +9,7 @@ import pytest
 
 import minimod as mx
 from minimod.io import DataIterError
+from minimod.io.image_record import record_offsets
 
 HERE = os.path.join(os.path.dirname(__file__), "data", "io")
 FILES = os.path.join(HERE, "files")
@@ -144,3 +145,32 @@ def test_not_a_recordio_file():
     with pytest.raises(mx.MXNetError, match="not a RecordIO file"):
         mx.io.ImageRecordIter(path_imgrec=os.path.join(FILES, "data.csv"),
                               data_shape=(3, 8, 8), batch_size=1)
+
+
+SECOND = record_offsets(os.path.join(FILES, "images.rec"))[0][1]  # where record 1 starts
+
+
+@pytest.mark.parametrize("damage, text", [
+    (lambda raw: raw[:-100], "is truncated"),
+    (lambda raw: raw + b"\x00\x01", "stray bytes"),
+    (lambda raw: raw[:SECOND] + b"\xff" * 4 + raw[SECOND + 4:],
+     "not a RecordIO file: no record at byte %d" % SECOND),
+    (lambda raw: raw[:60] + b"\x00" * 64 + raw[124:], "record at byte 0 .* not an image"),
+])
+def test_damaged_files_are_named(tmp_path, damage, text):
+    with open(os.path.join(FILES, "images.rec"), "rb") as f:
+        raw = f.read()
+    path = tmp_path / "damaged.rec"
+    path.write_bytes(damage(raw))
+    with pytest.raises(mx.MXNetError, match=text):
+        list(mx.io.ImageRecordIter(path_imgrec=str(path), data_shape=(3, 20, 20),
+                                   batch_size=7))
+
+
+def test_a_record_that_is_not_an_image(tmp_path):
+    path = tmp_path / "text.rec"
+    writer = mx.recordio.MXRecordIO(str(path), "w")
+    writer.write(mx.recordio.pack(mx.recordio.IRHeader(0, 1.0, 0, 0), b"no pixels here"))
+    writer.close()
+    with pytest.raises(mx.MXNetError, match="not an image OpenCV decodes"):
+        list(mx.io.ImageRecordIter(path_imgrec=str(path), data_shape=(3, 8, 8), batch_size=1))

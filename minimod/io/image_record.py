@@ -75,7 +75,14 @@ def record_offsets(path: str) -> tuple:
             if word >> 29 in (0, 1):  # a whole record, or its first part
                 offsets.append(pos)
             length = word & ((1 << 29) - 1)
+            if pos + 8 + length > size:
+                raise MXNetError("'%s' is truncated: the record at byte %d holds %d bytes, the "
+                                 "file ends %d bytes after its header"
+                                 % (path, pos, length, size - pos - 8))
             pos += 8 + length + (-length % 4)
+    if pos < size:
+        raise MXNetError("'%s' ends with %d stray bytes after its last record" % (path,
+                                                                              size - pos))
     return offsets, size
 
 
@@ -348,9 +355,14 @@ def _read_record(f, offset: int) -> bytes:
     f.seek(offset)
     parts = []
     while True:
-        magic, word = struct.unpack("<II", f.read(8))
+        head = f.read(8)
+        magic, word = struct.unpack("<II", head) if len(head) == 8 else (None, 0)
         length = word & ((1 << 29) - 1)
-        parts.append(f.read(length))
+        data = f.read(length)
+        if magic != 0xCED7230A or len(data) != length:
+            raise MXNetError("RecordIO file '%s': the record at byte %d is cut short or "
+                             "overwritten" % (f.name, offset))
+        parts.append(data)
         f.read(-length % 4)
         if word >> 29 in (0, 3):
             return struct.pack("<I", 0xCED7230A).join(parts)
