@@ -1,5 +1,6 @@
-"""Write image_golden.npz: what MXNet 1.9.1's mx.image gives for the calls of image_cases.py
-(run with MXNet's Python; the tests only read the .npz):
+"""Write pictures/ (PNG files and an image list) and image_golden.npz: what MXNet 1.9.1's
+mx.image gives for the calls of image_cases.py (run with MXNet's Python; the tests only read
+the .npz and the pictures):
     OMP_NUM_THREADS=1 /tmp/mxenv/bin/python tests/data/image/gen_image_golden.py
 Keys: `<case>/<name>`.
 """
@@ -11,7 +12,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from image_cases import CASES  # noqa: E402
+from image_cases import CASES, write_pictures  # noqa: E402
+
+write_pictures()
 
 store = {}
 for case, fn in CASES.items():

@@ -125,6 +125,21 @@ def create_augmenter(mx):
     return out
 
 
+PICTURES = os.path.join(HERE, "pictures")  # PNG files for the image-list iterators
+
+
+def write_pictures():
+    """PNG files pic0..pic3.png under pictures/ and an image list naming them, in an order
+    that is not their index order, with two labels each (run by gen_image_golden.py)."""
+    os.makedirs(PICTURES, exist_ok=True)
+    for k, (h, w) in enumerate([(20, 24), (18, 30), (26, 20), (22, 22)]):
+        with open(os.path.join(PICTURES, "pic%d.png" % k), "wb") as f:
+            f.write(png(picture(40 + k, h, w)))
+    with open(os.path.join(PICTURES, "pictures.lst"), "w") as f:
+        for k in (2, 0, 3, 1):
+            f.write("%d\t%d\t%.1f\tpic%d.png\n" % (k, k, 0.5 * k, k))
+
+
 def image_iter(mx):
     out = {}
     rec, idx = os.path.join(FILES, "images.rec"), os.path.join(FILES, "images.idx")
@@ -141,6 +156,17 @@ def image_iter(mx):
                       num_parts=2, part_index=1),
         "augmented": dict(batch_size=4, data_shape=(3, 12, 12), path_imgrec=rec, resize=14,
                           mean=True, std=True, label_width=1),
+        "list_file": dict(batch_size=3, data_shape=(3, 16, 16), label_width=2,
+                          path_imglist=os.path.join(PICTURES, "pictures.lst"),
+                          path_root=PICTURES, shuffle=True, rand_mirror=True),
+        "list_in_memory": dict(batch_size=3, data_shape=(3, 16, 16), path_root=PICTURES,
+                               imglist=[[1.0, "pic0.png"], [2.0, "pic1.png"],
+                                        [[3.0], "pic2.png"], [4.0, "pic3.png"]],
+                               last_batch_handle="discard"),
+        "list_in_memory_multi": dict(batch_size=2, data_shape=(3, 16, 16), label_width=2,
+                                     path_root=PICTURES, dtype="int32",
+                                     imglist=[[1, 10, "pic0.png"], [2, 20, "pic1.png"],
+                                              [3, 30, "pic2.png"]]),
     }
     for name, kw in configs.items():
         _seed(30)
