@@ -16,7 +16,7 @@ FILES = os.path.join(HERE, "files")
 GOLDEN = np.load(os.path.join(HERE, "image_record_golden.npz"))
 CONFIGS = sorted({k.split("/")[0] for k in GOLDEN.files})
 # OpenCV's bicubic rounds a few pixels one level differently across its versions
-TOLERANCE = {"cubic": 1.0}
+TOLERANCE = {"cubic": 1.0, "auto_enlarge": 1.0, "auto_mixed": 1.0, "auto_aspect": 1.0}
 
 
 def _iter(kwargs, folder=FILES, **more):

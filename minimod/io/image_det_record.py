@@ -84,8 +84,7 @@ class ImageDetRecordIter(ImageRecordIter):
 
     def _augment(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
         c, h, w = self.shape
-        resized = self._cv2.resize(img, (w, h), interpolation=self._interpolation(rng))
-        return resized.reshape(h, w, -1)
+        return self._resized(img, (w, h), rng).reshape(h, w, -1)
 
     def _flip(self, rng: np.random.RandomState) -> bool:
         return bool(self._mirror_prob > 0 and rng.rand() < self._mirror_prob)

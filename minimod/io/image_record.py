@@ -10,8 +10,10 @@ aspect, to cover it), out = (pixel - mean) / std * scale per channel in RGB orde
 `mean_r/g/b/a`, or the image in file `mean_img`, which a first pass over the data writes when
 it does not exist, as MXNet's does), then a flip (`mirror`, or at random with `rand_mirror`;
 after the mean image is taken off, as in MXNet), cast to `dtype`.
-Tests compare every configuration without random draws with MXNet's batches
-(tests/data/io/image_record_golden.npz).
+`inter_method` 9 picks the interpolation by the resize, as MXNet does (bicubic to enlarge,
+area to shrink, bilinear otherwise; for the scaling that covers the crop MXNet compares each
+new side with the other old one, and so does minimod), 10 draws one. Tests compare every
+configuration without random draws with MXNet's batches (tests/data/io/image_record_golden.npz).
 
 Batches keep MXNet's order and epochs: `num_parts` splits the file into byte ranges, each
 part holding the records that start in its range; with `round_batch` the last batch of an
@@ -192,10 +194,21 @@ class ImageRecordIter(DataIter):
         return arr.astype(np.float32)
 
     # ------------------------------------------------------------------ one image
-    def _interpolation(self, rng: np.random.RandomState) -> int:
-        if self.inter_method == 10:
-            return int(rng.randint(0, 5))
-        return 1 if self.inter_method == 9 else self.inter_method
+    def _resized(self, img: np.ndarray, size: tuple, rng: np.random.RandomState,
+                 crossed: bool = False) -> np.ndarray:
+        """img resized to size (w, h). Interpolation 9 picks by the resize, as MXNet's: bicubic
+        to enlarge both sides, area to shrink both, bilinear otherwise; 10 draws one of 0-4.
+        `crossed` compares the new width with the old height and the new height with the old
+        width, as MXNet does when it scales an image up to cover the crop."""
+        inter = self.inter_method
+        if inter == 9:
+            old = img.shape[:2] if crossed else img.shape[1::-1]  # (w, h), or (h, w)
+            grow = (size[0] > old[0], size[1] > old[1])
+            shrink = (size[0] < old[0], size[1] < old[1])
+            inter = 2 if all(grow) else 3 if all(shrink) else 1
+        elif inter == 10:
+            inter = int(rng.randint(0, 5))
+        return self._cv2.resize(img, size, interpolation=inter)
 
     def _decode(self, offset: int, draws: tuple) -> tuple:
         """(image (c, h, w) float32 normalised, label) of the record at `offset`."""
@@ -235,21 +248,20 @@ class ImageRecordIter(DataIter):
         """The decoded image resized, padded and cropped, (h, w, channels)."""
         cv2 = self._cv2
         c, h, w = self.shape
-        inter = self._interpolation(rng)
         if self.resize > 0:
             rows, cols = img.shape[:2]
             if rows < cols:
                 size = (int(cols * self.resize / rows), self.resize)
             else:
                 size = (self.resize, int(rows * self.resize / cols))
-            img = cv2.resize(img, size, interpolation=inter)
+            img = self._resized(img, size, rng)
         if self.pad > 0:
             img = cv2.copyMakeBorder(img, self.pad, self.pad, self.pad, self.pad,
                                      cv2.BORDER_CONSTANT, value=[self.fill_value] * 4)
         if img.shape[0] < h or img.shape[1] < w:  # scaled up, aspect kept, to cover the crop
             factor = max(h / img.shape[0], w / img.shape[1])
-            img = cv2.resize(img, (max(w, int(img.shape[1] * factor)),
-                                   max(h, int(img.shape[0] * factor))), interpolation=inter)
+            img = self._resized(img, (max(w, int(img.shape[1] * factor)),
+                                      max(h, int(img.shape[0] * factor))), rng, crossed=True)
         if self.rand_crop:
             y = int(rng.randint(0, img.shape[0] - h + 1))
             x = int(rng.randint(0, img.shape[1] - w + 1))

@@ -44,6 +44,7 @@ CONFIGS = {
     "pad_width": dict(data_shape=(3, 16, 16), batch_size=5, label_pad_width=30,
                       label_pad_value=0.5),
     "wide": dict(data_shape=(3, 12, 20), batch_size=5, inter_method=2),
+    "auto": dict(data_shape=(3, 16, 16), batch_size=5, inter_method=9),
     "nearest": dict(data_shape=(3, 16, 16), batch_size=5, inter_method=0),
     "normalise": dict(data_shape=(3, 16, 16), batch_size=5, mean_r=10, mean_g=20, mean_b=30,
                       std_r=2, std_g=4, std_b=8, scale=0.5),
