@@ -81,3 +81,24 @@ def test_errors_name_the_input():
         mx.image.imrotate(mx.nd.zeros((2, 3, 4, 4)), mx.nd.array([1, 2, 3]))
     with pytest.raises(ValueError, match="Unknown interp"):
         mx.image.resize_short(mx.nd.zeros((4, 4, 3), dtype="uint8"), 2, interp=7)
+
+
+def test_imread_reads_the_file_imdecode_decodes():
+    path = os.path.join(HERE, "pictures", "pic1.png")
+    with open(path, "rb") as f:
+        raw = f.read()
+    np.testing.assert_array_equal(mx.image.imread(path).asnumpy(),
+                                  mx.image.imdecode(raw).asnumpy())
+    gray = mx.image.imread(path, flag=0)
+    assert gray.shape == (18, 30, 1) and gray.dtype == np.uint8
+    out = mx.nd.zeros((18, 30, 3), dtype="uint8")
+    assert mx.image.imdecode(raw, out=out) is out and out.asnumpy().any()
+    with pytest.raises(mx.MXNetError, match="cannot read"):
+        mx.image.imread(os.path.join(HERE, "pictures", "missing.png"))
+
+
+def test_border_values_per_channel():
+    img = mx.nd.zeros((2, 2, 3), dtype="uint8")
+    framed = mx.image.copyMakeBorder(img, 1, 1, 1, 1, values=(10, 20, 30)).asnumpy()
+    assert framed.shape == (4, 4, 3)
+    assert framed[0, 0].tolist() == [10, 20, 30] and framed[1, 1].tolist() == [0, 0, 0]
