@@ -24,10 +24,12 @@ parallel (OpenCV releases the GIL) and `prefetch_buffer` batches are prepared ah
 
 Where minimod bends MXNet: without `round_batch`, the last batch's missing rows are zeros and
 its `pad` counts them (MXNet leaves uninitialised memory there and reports a pad of 0). The
-random augmentations other than `rand_crop` and `rand_mirror` (rotation, aspect, scale,
-colour and lighting jitter, random resized crop) and `aug_seq` other than the default are
-refused with a message naming them. With `path_imglist` a record's labels are those the list
-gives its header's id, as in MXNet.
+random augmentations other than `rand_crop`, `rand_mirror` and the affine one are refused
+with a message naming them (colour and lighting jitter, random resized crop, crop-size
+ranges, `aug_seq`). The affine one (`rotate`, `max_rotate_angle`, `max_shear_ratio`,
+`min/max_random_scale`, `min/max_aspect_ratio`, `min/max_img_size`) warps about the centre
+after the resize and before the pad, exactly as MXNet's when its draws are fixed. With
+`path_imglist` a record's labels are those the list gives its header's id, as in MXNet.
 """
 from __future__ import annotations
 
@@ -49,13 +51,14 @@ from .base import DataBatch, DataDesc, DataIter, DataIterError
 __all__ = ["ImageRecordIter", "ImageRecordUInt8Iter"]
 
 #: parameters of MXNet's random augmenters that are accepted only at their default value
-_REFUSED = dict(random_resized_crop=False, max_rotate_angle=0, max_aspect_ratio=0.0,
-                min_aspect_ratio=None, max_shear_ratio=0.0, max_crop_size=-1, min_crop_size=-1,
-                max_random_scale=1.0, min_random_scale=1.0, max_random_area=1.0,
-                min_random_area=1.0, max_img_size=1e10, min_img_size=0.0, brightness=0.0,
-                contrast=0.0, saturation=0.0, pca_noise=0.0, random_h=0, random_s=0,
-                random_l=0, rotate=-1, max_random_contrast=0.0, max_random_illumination=0.0,
-                aug_seq="aug_default")
+_REFUSED = dict(random_resized_crop=False, max_crop_size=-1, min_crop_size=-1,
+                max_random_area=1.0, min_random_area=1.0, brightness=0.0, contrast=0.0,
+                saturation=0.0, pca_noise=0.0, random_h=0, random_s=0, random_l=0,
+                max_random_contrast=0.0, max_random_illumination=0.0, aug_seq="aug_default")
+#: the affine augmentation's parameters and their defaults (no transformation)
+_AFFINE = dict(rotate=-1, max_rotate_angle=0, max_shear_ratio=0.0, min_random_scale=1.0,
+               max_random_scale=1.0, max_aspect_ratio=0.0, min_aspect_ratio=None,
+               max_img_size=1e10, min_img_size=0.0)
 #: what is accepted and changes nothing here (device placement, logging, MXNet's chunking)
 _IGNORED = ("verbose", "device_id", "ctx", "shuffle_chunk_size", "shuffle_chunk_seed",
             "path_imgidx", "seed_aug")
@@ -103,15 +106,19 @@ def _check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_wi
     """DataIterError naming the first parameter MXNet's iterator takes but minimod cannot
     honour, or that has no valid value."""
     for key, value in kwargs.items():
-        if key in _IGNORED:
+        if key in _IGNORED or key in _AFFINE:
             continue
         if key not in _REFUSED:
             raise DataIterError("ImageRecordIter has no parameter %r" % key)
         if value != _REFUSED[key] and value is not None and value != "":
             raise DataIterError(
                 "ImageRecordIter: %s=%r is not supported by minimod (supported augmentations: "
-                "resize, pad/fill_value, rand_crop, mirror, rand_mirror, mean/std/scale, "
-                "mean_img)" % (key, value))
+                "resize, rotation, shear, scale, aspect, pad/fill_value, rand_crop, mirror, "
+                "rand_mirror, mean/std/scale, mean_img)" % (key, value))
+    affine = {k: kwargs.get(k, v) for k, v in _AFFINE.items()}
+    if affine != _AFFINE and inter_method == 0:
+        raise DataIterError("ImageRecordIter: inter_method=0 cannot warp an image (rotation, "
+                            "shear, scale, aspect): use 1-4, 9 or 10, as MXNet requires")
     if not path_imgrec or not os.path.isfile(path_imgrec):
         raise DataIterError("ImageRecordIter: path_imgrec %r is not a file" % path_imgrec)
     if data_shape is None or len(tuple(data_shape)) != 3 or tuple(data_shape)[0] not in (
@@ -144,6 +151,7 @@ class ImageRecordIter(DataIter):
         super().__init__(batch_size)
         _check_arguments(kwargs, path_imgrec, data_shape, batch_size, label_width, num_parts,
                          part_index, inter_method)
+        self._affine = {k: kwargs.get(k, v) for k, v in _AFFINE.items()}
         self._cv2 = opencv()
         self.path = path_imgrec
         self.shape = tuple(int(d) for d in data_shape)
@@ -244,6 +252,43 @@ class ImageRecordIter(DataIter):
     def _flip(self, rng: np.random.RandomState) -> bool:
         return bool(self.mirror or (self.rand_mirror and rng.randint(0, 2)))
 
+    def _warped(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+        """img through MXNet's affine augmentation: shear s, rotation by an angle (`rotate`, or
+        a whole number of degrees in +-max_rotate_angle), scale and aspect ratio r, about the
+        centre, into an image of scale times its size (bounded by min/max_img_size), the
+        uncovered part filled with fill_value."""
+        p = self._affine
+        shear = rng.uniform(-1, 1) * p["max_shear_ratio"]
+        angle = p["rotate"] if p["rotate"] > 0 else rng.randint(-p["max_rotate_angle"],
+                                                                p["max_rotate_angle"] + 1)
+        scale = rng.uniform(p["min_random_scale"], p["max_random_scale"])
+        if p["min_aspect_ratio"] is not None:
+            ratio = rng.uniform(p["min_aspect_ratio"], p["max_aspect_ratio"])
+        else:
+            ratio = 1 + rng.uniform(-1, 1) * p["max_aspect_ratio"]
+        cos, sin = np.cos(angle / 180.0 * np.pi), np.sin(angle / 180.0 * np.pi)
+        hs = 2 * scale / (1 + ratio)
+        ws = ratio * hs
+        rows, cols = img.shape[:2]
+        # the new size in float32, as MXNet holds it: whole pixels for the output, the
+        # fraction kept for the centring
+        width, height = (np.float32(max(p["min_img_size"], min(p["max_img_size"], scale * n)))
+                         for n in (cols, rows))
+        size = (int(width), int(height))
+        m = np.array([[hs * cos - shear * sin * ws, hs * sin + shear * cos * ws, 0],
+                      [-sin * ws, cos * ws, 0]], np.float32)
+        m[0, 2] = (width - (m[0, 0] * cols + m[0, 1] * rows)) / 2
+        m[1, 2] = (height - (m[1, 0] * cols + m[1, 1] * rows)) / 2
+        inter = self.inter_method
+        if inter == 9:
+            inter = 2 if size[0] > cols and size[1] > rows else (
+                3 if size[0] < cols and size[1] < rows else 1)
+        elif inter == 10:
+            inter = int(rng.randint(0, 5))
+        fill = [self.fill_value] * 4
+        return self._cv2.warpAffine(img, m, size, flags=inter,
+                                    borderMode=self._cv2.BORDER_CONSTANT, borderValue=fill)
+
     def _augment(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
         """The decoded image resized, padded and cropped, (h, w, channels)."""
         cv2 = self._cv2
@@ -255,6 +300,8 @@ class ImageRecordIter(DataIter):
             else:
                 size = (self.resize, int(rows * self.resize / cols))
             img = self._resized(img, size, rng)
+        if self._affine != _AFFINE:
+            img = self._warped(img, rng)
         if self.pad > 0:
             img = cv2.copyMakeBorder(img, self.pad, self.pad, self.pad, self.pad,
                                      cv2.BORDER_CONSTANT, value=[self.fill_value] * 4)
