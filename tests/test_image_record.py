@@ -9,7 +9,7 @@ import pytest
 
 import minimod as mx
 from minimod.io import DataIterError
-from minimod.io.image_record import record_offsets
+from minimod.io.image_files import record_offsets
 
 HERE = os.path.join(os.path.dirname(__file__), "data", "io")
 FILES = os.path.join(HERE, "files")
@@ -121,6 +121,8 @@ def test_module_trains_on_image_records():
 @pytest.mark.parametrize("kwargs, text", [
     (dict(max_rotate_angle=10, inter_method=0), "inter_method=0 cannot warp"),
     (dict(brightness=0.2), "brightness=0.2 is not supported"),
+    (dict(max_rotate_angle=-5), "must be >= 0"),
+    (dict(min_random_scale=0.0), "random scales > 0"),
     (dict(random_h=5), "random_h=5 is not supported"),
     (dict(path_imglist="missing.lst"), "cannot read path_imglist"),
     (dict(not_a_parameter=1), "no parameter 'not_a_parameter'"),

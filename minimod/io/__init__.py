@@ -16,8 +16,8 @@ StopIteration, `reset()` starts a new epoch). The iterators:
 
 The package: base.py (DataDesc, DataBatch, DataIter, the errors), ndarray_iter.py (NDArrayIter,
 shard_positions), file_iters.py (CSVIter, MNISTIter), image_record.py (ImageRecordIter,
-ImageRecordUInt8Iter), image_det_record.py (ImageDetRecordIter), wrappers.py (ResizeIter,
-PrefetchingIter).
+ImageRecordUInt8Iter), image_det_record.py (ImageDetRecordIter), image_files.py (records,
+image lists and the image iterators' parameters), wrappers.py (ResizeIter, PrefetchingIter).
 
 Where minimod bends MXNet:
 

@@ -25,7 +25,8 @@ import numpy as np
 
 from ..recordio import unpack
 from .base import DataDesc, DataIterError
-from .image_record import ImageRecordIter, _read_record
+from .image_files import read_record
+from .image_record import ImageRecordIter
 
 __all__ = ["ImageDetRecordIter"]
 
@@ -75,7 +76,7 @@ class ImageDetRecordIter(ImageRecordIter):
         if not longest:
             with open(self.path, "rb") as f:
                 for offset in self._offsets:
-                    header, _ = unpack(_read_record(f, offset))
+                    header, _ = unpack(read_record(f, offset))
                     longest = max(longest, np.asarray(header.label).size)
         self.label_width = 4 + longest
         desc = self.provide_label[0]

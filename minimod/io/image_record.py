@@ -33,8 +33,8 @@ after the resize and before the pad, exactly as MXNet's when its draws are fixed
 """
 from __future__ import annotations
 
+import logging
 import os
-import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
@@ -47,91 +47,17 @@ from ..ndarray.serialization import load as nd_load
 from ..ndarray.serialization import save as nd_save
 from ..recordio import opencv, unpack
 from .base import DataBatch, DataDesc, DataIter, DataIterError
+from .image_files import (
+    AFFINE_DEFAULTS,
+    check_arguments,
+    part_records,
+    per_channel,
+    read_imglist,
+    read_record,
+    record_offsets,
+)
 
 __all__ = ["ImageRecordIter", "ImageRecordUInt8Iter"]
-
-#: parameters of MXNet's random augmenters that are accepted only at their default value
-_REFUSED = dict(random_resized_crop=False, max_crop_size=-1, min_crop_size=-1,
-                max_random_area=1.0, min_random_area=1.0, brightness=0.0, contrast=0.0,
-                saturation=0.0, pca_noise=0.0, random_h=0, random_s=0, random_l=0,
-                max_random_contrast=0.0, max_random_illumination=0.0, aug_seq="aug_default")
-#: the affine augmentation's parameters and their defaults (no transformation)
-_AFFINE = dict(rotate=-1, max_rotate_angle=0, max_shear_ratio=0.0, min_random_scale=1.0,
-               max_random_scale=1.0, max_aspect_ratio=0.0, min_aspect_ratio=None,
-               max_img_size=1e10, min_img_size=0.0)
-#: what is accepted and changes nothing here (device placement, logging, MXNet's chunking)
-_IGNORED = ("verbose", "device_id", "ctx", "shuffle_chunk_size", "shuffle_chunk_seed",
-            "path_imgidx", "seed_aug")
-
-
-def record_offsets(path: str) -> tuple:
-    """(byte offset of every record of the RecordIO file, the file's size), from the record
-    headers alone (payloads are skipped, not read)."""
-    offsets = []
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        pos = 0
-        while pos + 8 <= size:
-            f.seek(pos)
-            magic, word = struct.unpack("<II", f.read(8))
-            if magic != 0xCED7230A:
-                raise MXNetError("'%s' is not a RecordIO file: no record at byte %d"
-                                 % (path, pos))
-            if word >> 29 in (0, 1):  # a whole record, or its first part
-                offsets.append(pos)
-            length = word & ((1 << 29) - 1)
-            if pos + 8 + length > size:
-                raise MXNetError("'%s' is truncated: the record at byte %d holds %d bytes, the "
-                                 "file ends %d bytes after its header"
-                                 % (path, pos, length, size - pos - 8))
-            pos += 8 + length + (-length % 4)
-    if pos < size:
-        raise MXNetError("'%s' ends with %d stray bytes after its last record" % (path,
-                                                                              size - pos))
-    return offsets, size
-
-
-def part_records(offsets: list, size: int, num_parts: int, part_index: int) -> list:
-    """Indices of the records of part `part_index`: MXNet splits the file into num_parts
-    byte ranges of ceil(size / num_parts) bytes (rounded up to 4) and a part holds the records
-    that start in its range."""
-    step = -(-size // num_parts)
-    step += -step % 4
-    begin, end = min(part_index * step, size), min((part_index + 1) * step, size)
-    return [i for i, off in enumerate(offsets) if begin <= off < end]
-
-
-def _check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_width,
-                     num_parts, part_index, inter_method) -> None:
-    """DataIterError naming the first parameter MXNet's iterator takes but minimod cannot
-    honour, or that has no valid value."""
-    for key, value in kwargs.items():
-        if key in _IGNORED or key in _AFFINE:
-            continue
-        if key not in _REFUSED:
-            raise DataIterError("ImageRecordIter has no parameter %r" % key)
-        if value != _REFUSED[key] and value is not None and value != "":
-            raise DataIterError(
-                "ImageRecordIter: %s=%r is not supported by minimod (supported augmentations: "
-                "resize, rotation, shear, scale, aspect, pad/fill_value, rand_crop, mirror, "
-                "rand_mirror, mean/std/scale, mean_img)" % (key, value))
-    affine = {k: kwargs.get(k, v) for k, v in _AFFINE.items()}
-    if affine != _AFFINE and inter_method == 0:
-        raise DataIterError("ImageRecordIter: inter_method=0 cannot warp an image (rotation, "
-                            "shear, scale, aspect): use 1-4, 9 or 10, as MXNet requires")
-    if not path_imgrec or not os.path.isfile(path_imgrec):
-        raise DataIterError("ImageRecordIter: path_imgrec %r is not a file" % path_imgrec)
-    if data_shape is None or len(tuple(data_shape)) != 3 or tuple(data_shape)[0] not in (
-            1, 3, 4):
-        raise DataIterError("ImageRecordIter: data_shape must be (channels, height, width) "
-                            "with 1, 3 or 4 channels, got %r" % (data_shape,))
-    if batch_size < 1 or label_width < 1 or not 0 <= part_index < num_parts:
-        raise DataIterError("ImageRecordIter: batch_size=%r, label_width=%r, part_index=%r of "
-                            "num_parts=%r" % (batch_size, label_width, part_index, num_parts))
-    if inter_method not in (0, 1, 2, 3, 4, 9, 10):
-        raise DataIterError("ImageRecordIter: inter_method=%r is not one of 0-4, 9, 10"
-                            % inter_method)
-
 
 class ImageRecordIter(DataIter):
     """Batches (data (batch, c, h, w), label (batch,) or (batch, label_width)) of the images of
@@ -149,9 +75,8 @@ class ImageRecordIter(DataIter):
                  inter_method: int = 1, data_name: str = "data",
                  label_name: str = "softmax_label", path_imglist: str = "", **kwargs: Any):
         super().__init__(batch_size)
-        _check_arguments(kwargs, path_imgrec, data_shape, batch_size, label_width, num_parts,
-                         part_index, inter_method)
-        self._affine = {k: kwargs.get(k, v) for k, v in _AFFINE.items()}
+        self._affine = check_arguments(kwargs, path_imgrec, data_shape, batch_size,
+                                       label_width, num_parts, part_index, inter_method)
         self._cv2 = opencv()
         self.path = path_imgrec
         self.shape = tuple(int(d) for d in data_shape)
@@ -159,8 +84,8 @@ class ImageRecordIter(DataIter):
         self.resize, self.pad, self.fill_value = resize, pad, fill_value
         self.rand_crop, self.rand_mirror, self.mirror = rand_crop, rand_mirror, mirror
         self.inter_method, self.dtype = inter_method, np.dtype(dtype or "float32")
-        self._mean = _per_channel((mean_r, mean_g, mean_b, mean_a), self.shape[0])
-        self._std = _per_channel((std_r, std_g, std_b, std_a), self.shape[0])
+        self._mean = per_channel((mean_r, mean_g, mean_b, mean_a), self.shape[0])
+        self._std = per_channel((std_r, std_g, std_b, std_a), self.shape[0])
         self._scale = np.float32(scale)
         offsets, size = record_offsets(path_imgrec)
         self._offsets = [offsets[i] for i in part_records(offsets, size, num_parts,
@@ -168,7 +93,7 @@ class ImageRecordIter(DataIter):
         self._shuffle, self._rng = shuffle, np.random.RandomState(seed)
         self._aug_rng = np.random.RandomState(seed)
         self._pool, self._files = ThreadPoolExecutor(max(1, preprocess_threads)), threading.local()
-        self._labels = _read_imglist(path_imglist) if path_imglist else None
+        self._labels = read_imglist(path_imglist) if path_imglist else None
         if mean_img:
             self._mean = self._mean_image(mean_img)
         self._ahead = max(1, prefetch_buffer)
@@ -187,6 +112,8 @@ class ImageRecordIter(DataIter):
         the mean of one pass over the data (processed with the per-channel mean, std and
         scale), written there first (atomically)."""
         if not os.path.exists(path):
+            logging.info("ImageRecordIter: computing the mean image of %d records of '%s' "
+                         "into '%s'", len(self._offsets), self.path, path)
             seeds = np.random.RandomState(0).randint(0, 2 ** 31 - 1, size=len(self._offsets))
             total = np.zeros(self.shape, np.float64)
             for image, _ in self._pool.map(lambda job: self._decode(*job),
@@ -224,7 +151,7 @@ class ImageRecordIter(DataIter):
         files = self._files.__dict__
         if "f" not in files:  # one open file per decoding thread
             files["f"] = open(self.path, "rb")
-        header, payload = unpack(_read_record(files["f"], offset))
+        header, payload = unpack(read_record(files["f"], offset))
         c, h, w = self.shape
         flag = {1: cv2.IMREAD_GRAYSCALE, 3: cv2.IMREAD_COLOR, 4: cv2.IMREAD_UNCHANGED}[c]
         img = cv2.imdecode(np.frombuffer(payload, np.uint8), flag)
@@ -300,7 +227,7 @@ class ImageRecordIter(DataIter):
             else:
                 size = (self.resize, int(rows * self.resize / cols))
             img = self._resized(img, size, rng)
-        if self._affine != _AFFINE:
+        if self._affine != AFFINE_DEFAULTS:
             img = self._warped(img, rng)
         if self.pad > 0:
             img = cv2.copyMakeBorder(img, self.pad, self.pad, self.pad, self.pad,
@@ -382,49 +309,6 @@ class ImageRecordIter(DataIter):
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _read_imglist(path: str) -> dict:
-    """{image index: its labels} of an im2rec list file ("index<TAB>labels...<TAB>path"
-    lines); the labels of a record are those of its header's id, as in MXNet."""
-    labels = {}
-    try:
-        with open(path) as f:
-            for number, line in enumerate(f, 1):
-                fields = line.strip().split("\t")
-                if len(fields) < 3:
-                    if not line.strip():
-                        continue
-                    raise DataIterError("ImageRecordIter: path_imglist '%s' line %d is not "
-                                        "'index<TAB>labels<TAB>path'" % (path, number))
-                labels[int(fields[0])] = np.array(fields[1:-1], np.float32)
-    except OSError as err:
-        raise DataIterError("ImageRecordIter: cannot read path_imglist '%s': %s"
-                            % (path, err.strerror)) from None
-    return labels
-
-
-def _per_channel(rgba: tuple, channels: int) -> np.ndarray:
-    """The (channels, 1, 1) values of RGB(A) parameters (a grey image takes the red one)."""
-    return np.array(rgba[:channels], np.float32).reshape(channels, 1, 1)
-
-
-def _read_record(f, offset: int) -> bytes:
-    """The payload of the record at `offset` (parts joined around the magic number)."""
-    f.seek(offset)
-    parts = []
-    while True:
-        head = f.read(8)
-        magic, word = struct.unpack("<II", head) if len(head) == 8 else (None, 0)
-        length = word & ((1 << 29) - 1)
-        data = f.read(length)
-        if magic != 0xCED7230A or len(data) != length:
-            raise MXNetError("RecordIO file '%s': the record at byte %d is cut short or "
-                             "overwritten" % (f.name, offset))
-        parts.append(data)
-        f.read(-length % 4)
-        if word >> 29 in (0, 3):
-            return struct.pack("<I", 0xCED7230A).join(parts)
 
 
 _NORMALISATION = ("mean_img", "mean_r", "mean_g", "mean_b", "mean_a", "std_r", "std_g", "std_b",
