@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..base import MXNetError
+from ..io.image_files import auto_interpolation
 from ..ndarray import NDArray
 from ..ndarray import array as nd_array
 from ..recordio import opencv as _cv2
@@ -30,6 +31,15 @@ def _image(data: np.ndarray, like: Optional[NDArray] = None) -> NDArray:
     """(h, w) or (h, w, c) pixels as an (h, w, c) NDArray (on `like`'s device)."""
     data = data.reshape(data.shape[:2] + (-1,))
     return nd_array(data, ctx=None if like is None else like.context, dtype=data.dtype)
+
+
+def _result(pixels: np.ndarray, like: Optional[NDArray], out: Optional[NDArray]) -> NDArray:
+    """The pixels as an NDArray, written into `out` (and `out` returned) when it is given."""
+    result = _image(pixels, like)
+    if out is None:
+        return result
+    out[:] = result
+    return out
 
 
 def _pixels(src) -> np.ndarray:
@@ -51,11 +61,7 @@ def imdecode(buf, flag: int = 1, to_rgb: bool = True, out: Optional[NDArray] = N
                          % raw.size)
     if flag and to_rgb:
         img = img[:, :, ::-1]
-    result = _image(np.ascontiguousarray(img))
-    if out is not None:
-        out[:] = result
-        return out
-    return result
+    return _result(np.ascontiguousarray(img), None, out)
 
 
 def imread(filename: str, flag: int = 1, to_rgb: bool = True,
@@ -75,11 +81,7 @@ def imresize(src: NDArray, w: int, h: int, interp: int = 1, out: Optional[NDArra
     if interp not in (0, 1, 2, 3, 4):
         raise MXNetError("imresize: interp=%r is not one of 0-4" % (interp,))
     img = _cv2().resize(_pixels(src), (int(w), int(h)), interpolation=interp)
-    result = _image(img, src)
-    if out is not None:
-        out[:] = result
-        return out
-    return result
+    return _result(img, src, out)
 
 
 def scale_down(src_size: tuple, size: tuple) -> tuple:
@@ -99,24 +101,13 @@ def copyMakeBorder(src: NDArray, top: int, bot: int, left: int, right: int, type
     `values`)."""
     fill = list(values) if len(values) else [value] * 4
     img = _cv2().copyMakeBorder(_pixels(src), top, bot, left, right, type, value=fill)
-    result = _image(img, src)
-    if out is not None:
-        out[:] = result
-        return out
-    return result
+    return _result(img, src, out)
 
 
 def _get_interp_method(interp: int, sizes: tuple = ()) -> int:
     """The interpolation for a resize of (old h, old w, new h, new w) `sizes`."""
     if interp == 9:
-        if sizes:
-            oh, ow, nh, nw = sizes
-            if nh > oh and nw > ow:
-                return 2
-            if nh < oh and nw < ow:
-                return 3
-            return 1
-        return 2
+        return auto_interpolation(sizes[:2], sizes[2:]) if sizes else 2
     if interp == 10:
         return random.randint(0, 4)
     if interp not in (0, 1, 2, 3, 4):

@@ -22,8 +22,9 @@ from typing import Optional
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, ShapeError
 from ..io.base import DataBatch, DataDesc, DataIter
+from ..io.image_files import read_imglist
 from ..ndarray import array as nd_array
 from ..ndarray import zeros as nd_zeros
 from ..ndarray.routines.shapes import transpose
@@ -35,16 +36,10 @@ __all__ = ["ImageIter"]
 
 
 def _read_list(path: str, dtype: str) -> tuple:
-    """({key: (labels, image path)}, keys in file order) of an image list file."""
-    entries = {}
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            fields = line.strip().split("\t")
-            if len(fields) < 3:
-                raise MXNetError("image list '%s' line %d is not 'index<TAB>labels<TAB>path'"
-                                 % (path, number))
-            entries[int(fields[0])] = (nd_array([float(v) for v in fields[1:-1]], dtype=dtype),
-                                       fields[-1])
+    """({key: (labels, image path)}, keys in file order) of an image list file
+    (`io.image_files.read_imglist`)."""
+    entries = {key: (nd_array(labels, dtype=dtype), image)
+               for key, (labels, image) in read_imglist(path).items()}
     return entries, list(entries)
 
 
@@ -63,15 +58,12 @@ def _from_list(imglist: list, dtype: str) -> tuple:
     return entries, list(entries)
 
 
-def _check(has_source: bool, data_shape: tuple, dtype: str, last_batch_handle: str) -> None:
+def _check(has_source: bool, dtype: str, last_batch_handle: str) -> None:
     if not has_source:
         raise MXNetError("ImageIter needs path_imgrec, path_imglist or an imglist list")
     if dtype not in ("int32", "float32", "int64", "float64"):
         raise MXNetError("ImageIter: dtype must be int32, float32, int64 or float64, got %r"
                          % (dtype,))
-    if len(data_shape) != 3 or data_shape[0] != 3:
-        raise MXNetError("ImageIter: data_shape must be (3, height, width), got %r"
-                         % (data_shape,))
     if last_batch_handle not in ("pad", "discard", "roll_over"):
         raise MXNetError("ImageIter: last_batch_handle must be 'pad', 'discard' or "
                          "'roll_over', got %r" % (last_batch_handle,))
@@ -88,8 +80,9 @@ class ImageIter(DataIter):
                  data_name: str = "data", label_name: str = "softmax_label",
                  dtype: str = "float32", last_batch_handle: str = "pad", **kwargs):
         super().__init__(batch_size)
-        _check(path_imgrec or path_imglist or isinstance(imglist, list), data_shape, dtype,
+        _check(path_imgrec or path_imglist or isinstance(imglist, list), dtype,
                last_batch_handle)
+        self.check_data_shape(data_shape)  # a method, as MXNet's: subclasses may widen it
         self.imgrec = self.imgidx = None
         if path_imgrec and path_imgidx:
             self.imgrec = MXIndexedRecordIO(path_imgidx, path_imgrec, "r")
@@ -215,7 +208,8 @@ class ImageIter(DataIter):
 
     def check_data_shape(self, data_shape: tuple) -> None:
         if len(data_shape) != 3 or data_shape[0] != 3:
-            raise ValueError("data_shape must be (3, height, width), got %r" % (data_shape,))
+            raise ShapeError("ImageIter: data_shape must be (3, height, width), got %r"
+                             % (data_shape,))
 
     def check_valid_image(self, data) -> None:
         if len(data.shape) == 0:

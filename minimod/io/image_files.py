@@ -1,7 +1,8 @@
 """What ImageRecordIter and ImageDetRecordIter share below the iterator: locating and reading
 the records of a RecordIO file (`record_offsets`, `part_records`, `read_record`), im2rec list
-files (`read_imglist`), and which of MXNet's parameters are honoured, ignored or refused
-(`check_arguments`)."""
+files (`read_imglist`), which of MXNet's parameters are honoured, ignored or refused
+(`check_arguments`), and MXNet's choice of interpolation by the resize
+(`auto_interpolation`, which `mx.image` uses too)."""
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ from ..base import MXNetError
 from .base import DataIterError
 
 __all__ = ["record_offsets", "part_records", "read_record", "read_imglist", "per_channel",
-           "check_arguments", "AFFINE_DEFAULTS"]
+           "check_arguments", "AFFINE_DEFAULTS", "auto_interpolation"]
 
 #: parameters of MXNet's random augmenters that are accepted only at their default value
 _REFUSED = dict(random_resized_crop=False, max_crop_size=-1, min_crop_size=-1,
@@ -107,9 +108,11 @@ def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_wid
 
 
 def read_imglist(path: str) -> dict:
-    """{image index: its labels} of an im2rec list file ("index<TAB>labels...<TAB>path"
-    lines); the labels of a record are those of its header's id, as in MXNet."""
-    labels = {}
+    """{image index: (its labels, float64, its image path)} of an im2rec list file
+    ("index<TAB>labels...<TAB>path" lines, in file order; blank lines are skipped), which
+    ImageRecordIter (a record takes the labels of its header's id, as in MXNet) and
+    mx.image.ImageIter read."""
+    entries = {}
     try:
         with open(path) as f:
             for number, line in enumerate(f, 1):
@@ -117,13 +120,13 @@ def read_imglist(path: str) -> dict:
                 if len(fields) < 3:
                     if not line.strip():
                         continue
-                    raise DataIterError("ImageRecordIter: path_imglist '%s' line %d is not "
+                    raise DataIterError("path_imglist '%s' line %d is not "
                                         "'index<TAB>labels<TAB>path'" % (path, number))
-                labels[int(fields[0])] = np.array(fields[1:-1], np.float32)
+                entries[int(fields[0])] = (np.array(fields[1:-1], np.float64), fields[-1])
     except OSError as err:
-        raise DataIterError("ImageRecordIter: cannot read path_imglist '%s': %s"
+        raise DataIterError("cannot read path_imglist '%s': %s"
                             % (path, err.strerror)) from None
-    return labels
+    return entries
 
 
 def per_channel(rgba: tuple, channels: int) -> np.ndarray:
@@ -147,3 +150,14 @@ def read_record(f, offset: int) -> bytes:
         f.read(-length % 4)
         if word >> 29 in (0, 3):
             return struct.pack("<I", 0xCED7230A).join(parts)
+
+
+def auto_interpolation(old: tuple, new: tuple) -> int:
+    """MXNet's interpolation 9 for a resize from `old` to `new` (both (w, h), or both
+    (h, w)): bicubic (2) to enlarge both sides, area (3) to shrink both, bilinear (1)
+    otherwise."""
+    if new[0] > old[0] and new[1] > old[1]:
+        return 2
+    if new[0] < old[0] and new[1] < old[1]:
+        return 3
+    return 1

@@ -42,13 +42,16 @@ from typing import Any, Optional
 import numpy as np
 
 from ..base import MXNetError
+from ..context import Context
 from ..ndarray import array as nd_array
+from ..ndarray.core import wrap
 from ..ndarray.serialization import load as nd_load
 from ..ndarray.serialization import save as nd_save
 from ..recordio import opencv, unpack
 from .base import DataBatch, DataDesc, DataIter, DataIterError
 from .image_files import (
     AFFINE_DEFAULTS,
+    auto_interpolation,
     check_arguments,
     part_records,
     per_channel,
@@ -129,21 +132,22 @@ class ImageRecordIter(DataIter):
         return arr.astype(np.float32)
 
     # ------------------------------------------------------------------ one image
+    def _interpolation(self, old: tuple, new: tuple, rng: np.random.RandomState) -> int:
+        """The interpolation of a resize from `old` to `new` (w, h): inter_method, where 9
+        picks by the resize as MXNet does (`auto_interpolation`) and 10 draws one of 0-4."""
+        if self.inter_method == 9:
+            return auto_interpolation(old, new)
+        if self.inter_method == 10:
+            return int(rng.randint(0, 5))
+        return self.inter_method
+
     def _resized(self, img: np.ndarray, size: tuple, rng: np.random.RandomState,
                  crossed: bool = False) -> np.ndarray:
-        """img resized to size (w, h). Interpolation 9 picks by the resize, as MXNet's: bicubic
-        to enlarge both sides, area to shrink both, bilinear otherwise; 10 draws one of 0-4.
-        `crossed` compares the new width with the old height and the new height with the old
-        width, as MXNet does when it scales an image up to cover the crop."""
-        inter = self.inter_method
-        if inter == 9:
-            old = img.shape[:2] if crossed else img.shape[1::-1]  # (w, h), or (h, w)
-            grow = (size[0] > old[0], size[1] > old[1])
-            shrink = (size[0] < old[0], size[1] < old[1])
-            inter = 2 if all(grow) else 3 if all(shrink) else 1
-        elif inter == 10:
-            inter = int(rng.randint(0, 5))
-        return self._cv2.resize(img, size, interpolation=inter)
+        """img resized to size (w, h). `crossed` compares the new width with the old height
+        and the new height with the old width when interpolation 9 picks, as MXNet does when
+        it scales an image up to cover the crop."""
+        old = img.shape[:2] if crossed else img.shape[1::-1]  # (h, w), or (w, h)
+        return self._cv2.resize(img, size, interpolation=self._interpolation(old, size, rng))
 
     def _decode(self, offset: int, draws: tuple) -> tuple:
         """(image (c, h, w) float32 normalised, label) of the record at `offset`."""
@@ -173,7 +177,7 @@ class ImageRecordIter(DataIter):
             if header.id not in self._labels:
                 raise DataIterError("ImageRecordIter: record id %d of '%s' is not in "
                                     "path_imglist" % (header.id, self.path))
-            label = self._labels[header.id]
+            label = self._labels[header.id][0]
         return out, self._label_row(label, flipped)
 
     def _flip(self, rng: np.random.RandomState) -> bool:
@@ -206,15 +210,9 @@ class ImageRecordIter(DataIter):
                       [-sin * ws, cos * ws, 0]], np.float32)
         m[0, 2] = (width - (m[0, 0] * cols + m[0, 1] * rows)) / 2
         m[1, 2] = (height - (m[1, 0] * cols + m[1, 1] * rows)) / 2
-        inter = self.inter_method
-        if inter == 9:
-            inter = 2 if size[0] > cols and size[1] > rows else (
-                3 if size[0] < cols and size[1] < rows else 1)
-        elif inter == 10:
-            inter = int(rng.randint(0, 5))
-        fill = [self.fill_value] * 4
-        return self._cv2.warpAffine(img, m, size, flags=inter,
-                                    borderMode=self._cv2.BORDER_CONSTANT, borderValue=fill)
+        inter = self._interpolation((cols, rows), size, rng)
+        return self._cv2.warpAffine(img, m, size, flags=inter, borderMode=self._cv2.BORDER_CONSTANT,
+                                    borderValue=[self.fill_value] * 4)
 
     def _augment(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
         """The decoded image resized, padded and cropped, (h, w, channels)."""
@@ -292,10 +290,10 @@ class ImageRecordIter(DataIter):
         # the next epoch starts after the rows this one borrowed from its start
         self._start = pad if (self.round_batch and pad) else 0
         self._fill()
-        out = data.astype(self.dtype) if self.dtype != np.float32 else data
-        return DataBatch(data=[nd_array(out, dtype=self.dtype)], label=[nd_array(label)],
-                         pad=pad, index=None, provide_data=self.provide_data,
-                         provide_label=self.provide_label)
+        host = Context("cpu", 0)  # the batch's own arrays become the NDArrays, uncopied
+        return DataBatch(data=[wrap(data.astype(self.dtype, copy=False), host)],
+                         label=[wrap(label, host)], pad=pad, index=None,
+                         provide_data=self.provide_data, provide_label=self.provide_label)
 
     def _label_row(self, lab, flipped: bool):
         """The batch's label row of a record's label(s)."""
