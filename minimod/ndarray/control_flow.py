@@ -45,6 +45,17 @@ def _scalar(value: Any, kind: type, what: str):
                          % (what, value, kind.__name__)) from None
 
 
+def _add_step(per_step: list, value, fn: str, what: str, error: type) -> list:
+    """The NDArrays of one step's outputs (`what` of loop `fn`), appended as (flat, layout)
+    to `per_step` after checking they are laid out as step 0's."""
+    flat, layout = _flatten(value, "%s's %s" % (fn, what))
+    if per_step and (layout != per_step[0][1] or len(flat) != len(per_step[0][0])):
+        raise error("%s: step %d returned %d outputs where step 0 returned %d"
+                    % (fn, len(per_step), len(flat), len(per_step[0][0])))
+    per_step.append((flat, layout))
+    return flat
+
+
 def foreach(body: Callable, data, init_states):
     """Run `body` over axis 0 of `data`; see the module docstring."""
     _flatten(init_states, "foreach's init_states")
@@ -56,19 +67,12 @@ def foreach(body: Callable, data, init_states):
     if steps == 0:
         raise MXNetError("foreach: data has no step along axis 0 (shape %s)"
                          % (slices[0].shape,))
-    states = init_states
-    per_step, out_layout = [], None
+    states, per_step = init_states, []
     for i in range(steps):
-        item = _regroup([d[i] for d in slices], data_layout)
-        out, states = body(item, states)
-        flat, layout = _flatten(out, "foreach's body output")
-        if per_step and (layout != out_layout or len(flat) != len(per_step[0])):
-            raise MXNetError("foreach: step %d returned %d outputs where step 0 returned %d"
-                             % (i, len(flat), len(per_step[0])))
-        per_step.append(flat)
-        out_layout = layout
-    stacked = [stack(*column, axis=0) for column in zip(*per_step)]
-    return _regroup(stacked, out_layout), states
+        out, states = body(_regroup([d[i] for d in slices], data_layout), states)
+        _add_step(per_step, out, "foreach", "body output", MXNetError)
+    stacked = [stack(*column, axis=0) for column in zip(*(flat for flat, _ in per_step))]
+    return _regroup(stacked, per_step[0][1]), states
 
 
 def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations=None):
@@ -81,7 +85,7 @@ def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations=None):
     loop_vars = [loop_vars] if single else list(loop_vars)
     if not loop_vars:
         raise ValueError("while_loop: loop_vars must hold at least one NDArray")
-    per_step, out_layout = [], None
+    per_step: list = []
     while len(per_step) < max_iterations and _scalar(cond(*loop_vars), bool,
                                                       "the value of while_loop's cond"):
         step_output, new_vars = func(*loop_vars)
@@ -91,15 +95,10 @@ def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations=None):
         if len(new_vars) != len(loop_vars):
             raise ValueError("while_loop: func returned %d loop variables for %d"
                              % (len(new_vars), len(loop_vars)))
-        flat, layout = _flatten(step_output, "while_loop's step output")
-        if per_step and (layout != out_layout or len(flat) != len(per_step[0])):
-            raise ValueError("while_loop: step %d returned %d outputs where step 0 returned %d"
-                             % (len(per_step), len(flat), len(per_step[0])))
-        per_step.append(flat)
-        out_layout = layout
+        _add_step(per_step, step_output, "while_loop", "step output", ValueError)
         loop_vars = new_vars
     stacked = []
-    for k, column in enumerate(zip(*per_step)):
+    for k, column in enumerate(zip(*(flat for flat, _ in per_step))):
         rows = [x.expand_dims(0) for x in column]
         if any(r.shape != rows[0].shape for r in rows):
             raise ValueError("while_loop: step output %d changes shape between steps: %s"
@@ -108,7 +107,7 @@ def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations=None):
             rows.append(creation.zeros((max_iterations - len(rows),) + rows[0].shape[1:],
                                        ctx=rows[0].context, dtype=rows[0].dtype))
         stacked.append(concat(*rows, dim=0))
-    outputs = _regroup(stacked, out_layout) if out_layout is not None or stacked else []
+    outputs = _regroup(stacked, per_step[0][1]) if per_step else []
     return outputs, (loop_vars[0] if single else loop_vars)
 
 

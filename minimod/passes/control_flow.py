@@ -25,8 +25,18 @@ from .infer import infer_graph_shapes
 __all__ = ["has_loops", "unroll_loops"]
 
 
+def _is_loop(node: Node) -> bool:
+    return node.op is not None and bool(node.op.subgraphs)
+
+
 def has_loops(graph: Graph) -> bool:
-    return any(n.op is not None and n.op.subgraphs for n in graph.nodes)
+    return any(_is_loop(n) for n in graph.nodes)
+
+
+def _data_eids(graph: Graph, nid: int) -> list:
+    """The entry ids of loop node `nid`'s data inputs."""
+    return [graph.input_eids[nid][p] for p, (role, _) in
+            enumerate(graph.nodes[nid].op.input_roles()) if role == "data"]
 
 
 def _fresh(op):
@@ -49,11 +59,9 @@ def _unroll(loop: Node, steps: int, inputs: list, emit) -> list:
     slices = []
     for pos, (role, loc) in enumerate(op.input_roles()):
         if role == "data":
-            split = Node(create_op("SliceChannel", {"num_outputs": str(steps), "axis": "0",
-                                                    "squeeze_axis": "True"}),
-                         "%s_split%d" % (loop.name, len(slices)),
-                         {"num_outputs": str(steps), "axis": "0", "squeeze_axis": "True"},
-                         [inputs[pos]])
+            attrs = {"num_outputs": str(steps), "axis": "0", "squeeze_axis": "True"}
+            split = Node(create_op("SliceChannel", attrs),
+                         "%s_split%d" % (loop.name, len(slices)), attrs, [inputs[pos]])
             emit(split)
             slices.append((loc, split))
         else:
@@ -110,10 +118,9 @@ def _unroll_once(graph: Graph, shapes: list) -> tuple:
 
     for nid, node in enumerate(graph.nodes):
         inputs = [entry(e) for e in node.inputs]
-        if node.op is not None and node.op.subgraphs:
-            data_eids = [graph.input_eids[nid][p] for p, (role, _) in
-                         enumerate(node.op.input_roles()) if role == "data"]
-            lengths = {shapes[e][0] for e in data_eids if shapes[e] and shapes[e][0] is not None}
+        if _is_loop(node):
+            lengths = {shapes[e][0] for e in _data_eids(graph, nid)
+                       if shapes[e] and shapes[e][0] is not None}
             if len(lengths) == 1:
                 remap[id(node)] = _unroll(node, lengths.pop(), inputs, nodes.append)
                 unrolled += 1
@@ -143,10 +150,9 @@ def unroll_loops(graph: Graph, known: Mapping[str, tuple]) -> Graph:
         shapes = infer_graph_shapes(graph, known)
         graph, unrolled = _unroll_once(graph, shapes)
         if not unrolled:
-            loop = next(n for n in graph.nodes if n.op is not None and n.op.subgraphs)
-            nid = graph.node_id[id(loop)]
-            data = [fmt_shape(shapes[graph.input_eids[nid][p]]) for p, (role, _) in
-                    enumerate(loop.op.input_roles()) if role == "data"]
+            nid = next(i for i, n in enumerate(graph.nodes) if _is_loop(n))
+            loop = graph.nodes[nid]
+            data = [fmt_shape(shapes[e]) for e in _data_eids(graph, nid)]
             raise ShapeError("%s (_foreach): cannot tell the loop's length from its data "
                              "(shapes %s): give the data's shape" % (loop.name,
                                                                      ", ".join(data)))

@@ -7,6 +7,7 @@ the slot and both shapes.
 """
 from __future__ import annotations
 
+import functools
 from typing import Mapping, Optional
 
 import numpy as np
@@ -44,10 +45,12 @@ def _run_node(graph: Graph, nid: int, table: list, fn_name: str, merge, fmt) -> 
     out_eids = range(first, graph.row_ptr[nid + 1])
     ins = [table[e] for e in in_eids]
     outs = [table[e] for e in out_eids]
-    rule = _through_body if node.op.subgraphs else getattr(node.op, fn_name)
+    if node.op.subgraphs:
+        rule = functools.partial(_through_body, node, fn_name == "infer_shape", merge, fmt)
+    else:
+        rule = getattr(node.op, fn_name)
     try:
-        new_ins, new_outs = (rule(node, fn_name, list(ins), list(outs)) if node.op.subgraphs
-                             else rule(list(ins), list(outs)))
+        new_ins, new_outs = rule(list(ins), list(outs))
     except MXNetError as err:
         raise type(err)("%s (%s): %s" % (node.name, node.op.name, err)) from None
     changed = False
@@ -70,13 +73,12 @@ def _run_node(graph: Graph, nid: int, table: list, fn_name: str, merge, fmt) -> 
     return changed
 
 
-def _through_body(node, fn_name: str, ins: list, outs: list) -> tuple:
-    """A `_foreach` node's rule (minimod/ops/control_flow.py): infer its body with what is
-    known of the loop's inputs and outputs (a data array's step is its shape without axis 0,
-    a state leaves as it enters), then read the body's variables and outputs back."""
+def _through_body(node, shapes: bool, merge, fmt, ins: list, outs: list) -> tuple:
+    """A `_foreach` node's rule (minimod/ops/control_flow.py) for shapes (`shapes`) or
+    dtypes: infer its body with what is known of the loop's inputs and outputs (a data
+    array's step is its shape without axis 0, a state leaves as it enters), then read the
+    body's variables and outputs back."""
     op, body = node.op, node.op.body
-    shapes = fn_name == "infer_shape"
-    merge = merge_shape if shapes else _merge_dtype
     roles = op.input_roles()
     n_out, var_ids = op.attrs.num_out_data, body.variable_ids()
     state_out = {pos: n_out + k for k, pos in enumerate(
@@ -103,7 +105,6 @@ def _through_body(node, fn_name: str, ins: list, outs: list) -> tuple:
         try:
             new_ins[pos] = new_outs[k] = merge(new_ins[pos], new_outs[k])
         except ValueError:
-            fmt = fmt_shape if shapes else _fmt_dtype
             raise (ShapeError if shapes else DTypeError)(
                 "loop state %d enters the body as %s and leaves it as %s"
                 % (k - n_out, fmt(new_ins[pos]), fmt(new_outs[k]))) from None
