@@ -133,21 +133,20 @@ class NDArrayBase:
         return np.array(data, copy=True) if copy else data
 
     # ------------------------------------------------------------------ DLPack (dlpack.py)
-    def to_dlpack_for_read(self):
-        """A DLPack "dltensor" capsule over this array's memory, for a reader (on a GPU,
-        once the work queued on the array's device is done)."""
+    def __dlpack__(self, **kwargs):
+        """A DLPack capsule over this array's memory (on a GPU, once the work queued on the
+        array's device is done)."""
         self.wait_to_read()
-        return self._data.__dlpack__()
+        return self._data.__dlpack__(**kwargs)
+
+    def to_dlpack_for_read(self):
+        """A DLPack "dltensor" capsule over this array's memory, for a reader."""
+        return self.__dlpack__()
 
     def to_dlpack_for_write(self):
         """A DLPack "dltensor" capsule over this array's memory, for a writer."""
         self._check_writable()
-        self.wait_to_read()
-        return self._data.__dlpack__()
-
-    def __dlpack__(self, **kwargs):
-        self.wait_to_read()
-        return self._data.__dlpack__(**kwargs)
+        return self.__dlpack__()
 
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()

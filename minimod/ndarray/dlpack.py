@@ -91,16 +91,18 @@ def from_dlpack(dlpack: Any) -> NDArray:
                      "CPU (1) and CUDA (2) memory" % device)
 
 
+def _ndarray(data, fn: str) -> NDArray:
+    if not isinstance(data, NDArray):
+        raise TypeError("%s takes an NDArray, not %s" % (fn, type(data).__name__))
+    return data
+
+
 def to_dlpack_for_read(data: NDArray):
     """A "dltensor" capsule over data's memory, for a consumer that reads it."""
-    if not isinstance(data, NDArray):
-        raise TypeError("to_dlpack_for_read takes an NDArray, not %s" % type(data).__name__)
-    return data.to_dlpack_for_read()
+    return _ndarray(data, "to_dlpack_for_read").to_dlpack_for_read()
 
 
 def to_dlpack_for_write(data: NDArray):
     """A "dltensor" capsule over data's memory, for a consumer that writes it (what it
     writes, data holds)."""
-    if not isinstance(data, NDArray):
-        raise TypeError("to_dlpack_for_write takes an NDArray, not %s" % type(data).__name__)
-    return data.to_dlpack_for_write()
+    return _ndarray(data, "to_dlpack_for_write").to_dlpack_for_write()

@@ -31,7 +31,15 @@ from typing import Literal
 from ..base import DTypeError, ShapeError
 from .conv_helpers import offsets, padded, window
 from .convolution import Convolution
-from .helpers import bias_view, check_rank, dtype_of, param_error, spatial_tuple, write_grad
+from .helpers import (
+    bias_view,
+    check_rank,
+    dtype_of,
+    param_error,
+    reduce_axes,
+    spatial_tuple,
+    write_grad,
+)
 from .normalization import BatchNorm
 from .registry import Op, fmt_shape, register
 
@@ -190,20 +198,15 @@ class BatchNormV1(BatchNorm):
     def _axis(self, ndim: int) -> int:
         return 1
 
+    def _shape_note(self, data) -> str:
+        return "data %s" % fmt_shape(data)
+
     def infer_shape(self, in_shapes: list, out_shapes: list):
         data = in_shapes[0]
-        if data is None:
-            return in_shapes, out_shapes
-        if len(data) not in (2, 4):
+        if data is not None and len(data) not in (2, 4):
             raise ShapeError("input 'data' has shape %s but BatchNorm_v1 takes (N, C) or "
                              "(N, C, H, W) data" % fmt_shape(data))
-        self.same_shape(in_shapes, out_shapes, in_idx=[0], out_idx=[0])
-        why = "data %s" % fmt_shape(data)
-        for i in range(1, 5):
-            self.set_in(in_shapes, i, (data[1],), why)
-        for i in (1, 2):
-            self.set_out(out_shapes, i, (data[1],), why)
-        return in_shapes, out_shapes
+        return super().infer_shape(in_shapes, out_shapes)
 
     def infer_type(self, in_types: list, out_types: list):
         for i, t in enumerate(in_types):
@@ -217,7 +220,7 @@ class BatchNormV1(BatchNorm):
     def forward(self, xp, inputs, aux, out, is_train):
         x, gamma, beta = inputs
         a = self.attrs
-        axes = (0,) if x.ndim == 2 else (0, 2, 3)
+        axes = reduce_axes(x.ndim, 1)
         if is_train and a.fix_gamma:
             gamma[...] = 1
         if is_train and not a.use_global_stats:
@@ -236,7 +239,7 @@ class BatchNormV1(BatchNorm):
         x, gamma = inputs[0], inputs[1]
         g = out_grads[0]
         a = self.attrs
-        axes = (0,) if x.ndim == 2 else (0, 2, 3)
+        axes = reduce_axes(x.ndim, 1)
         mean, var = outputs[1], outputs[2]
         if not a.use_global_stats:
             for moving, stat in zip(aux, (mean, var)):

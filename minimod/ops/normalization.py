@@ -68,13 +68,17 @@ class BatchNorm(Op):
     def _axis(self, ndim: int) -> int:
         return attr_axis(self, ndim)
 
+    def _shape_note(self, data) -> str:
+        """How inference names the data in its messages."""
+        return "data %s with axis=%d" % (fmt_shape(data), self.attrs.axis)
+
     def infer_shape(self, in_shapes: list, out_shapes: list):
         if in_shapes[0] is None:  # as MXNet: nothing is deduced before the data's rank is known
             return in_shapes, out_shapes
         self.same_shape(in_shapes, out_shapes, in_idx=[0], out_idx=[0])
         data = in_shapes[0]
         channels = data[self._axis(len(data))]
-        why = "data %s with axis=%d" % (fmt_shape(data), self.attrs.axis)
+        why = self._shape_note(data)
         for i in range(1, 5):
             self.set_in(in_shapes, i, (channels,), why)
         for i in (1, 2):
