@@ -10,16 +10,19 @@
   (which patches operator functions in MXNet), the Gluon functions and bfloat16 are refused
   with NotImplementedError saying why and what to use (see its docstring);
 - `mx.contrib.tensorboard`: `LogMetricsCallback`, writing metrics with a TensorBoard writer
-  from PyPI (tensorboardX or mxboard, an optional extra).
+  from PyPI (tensorboardX or mxboard, an optional extra);
+- `mx.contrib.onnx.export_model`: the older name of `mx.onnx.export_model`.
 
 Not here: MXNet's `contrib.autograd`, `contrib.io` (DataLoaderIter, for Gluon data loaders),
-`contrib.onnx`, `contrib.quantization` and `contrib.text`.
+`contrib.onnx`'s importers (`import_model`, `get_model_metadata`, `import_to_gluon`),
+`contrib.quantization` and `contrib.text`.
 """
 from ..ndarray import contrib as nd
 from ..symbol import contrib as sym
-from . import amp, svrg_optimization, tensorboard
+from . import amp, onnx, svrg_optimization, tensorboard
 
 ndarray = nd
 symbol = sym
 
-__all__ = ["nd", "ndarray", "sym", "symbol", "amp", "svrg_optimization", "tensorboard"]
+__all__ = ["nd", "ndarray", "sym", "symbol", "amp", "onnx", "svrg_optimization",
+           "tensorboard"]
