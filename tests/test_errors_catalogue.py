@@ -298,6 +298,18 @@ def c_no_graphviz():
             sys.modules["graphviz"] = saved
 
 
+def c_no_onnx():
+    saved = sys.modules.get("onnx")
+    sys.modules["onnx"] = None
+    try:
+        mx.onnx.export_model(_mlp(), {}, [(1, 3)], np.float32, "model.onnx")
+    finally:
+        if saved is None:
+            del sys.modules["onnx"]
+        else:
+            sys.modules["onnx"] = saved
+
+
 def c_no_matplotlib():
     saved = {k: sys.modules.get(k) for k in ("matplotlib", "matplotlib.figure")}
     sys.modules.update(dict.fromkeys(saved))
@@ -433,6 +445,10 @@ CATALOGUE = [
      "plot_training_curve asked for a metric the log does not have."),
     ("progress-total", "Visualization", base.MXNetError, c_progress_total,
      "ProgressBar needs a positive number of batches per epoch."),
+    # Export
+    ("no-onnx", "Export", base.MissingDependencyError, c_no_onnx,
+     "mx.onnx.export_model without the onnx package (pip install 'minimod[onnx]'); "
+     "docs/onnx.md lists what the exporter refuses and why."),
 ]
 
 

@@ -9,7 +9,8 @@ set -u
 out=${OUT:-gpu_check_out}; mkdir -p "$out"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 HYPOTHESIS_PROFILE=ci
 python=${PYTHON:-python3}
-# wheels carried in .whl/ (the cuDNN frontend, pynose for the kit) go into the interpreter
+# wheels carried in .whl/ (the cuDNN frontend, pynose for the kit, opencv-python-headless for the
+# image tests; onnx/onnxruntime may be left out: tests/onnx then skips) go into the interpreter
 if ls .whl/*.whl >/dev/null 2>&1; then
   $python -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl 2>&1 | tail -3
 fi

@@ -1,6 +1,6 @@
 """ONNX conversions of the elementwise operators: unary math, binary and broadcast arithmetic,
 the scalar forms, comparisons and logic (which give 0/1 in the input's dtype, as in MXNet),
-clip, cast, add_n, where and the constant creators.
+clip, cast, add_n, where, smooth_l1 and the operators without inputs (constants).
 """
 from __future__ import annotations
 
@@ -195,12 +195,22 @@ def _constant_like(site: Site) -> None:
           out=site.outs[0], value=fill)
 
 
-@converts("_zeros", "_ones", "_full")
+@converts("_zeros", "_ones", "_full", "_arange", "_linspace", "_eye")
 def _constant(site: Site) -> None:
-    name = site.node.op.name
-    value = {"_zeros": 0, "_ones": 1}.get(name)
-    if value is None:
-        value = site.attrs.value
-    shape = site.fixed_shape(0, "output")
-    array = np.full(shape, value, dtype=site.out_dtypes[0])
-    site.b.add("Identity", [site.b.const(array, site.name + "_value")], out=site.outs[0])
+    """Operators without inputs are constants: their values, computed by the op itself."""
+    value = np.empty(site.fixed_shape(0, "output"), site.out_dtypes[0])
+    site.node.op.forward(np, [], [], [value], False)
+    site.b.add("Identity", [site.b.const(value, site.name + "_value")], out=site.outs[0])
+
+
+@converts("smooth_l1")
+def _smooth_l1(site: Site) -> None:
+    """0.5 (s x)^2 where |x| < 1/s^2, else |x| - 0.5/s^2 (s = scalar)."""
+    b, x, dtype = site.b, site.ins[0], site.in_dtypes[0]
+    s2 = float(site.attrs.scalar) ** 2
+    size = b.add("Abs", [x], hint=site.name + "_abs")
+    inside = b.add("Less", [size, b.const(1 / s2, site.name + "_knee", dtype)])
+    square = b.add("Mul", [b.add("Mul", [x, x]), b.const(0.5 * s2, site.name + "_half_s2",
+                                                        dtype)])
+    linear = b.add("Sub", [size, b.const(0.5 / s2, site.name + "_offset", dtype)])
+    b.add("Where", [inside, square, linear], out=site.outs[0])

@@ -1,9 +1,9 @@
-"""ONNX conversions of the layers: dense, convolution, pooling, normalization, activations,
-the softmax family and the output heads (in their inference form), embedding.
+"""ONNX conversions of the layers: dense, convolution, pooling, activations, the softmax
+family and the output heads (in their inference form), embedding, upsampling.
+(Normalization layers: convert_norm.py.)
 
 Each converter writes the ONNX nodes that compute what the MXNet node's forward computes with
-is_train=False; where ONNX has no one op for it, the arithmetic is spelled out (LayerNorm,
-GELU, BatchNorm on an axis other than 1).
+is_train=False; where ONNX has no one op for it, the arithmetic is spelled out (GELU).
 """
 from __future__ import annotations
 
@@ -149,72 +149,6 @@ def _pooling(site: Site) -> None:
               out=site.outs[0])
 
 
-@converts("BatchNorm")
-def _batch_norm(site: Site) -> None:
-    a, b = site.attrs, site.b
-    if a.output_mean_var:
-        raise site.refuse("output_mean_var=True: the batch statistics are training outputs")
-    x, gamma, beta, mean, var = site.ins[:5]
-    channels = site.in_shapes[1][0]
-    if a.fix_gamma:
-        gamma = b.const(np.ones(channels, site.in_dtypes[1]), site.name + "_gamma_fixed")
-    rank = site.rank(0)
-    axis = a.axis % rank
-    if axis == 1:
-        b.add("BatchNormalization", [x, gamma, beta, mean, var], out=site.outs[0],
-              epsilon=a.eps)
-        return
-    eps = b.const(a.eps, site.name + "_eps", site.in_dtypes[4])
-    inv_std = b.add("Reciprocal", [b.add("Sqrt", [b.add("Add", [var, eps])])])
-    scale = b.add("Mul", [gamma, inv_std], hint=site.name + "_scale")
-    shift = b.add("Sub", [beta, b.add("Mul", [mean, scale])], hint=site.name + "_shift")
-    y = b.add("Mul", [x, b.along(scale, axis, rank, site.name + "_scale_b")])
-    b.add("Add", [y, b.along(shift, axis, rank, site.name + "_shift_b")], out=site.outs[0])
-
-
-@converts("InstanceNorm")
-def _instance_norm(site: Site) -> None:
-    site.b.add("InstanceNormalization", site.ins[:3], out=site.outs[0],
-               epsilon=site.attrs.eps)
-
-
-@converts("LayerNorm")
-def _layer_norm(site: Site) -> None:
-    a, b = site.attrs, site.b
-    if a.output_mean_var:
-        raise site.refuse("output_mean_var=True is not exported")
-    x, gamma, beta = site.ins[:3]
-    rank = site.rank(0)
-    axis = a.axis % rank
-    mean = b.reduce("ReduceMean", x, [axis], True, hint=site.name + "_mean")
-    centred = b.add("Sub", [x, mean], hint=site.name + "_centred")
-    var = b.reduce("ReduceMean", b.add("Mul", [centred, centred]), [axis], True,
-                   hint=site.name + "_var")
-    eps = b.const(a.eps, site.name + "_eps", site.in_dtypes[0])
-    normed = b.add("Div", [centred, b.add("Sqrt", [b.add("Add", [var, eps])])])
-    y = b.add("Mul", [normed, b.along(gamma, axis, rank, site.name + "_gamma_b")])
-    b.add("Add", [y, b.along(beta, axis, rank, site.name + "_beta_b")], out=site.outs[0])
-
-
-@converts("L2Normalization")
-def _l2_normalization(site: Site) -> None:
-    a, b = site.attrs, site.b
-    rank = site.rank(0)
-    axes = {"instance": list(range(1, rank)), "channel": [1],
-            "spatial": list(range(2, rank))}[a.mode]
-    total = b.reduce("ReduceSumSquare", site.ins[0], axes, True, hint=site.name + "_sumsq")
-    eps = b.const(a.eps, site.name + "_eps", site.in_dtypes[0])
-    norm = b.add("Sqrt", [b.add("Add", [total, eps])], hint=site.name + "_norm")
-    b.add("Div", [site.ins[0], norm], out=site.outs[0])
-
-
-@converts("LRN")
-def _lrn(site: Site) -> None:
-    a = site.attrs
-    site.b.add("LRN", [site.ins[0]], out=site.outs[0], alpha=a.alpha, beta=a.beta,
-               bias=a.knorm, size=a.nsize)
-
-
 _ACTIVATIONS = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "softrelu": "Softplus",
                 "softsign": "Softsign"}
 
@@ -289,11 +223,10 @@ def _softmax_activation(site: Site) -> None:
     site.b.add("Softmax", [site.ins[0]], out=site.outs[0], axis=axis)
 
 
-def _softmax_along(site: Site, op_type: str) -> None:
+def _softmax_along(site: Site, op_type: str, x: str) -> None:
     a, b = site.attrs, site.b
     if getattr(a, "use_length", False):
         raise site.refuse("use_length=True is not exported")
-    x = site.ins[0]
     if a.temperature is not None and a.temperature != 1.0:
         x = b.add("Div", [x, b.const(a.temperature, site.name + "_t", site.in_dtypes[0])])
     cast = site.out_dtypes[0] != site.in_dtypes[0]
@@ -306,12 +239,17 @@ def _softmax_along(site: Site, op_type: str) -> None:
 
 @converts("softmax")
 def _softmax(site: Site) -> None:
-    _softmax_along(site, "Softmax")
+    _softmax_along(site, "Softmax", site.ins[0])
 
 
 @converts("log_softmax")
 def _log_softmax(site: Site) -> None:
-    _softmax_along(site, "LogSoftmax")
+    _softmax_along(site, "LogSoftmax", site.ins[0])
+
+
+@converts("softmin")
+def _softmin(site: Site) -> None:
+    _softmax_along(site, "Softmax", site.b.add("Neg", [site.ins[0]], hint=site.name + "_neg"))
 
 
 @converts("LinearRegressionOutput", "MAERegressionOutput", "SVMOutput", "MakeLoss",

@@ -1,6 +1,6 @@
-"""ONNX conversions of the operators that move, select or reduce elements: reshapes,
-transposes, joins and splits, slices, padding, tiling, broadcasts, reductions, arg-extrema,
-take and the matrix products.
+"""ONNX conversions of the operators that move or reduce elements: reshapes, transposes,
+joins and splits, slices and crops, padding, tiling and repeats, broadcasts, reductions and
+the matrix products. (Selecting by index, sorting and the sequence ops: convert_index.py.)
 
 Shapes that MXNet decides from special codes (Reshape's 0/-1/-2/-3/-4, broadcast_to's 0)
 are written as the inferred result, so those conversions need fixed shapes; Reshape keeps its
@@ -171,6 +171,65 @@ def _tile(site: Site) -> None:
     b.add("Tile", [x, b.ints(reps, site.name + "_reps")], out=site.outs[0])
 
 
+@converts("repeat")
+def _repeat(site: Site) -> None:
+    """Each element repeated along a new axis after `axis`, which is then merged into it."""
+    a, b = site.attrs, site.b
+    x, rank = site.ins[0], site.rank(0)
+    if a.axis is None:
+        x, axis, rank = b.reshape(x, [-1], hint=site.name + "_flat"), 0, 1
+        target = [-1]
+    else:
+        axis = a.axis % rank
+        target = list(site.fixed_shape(0, "output"))
+    lifted = b.unsqueeze(x, [axis + 1], hint=site.name + "_lifted")
+    reps = [1] * (rank + 1)
+    reps[axis + 1] = a.repeats
+    spread = b.add("Expand", [lifted, b.ints(reps, site.name + "_reps")],
+                   hint=site.name + "_spread")
+    b.reshape(spread, target, out=site.outs[0], hint=site.name)
+
+
+def _slice_to(site: Site, starts: list, ends: list, axes: list) -> None:
+    b = site.b
+    b.add("Slice", [site.ins[0], b.ints(starts, site.name + "_starts"),
+                    b.ints(ends, site.name + "_ends"), b.ints(axes, site.name + "_axes")],
+          out=site.outs[0])
+
+
+@converts("Crop")
+def _crop(site: Site) -> None:
+    """A crop of the two spatial axes to the output's size, at `offset` or centred."""
+    height, width = site.fixed_shape(0, "output")[2:]
+    full_h, full_w = site.in_shapes[0][2:]
+    if site.attrs.center_crop:
+        top, left = (full_h - height) // 2, (full_w - width) // 2
+    else:
+        top, left = site.attrs.offset
+    _slice_to(site, [top, left], [top + height, left + width], [2, 3])
+
+
+@converts("slice_like")
+def _slice_like(site: Site) -> None:
+    out = site.fixed_shape(0, "output")
+    axes = [i for i, (d, o) in enumerate(zip(site.in_shapes[0], out)) if d != o]
+    if not axes:
+        site.b.add("Identity", [site.ins[0]], out=site.outs[0])
+        return
+    _slice_to(site, [0] * len(axes), [out[i] for i in axes], axes)
+
+
+@converts("reshape_like")
+def _reshape_like(site: Site) -> None:
+    a, b = site.attrs, site.b
+    if all(v is None for v in (a.lhs_begin, a.lhs_end, a.rhs_begin, a.rhs_end)):
+        shape = b.add("Shape", [site.ins[1]], hint=site.name + "_shape")
+        b.add("Reshape", [site.ins[0], shape], out=site.outs[0])
+        return
+    b.reshape(site.ins[0], list(site.fixed_shape(0, "output")), out=site.outs[0],
+              hint=site.name)
+
+
 @converts("broadcast_to", "broadcast_axis")
 def _broadcast_to(site: Site) -> None:
     shape = site.fixed_shape(0, "output")
@@ -224,32 +283,6 @@ def _norm(site: Site) -> None:
     if cast:
         site.b.add("Cast", [out], out=site.outs[0],
                    to=site.b.helper.np_dtype_to_tensor_dtype(site.out_dtypes[0]))
-
-
-@converts("argmax", "argmin")
-def _arg_extremum(site: Site) -> None:
-    a, b = site.attrs, site.b
-    x, axis = site.ins[0], a.axis
-    if axis is None:
-        x, axis = b.reshape(x, [-1], hint=site.name + "_flat"), 0
-    op_type = "ArgMax" if site.node.op.name == "argmax" else "ArgMin"
-    index = b.add(op_type, [x], hint=site.name + "_index", axis=axis,
-                  keepdims=int(bool(a.keepdims) or a.axis is None))
-    b.add("Cast", [index], out=site.outs[0],
-          to=b.helper.np_dtype_to_tensor_dtype(site.out_dtypes[0]))
-
-
-@converts("take")
-def _take(site: Site) -> None:
-    a, b = site.attrs, site.b
-    if a.mode != "clip":
-        raise site.refuse("mode=%r: only 'clip' indices are exported" % a.mode)
-    axis = a.axis % site.rank(0)
-    last = site.in_shapes[0][axis] - 1
-    index = b.add("Cast", [site.ins[1]], hint=site.name + "_index", to=7)
-    index = b.add("Clip", [index, b.const(0, site.name + "_lo", np.int64),
-                           b.const(last, site.name + "_hi", np.int64)])
-    b.add("Gather", [site.ins[0], index], out=site.outs[0], axis=axis)
 
 
 def _swap_last(site: Site, x: str, rank: int, hint: str) -> str:

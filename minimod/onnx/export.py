@@ -26,7 +26,14 @@ from ..checkpoint import split_params
 from ..passes.infer import infer_graph_shapes, infer_graph_types
 from ..symbol import Symbol
 from ..symbol import load as load_symbol
-from . import convert_elementwise, convert_nn, convert_rnn, convert_shape  # noqa: F401
+from . import (  # noqa: F401
+    convert_elementwise,
+    convert_index,
+    convert_nn,
+    convert_norm,
+    convert_rnn,
+    convert_shape,
+)
 from .builder import CONVERTERS, Builder, ONNXExportError, Site
 
 __all__ = ["export_model", "get_operator_support", "OPSET_VERSION"]

@@ -226,6 +226,58 @@ CASES.update({
     "space_to_depth": (lambda: S.space_to_depth(D, block_size=2), {"data": _x((1, 2, 4, 6))}),
 })
 
+SEQ = {"data": _x((5, 3, 2)), "rhs": np.array([2, 5, 1], np.float32)}
+SEQ_NT = {"data": _x((3, 5, 2)), "rhs": np.array([2, 5, 1], np.float32)}
+DISTINCT = {"data": np.random.RandomState(5).permutation(24).reshape(2, 3, 4)
+            .astype(np.float32)}
+CASES.update({
+    "group_norm": (lambda: S.GroupNorm(D, num_groups=2), IMG),
+    "moments": (lambda: S.Group(list(S.moments(D, axes=(1, 2)))), VOL),
+    "moments_keepdims": (lambda: S.Group(list(S.moments(D, axes=(0,), keepdims=True))), VOL),
+    "softmin": (lambda: S.softmin(D, axis=1), VOL),
+    "smooth_l1": (lambda: S.smooth_l1(D, scalar=2.0), VOL),
+    "creation": (lambda: S.broadcast_add(D, S.arange(0, 5)) + S.eye(3, 5, k=1)
+                 + S.broadcast_add(D, S.linspace(0, 1, 5)), MAT),
+    "argmax_channel": (lambda: S.argmax_channel(D), MAT),
+    "pick": (lambda: S.pick(D, D2, axis=1),
+             {"data": _x((3, 5)), "rhs": np.array([0, 7, -1], np.float32)}),
+    "pick_wrap_keepdims": (lambda: S.pick(D, D2, axis=0, mode="wrap", keepdims=True),
+                           {"data": _x((3, 5)),
+                            "rhs": np.array([0, 4, -1, 2, 3], np.float32)}),
+    "gather_nd": (lambda: S.gather_nd(D, D2),
+                  {"data": _x((3, 4, 5)),
+                   "rhs": np.array([[0, 2, 1, 2, 0, 1], [3, 0, 1, 2, 3, 3]], np.float32)}),
+    "one_hot": (lambda: S.one_hot(D, depth=4, on_value=2.0, off_value=-1.0),
+                {"data": np.array([[0, 3, 5], [-1, 1, 2]], np.float32)}),
+    "topk_indices": (lambda: S.topk(D, axis=1, k=2), DISTINCT),
+    "topk_both_ascending": (lambda: S.Group(list(S.topk(D, axis=-1, k=3, ret_typ="both",
+                                                        is_ascend=True))), DISTINCT),
+    "topk_value": (lambda: S.topk(D, axis=0, k=2, ret_typ="value"), DISTINCT),
+    "sort_descending": (lambda: S.sort(D, axis=1, is_ascend=False), DISTINCT),
+    "argsort": (lambda: S.argsort(D), DISTINCT),
+    "sequence_mask": (lambda: S.SequenceMask(D, D2, use_sequence_length=True, value=-1.0),
+                      SEQ),
+    "sequence_mask_axis1": (lambda: S.SequenceMask(D, D2, use_sequence_length=True, axis=1),
+                            SEQ_NT),
+    "sequence_mask_off": (lambda: S.SequenceMask(D), {"data": SEQ["data"]}),
+    "sequence_last": (lambda: S.SequenceLast(D, D2, use_sequence_length=True), SEQ),
+    "sequence_last_axis1": (lambda: S.SequenceLast(D, D2, use_sequence_length=True, axis=1),
+                            SEQ_NT),
+    "sequence_last_plain": (lambda: S.SequenceLast(D), {"data": SEQ["data"]}),
+    "sequence_reverse": (lambda: S.SequenceReverse(D, D2, use_sequence_length=True), SEQ),
+    "sequence_reverse_plain": (lambda: S.SequenceReverse(D), {"data": SEQ["data"]}),
+    "repeat": (lambda: S.repeat(D, repeats=2, axis=1), VOL),
+    "repeat_flat": (lambda: S.repeat(D, repeats=3), MAT),
+    "crop_center": (lambda: S.Crop(D, h_w=(4, 5), center_crop=True, num_args=1), IMG),
+    "crop_like": (lambda: S.Crop(D, D2, offset=(1, 2), num_args=2),
+                  {"data": _x((2, 4, 7, 7)), "rhs": _x((1, 1, 3, 4))}),
+    "slice_like": (lambda: S.slice_like(D, D2, axes=(1,)), _two((2, 3, 4, 5), (2, 2, 4, 5))),
+    "reshape_like": (lambda: S.reshape_like(D, D2), _two((3, 4), (2, 6))),
+    "reshape_like_ranges": (lambda: S.reshape_like(D, D2, lhs_begin=0, lhs_end=2,
+                                                   rhs_begin=0, rhs_end=1),
+                            _two((2, 3, 4), (6, 9))),
+})
+
 
 def _rnn_case(mode, layers, bidirectional, state_outputs, steps=5, batch=3, size=4, hidden=6):
     dirs = 2 if bidirectional else 1
