@@ -11,11 +11,11 @@
   with NotImplementedError saying why and what to use (see its docstring);
 - `mx.contrib.tensorboard`: `LogMetricsCallback`, writing metrics with a TensorBoard writer
   from PyPI (tensorboardX or mxboard, an optional extra);
-- `mx.contrib.onnx.export_model`: the older name of `mx.onnx.export_model`.
+- `mx.contrib.onnx`: `import_model` and `get_model_metadata` (ONNX models read back as a
+  symbol with parameters) and `export_model`, the older name of `mx.onnx.export_model`.
 
 Not here: MXNet's `contrib.autograd`, `contrib.io` (DataLoaderIter, for Gluon data loaders),
-`contrib.onnx`'s importers (`import_model`, `get_model_metadata`, `import_to_gluon`),
-`contrib.quantization` and `contrib.text`.
+`contrib.onnx.import_to_gluon` (no Gluon), `contrib.quantization` and `contrib.text`.
 """
 from ..ndarray import contrib as nd
 from ..symbol import contrib as sym

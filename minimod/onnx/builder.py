@@ -14,12 +14,16 @@ import numpy as np
 
 from ..base import MXNetError
 
-__all__ = ["ONNXExportError", "Builder", "Site", "CONVERTERS", "converts"]
+__all__ = ["ONNXExportError", "ONNXImportError", "Builder", "Site", "CONVERTERS", "converts"]
 
 
 class ONNXExportError(MXNetError, ValueError):
     """The graph (or an argument of export_model) cannot be written as ONNX; the message names
     the node or argument at fault."""
+
+
+class ONNXImportError(MXNetError, ValueError):
+    """The ONNX model holds something minimod cannot import; the message names the node."""
 
 
 class Site:

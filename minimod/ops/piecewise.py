@@ -30,7 +30,11 @@ class ClipOp(Op):
     backward_outputs = ()
 
     def forward(self, xp, inputs, aux, out, is_train):
-        xp.clip(inputs[0], self.attrs.a_min, self.attrs.a_max, out=out[0])
+        low, high = self.attrs.a_min, self.attrs.a_max
+        kind = inputs[0].dtype
+        if kind.kind in "iu":  # MXNet casts the bounds to an integer array's type first
+            low, high = kind.type(low), kind.type(high)
+        xp.clip(inputs[0], low, high, out=out[0])
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         if in_grads[0] is not None:

@@ -335,3 +335,13 @@ def test_mixed_dtype_paths_on_each_device(ctx):
     rhs = mx.nd.array(GOLDEN["in/mod_rhs"], dtype="int32", ctx=ctx)
     np.testing.assert_array_equal(mx.nd.broadcast_mod(lhs, rhs).asnumpy(),
                                   GOLDEN["mod/same/out"])
+
+
+def test_clip_of_integers_casts_its_bounds_first():
+    """MXNet 1.9.1: clip([-3, 1, 7], -1.5, 5.7) of int32 or int64 gives [-1, 1, 5] (the bounds
+    truncated to the array's type); NumPy would refuse the float bounds."""
+    for dtype in ("int32", "int64"):
+        x = mx.nd.array([-3, 1, 7], dtype=dtype)
+        out = mx.nd.clip(x, -1.5, 5.7)
+        assert out.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(out.asnumpy(), [-1, 1, 5])
