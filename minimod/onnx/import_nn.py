@@ -298,3 +298,33 @@ def _scaled(ctx, name: str, value: np.ndarray, factor: float, changed: bool) -> 
         return name
     return ctx.new_param(name + "_scaled" if factor != 1 else name + "_t",
                          np.ascontiguousarray(value * np.asarray(factor, value.dtype)))
+
+
+@imports("LayerNormalization")
+def _layer_norm(ctx, node, attrs):
+    """MXNet's LayerNorm normalizes over one axis: ONNX's over `axis` and every axis after
+    it, so only a normalization over the last axis maps."""
+    rank = len(ctx.shape(node.input[0]))
+    if attrs.get("axis", -1) % rank != rank - 1:
+        raise refuse(node, "normalizing over axes %d.. of %d is not imported (only the last)"
+                     % (attrs["axis"], rank))
+    if len(node.output) > 1 and any(node.output[1:]):
+        raise refuse(node, "its mean and inverse deviation outputs are not imported")
+    x = ctx.symbol(node.input[0])
+    gamma = ctx.symbol(node.input[1])
+    if len(node.input) > 2 and node.input[2]:
+        beta = ctx.symbol(node.input[2])
+    else:
+        beta = ctx.symbol(ctx.new_param(name_of(node) + "_beta",
+                                        np.zeros(ctx.shape(node.input[1]), np.float32)))
+    return [sym.LayerNorm(x, gamma, beta, axis=-1, eps=attrs.get("epsilon", 1e-5),
+                          name=name_of(node))]
+
+
+@imports("Gelu")
+def _gelu(ctx, node, attrs):
+    x = ctx.symbol(node.input[0])
+    if attrs.get("approximate", "none") == "none":
+        return [sym.LeakyReLU(x, act_type="gelu", name=name_of(node))]
+    inner = (x + 0.044715 * x * x * x) * math.sqrt(2 / math.pi)  # the tanh approximation
+    return [sym.broadcast_mul(x * 0.5, sym.tanh(inner) + 1, name=name_of(node))]

@@ -209,6 +209,19 @@ def test_recurrent_nodes(op_type, tmp_path):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
+def test_opset_20_gelu_and_layer_normalization(tmp_path):
+    rng = np.random.RandomState(4)
+    inits = [_init("scale", rng.rand(6).astype(np.float32) + 0.5)]
+    nodes = [helper.make_node("LayerNormalization", ["x", "scale"], ["n"], epsilon=1e-3),
+             helper.make_node("Gelu", ["n"], ["g"], approximate="tanh"),
+             helper.make_node("Gelu", ["g"], ["y"])]
+    path = _save(tmp_path, nodes, [_value("x", [2, 3, 6])], [_value("y", [2, 3, 6])], inits,
+                 20)
+    x = rng.randn(2, 3, 6).astype(np.float32)
+    np.testing.assert_allclose(_imported_forward(path, {"x": x})[0],
+                               onnx_forward(path, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
 def test_metadata(tmp_path):
     sym, arg, aux = mx.model.load_checkpoint(os.path.join(DATA, "lenet_bn"), 0)
     path = mxonnx.export_model(sym, [arg, aux], [(4, 3, 16, 16)], np.float32,
