@@ -7,7 +7,8 @@ converters can pick exact ONNX forms; the
 parameters become initializers under their own names, and the graph inputs are the symbol's
 remaining inputs, minus the labels of output heads (SoftmaxOutput, the regression outputs,
 SVMOutput), which inference never reads. The result is the graph `forward(is_train=False)`
-computes: Dropout is the identity, BatchNorm uses its moving statistics.
+computes: Dropout is the identity, BatchNorm uses its moving statistics, and `foreach` loops
+are unrolled over the lengths of the given shapes, as binding does.
 
 The model targets ONNX opset 13 with IR version 7, which every ONNX Runtime since 1.7 reads.
 """
@@ -23,6 +24,7 @@ from .. import __minimod_version__
 from .. import ndarray as nd
 from ..base import MissingDependencyError, atomic_write
 from ..checkpoint import split_params
+from ..passes.control_flow import has_loops, unroll_loops
 from ..passes.infer import infer_graph_shapes, infer_graph_types
 from ..symbol import Symbol
 from ..symbol import load as load_symbol
@@ -245,8 +247,13 @@ def build_model(sym, params: dict, in_shapes, in_types=np.float32, verbose: bool
         dynamic_input_shapes if dynamic else None)
     if not dynamic:
         dims = {n: list(in_shape_of[n]) for n in inputs}
-    shapes = infer_graph_shapes(graph, {**{k: v.shape for k, v in params.items()},
-                                        **in_shape_of})
+    known = {**{k: v.shape for k, v in params.items()}, **in_shape_of}
+    if has_loops(graph):  # foreach loops, unrolled over the given lengths as bind does
+        if dynamic:
+            raise ONNXExportError("a graph with foreach loops is exported unrolled, for the "
+                                  "fixed lengths of in_shapes: dynamic=True is refused")
+        graph = unroll_loops(graph, known)
+    shapes = infer_graph_shapes(graph, known)
     dtypes = infer_graph_types(graph, {**{k: v.dtype for k, v in params.items()},
                                        **in_type_of})
 

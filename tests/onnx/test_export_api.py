@@ -188,3 +188,22 @@ def test_without_onnx_a_clear_error(monkeypatch, tmp_path):
     with pytest.raises(MissingDependencyError, match="pip install 'minimod\\[onnx\\]'"):
         mxonnx.export_model(mx.sym.var("data"), {}, [(1,)], np.float32,
                             str(tmp_path / "m.onnx"))
+
+
+@pytest.mark.parametrize("case", ["rnn", "nested_lists", "nested_loops"])
+def test_foreach_graphs_export_unrolled(case, tmp_path):
+    """contrib.foreach loops are exported unrolled over the lengths in in_shapes."""
+    sys.path.insert(0, os.path.join(os.path.dirname(DATA), "symbol"))
+    from foreach_cases import CASES as LOOPS
+    net, shapes = LOOPS[case](mx)
+    rng = np.random.RandomState(0)
+    inputs = {k: rng.randn(*v).astype(np.float32) for k, v in shapes.items()}
+    params = random_params(net, inputs)
+    want = minimod_forward(net, inputs, params)
+    got = export_and_run(net, inputs, params, str(tmp_path / "m.onnx"))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    with pytest.raises(mxonnx.ONNXExportError, match="foreach loops.*dynamic=True"):
+        mxonnx.export_model(net, params, list(shapes.values()), np.float32,
+                            str(tmp_path / "d.onnx"), dynamic=True)
