@@ -12,9 +12,21 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MissingDependencyError, MXNetError
 
-__all__ = ["ONNXExportError", "ONNXImportError", "Builder", "Site", "CONVERTERS", "converts"]
+__all__ = ["ONNXExportError", "ONNXImportError", "Builder", "Site", "CONVERTERS", "converts",
+           "require_onnx"]
+
+
+def require_onnx():
+    """The `onnx` package, or an error that says how to install it."""
+    try:
+        import onnx
+    except ImportError:
+        raise MissingDependencyError(
+            "mx.onnx needs the 'onnx' package (pip install 'minimod[onnx]' or "
+            "pip install onnx)") from None
+    return onnx
 
 
 class ONNXExportError(MXNetError, ValueError):

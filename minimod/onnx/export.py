@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import __minimod_version__
 from .. import ndarray as nd
-from ..base import MissingDependencyError, atomic_write
+from ..base import atomic_write
 from ..checkpoint import split_params
 from ..passes.control_flow import has_loops, unroll_loops
 from ..passes.infer import infer_graph_shapes, infer_graph_types
@@ -36,7 +36,7 @@ from . import (  # noqa: F401
     convert_rnn,
     convert_shape,
 )
-from .builder import CONVERTERS, Builder, ONNXExportError, Site
+from .builder import CONVERTERS, Builder, ONNXExportError, Site, require_onnx
 
 __all__ = ["export_model", "get_operator_support", "OPSET_VERSION"]
 
@@ -46,16 +46,6 @@ IR_VERSION = 7
 # output heads whose label input the inference graph never reads: op -> label slot
 _LABEL_SLOTS = {"SoftmaxOutput": 1, "LinearRegressionOutput": 1, "LogisticRegressionOutput": 1,
                 "MAERegressionOutput": 1, "SVMOutput": 1}
-
-
-def _onnx():
-    try:
-        import onnx
-    except ImportError:
-        raise MissingDependencyError(
-            "mx.onnx needs the 'onnx' package (pip install 'minimod[onnx]' or "
-            "pip install onnx)") from None
-    return onnx
 
 
 def get_operator_support(opset_version: Optional[int] = None) -> list:
@@ -238,7 +228,7 @@ def _graph_outputs(builder: Builder, graph, names, shapes, dtypes, taken: set) -
 def build_model(sym, params: dict, in_shapes, in_types=np.float32, verbose: bool = False,
                 dynamic: bool = False, dynamic_input_shapes=None):
     """The onnx ModelProto of `sym` with `params` (a dict of numpy arrays)."""
-    onnx = _onnx()
+    onnx = require_onnx()
     from onnx import helper, numpy_helper
 
     graph = sym._graph
@@ -289,7 +279,7 @@ def export_model(sym, params, in_shapes=None, in_types=np.float32,
     ones `dynamic_input_shapes` gives as None); nodes whose conversion needs fixed shapes then
     refuse. `input_type`/`input_shape` are the older names of `in_types`/`in_shapes`.
     """
-    onnx = _onnx()
+    onnx = require_onnx()
     if input_type is not None:
         in_types = input_type
     if input_shape is not None:

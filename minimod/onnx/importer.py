@@ -20,8 +20,7 @@ import numpy as np
 from .. import ndarray as nd
 from .. import symbol as sym
 from . import import_index, import_nn, import_rnn  # noqa: F401  (they register translators)
-from .builder import ONNXImportError
-from .export import _onnx
+from .builder import ONNXImportError, require_onnx
 from .import_fold import FOLDERS, shape_of
 from .import_ops import IMPORTERS
 
@@ -142,7 +141,7 @@ def _visit(ctx: Context, node, helper) -> None:
 
 
 def _load(model_file):
-    onnx = _onnx()
+    onnx = require_onnx()
     if isinstance(model_file, (str, bytes)) or hasattr(model_file, "__fspath__"):
         return onnx, onnx.load(model_file)
     return onnx, model_file
