@@ -4,8 +4,10 @@
 functions.py: imread, imdecode, imresize, scale_down, copyMakeBorder, resize_short,
 fixed_crop, random_crop, center_crop, color_normalize, random_size_crop, imrotate,
 random_rotate; augmenters.py: the Augmenter classes and CreateAugmenter; image_iter.py:
-ImageIter. The detection iterator and augmenters (`ImageDetIter` ...) are not provided.
+ImageIter; detection.py (MXNet's `mx.image.detection`): the detection augmenters
+(det_augmenters.py), CreateDetAugmenter and ImageDetIter (det_iter.py).
 """
+from . import detection
 from .augmenters import (
     Augmenter,
     BrightnessJitterAug,
@@ -26,6 +28,17 @@ from .augmenters import (
     ResizeAug,
     SaturationJitterAug,
     SequentialAug,
+)
+from .detection import (
+    CreateDetAugmenter,
+    CreateMultiRandCropAugmenter,
+    DetAugmenter,
+    DetBorrowAug,
+    DetHorizontalFlipAug,
+    DetRandomCropAug,
+    DetRandomPadAug,
+    DetRandomSelectAug,
+    ImageDetIter,
 )
 from .functions import (
     center_crop,
@@ -51,4 +64,6 @@ __all__ = ["Augmenter", "BrightnessJitterAug", "CastAug", "CenterCropAug", "Colo
            "SaturationJitterAug", "SequentialAug", "center_crop", "color_normalize",
            "copyMakeBorder", "fixed_crop", "imdecode", "imread", "imresize", "imrotate",
            "random_crop", "random_rotate", "random_size_crop", "resize_short", "scale_down",
-           "ImageIter"]
+           "ImageIter", "detection", "DetAugmenter", "DetBorrowAug", "DetRandomSelectAug",
+           "DetHorizontalFlipAug", "DetRandomCropAug", "DetRandomPadAug",
+           "CreateMultiRandCropAugmenter", "CreateDetAugmenter", "ImageDetIter"]

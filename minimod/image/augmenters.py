@@ -313,10 +313,11 @@ def CreateAugmenter(data_shape: tuple, resize: int = 0, rand_crop: bool = False,
     return auglist
 
 
-def _rgb(value, what: str):
+def _rgb(value, what: str, caller: str = "CreateAugmenter"):
+    """A mean or std argument checked: None, or an array of 1 or 3 values."""
     if value is None:
         return None
     if not isinstance(value, (np.ndarray, NDArray)) or value.shape[0] not in (1, 3):
-        raise ValueError("CreateAugmenter: %s must be True, or an array of 1 or 3 values, "
-                         "got %r" % (what, value))
+        raise ValueError("%s: %s must be True, or an array of 1 or 3 values, got %r"
+                         % (caller, what, value))
     return value

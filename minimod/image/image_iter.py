@@ -193,7 +193,7 @@ class ImageIter(DataIter):
             self._cache = None
             return DataBatch([data], [label], pad=0)
         data = nd_zeros(self.provide_data[0].shape)
-        label = nd_zeros(self.provide_label[0].shape)
+        label = self._empty_label()
         i = self._batchify(data, label)
         pad = self.batch_size - i
         if pad:
@@ -205,6 +205,10 @@ class ImageIter(DataIter):
             self._batchify(data, label, i)
             self._allow_read = False
         return DataBatch([data], [label], pad=pad)
+
+    def _empty_label(self):
+        """The label array a new batch starts from."""
+        return nd_zeros(self.provide_label[0].shape)
 
     def check_data_shape(self, data_shape: tuple) -> None:
         if len(data_shape) != 3 or data_shape[0] != 3:
