@@ -11,6 +11,8 @@ import pytest
 import minimod as mx
 from minimod.io import DataIterError
 
+pytest.importorskip("cv2", reason="the image extra (OpenCV) is not installed")
+
 HERE = os.path.join(os.path.dirname(__file__), "data", "io")
 REC = os.path.join(HERE, "files", "detection.rec")
 GOLDEN = np.load(os.path.join(HERE, "image_det_golden.npz"))

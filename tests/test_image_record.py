@@ -11,6 +11,8 @@ import minimod as mx
 from minimod.io import DataIterError
 from minimod.io.image_files import record_offsets
 
+pytest.importorskip("cv2", reason="the image extra (OpenCV) is not installed")
+
 HERE = os.path.join(os.path.dirname(__file__), "data", "io")
 FILES = os.path.join(HERE, "files")
 GOLDEN = np.load(os.path.join(HERE, "image_record_golden.npz"))

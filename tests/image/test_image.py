@@ -15,6 +15,8 @@ HERE = os.path.join(os.path.dirname(__file__), "..", "data", "image")
 sys.path.insert(0, HERE)
 from image_cases import CASES  # noqa: E402
 
+pytest.importorskip("cv2", reason="the image extra (OpenCV) is not installed")
+
 GOLDEN = np.load(os.path.join(HERE, "image_golden.npz"))
 
 
