@@ -122,10 +122,11 @@ def test_module_trains_on_image_records():
 
 @pytest.mark.parametrize("kwargs, text", [
     (dict(max_rotate_angle=10, inter_method=0), "inter_method=0 cannot warp"),
-    (dict(brightness=0.2), "brightness=0.2 is not supported"),
+    (dict(random_resized_crop=True), "random_resized_crop=True is not supported"),
+    (dict(brightness=-0.2), r"brightness=-0.2 must be >= 0"),
     (dict(max_rotate_angle=-5), "must be >= 0"),
     (dict(min_random_scale=0.0), "random scales > 0"),
-    (dict(random_h=5), "random_h=5 is not supported"),
+    (dict(random_h=5, data_shape=(1, 20, 20)), "random_h need.s. 3-channel images"),
     (dict(path_imglist="missing.lst"), "cannot read path_imglist"),
     (dict(not_a_parameter=1), "no parameter 'not_a_parameter'"),
     (dict(data_shape=(2, 20, 20)), "data_shape must be"),

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..recordio import unpack
 from .base import DataDesc, DataIterError
+from .image_colour import COLOUR_DEFAULTS
 from .image_files import read_record
 from .image_record import ImageRecordIter
 
@@ -62,6 +63,9 @@ class ImageDetRecordIter(ImageRecordIter):
         if label_width != -1:
             raise DataIterError("ImageDetRecordIter: label_width=%r; minimod reads the label "
                                 "width of each record (label_width=-1)" % (label_width,))
+        for key in COLOUR_DEFAULTS:  # ImageRecordIter's colour settings: MXNet's detection
+            if key in kwargs:        # iterator has samplers of its own instead
+                raise DataIterError("ImageDetRecordIter has no parameter %r" % key)
         if kwargs.get("path_imglist"):
             raise DataIterError("ImageDetRecordIter: path_imglist is not supported by minimod")
         if not 0 <= rand_mirror_prob <= 1 or label_pad_width < 0:

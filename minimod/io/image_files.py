@@ -12,15 +12,15 @@ import numpy as np
 
 from ..base import MXNetError
 from .base import DataIterError
+from .image_colour import COLOUR_DEFAULTS, check_colour
 
 __all__ = ["record_offsets", "part_records", "read_record", "read_imglist", "per_channel",
            "check_arguments", "AFFINE_DEFAULTS", "auto_interpolation"]
 
 #: parameters of MXNet's random augmenters that are accepted only at their default value
 _REFUSED = dict(random_resized_crop=False, max_crop_size=-1, min_crop_size=-1,
-                max_random_area=1.0, min_random_area=1.0, brightness=0.0, contrast=0.0,
-                saturation=0.0, pca_noise=0.0, random_h=0, random_s=0, random_l=0,
-                max_random_contrast=0.0, max_random_illumination=0.0, aug_seq="aug_default")
+                max_random_area=1.0, min_random_area=1.0, max_random_contrast=0.0,
+                max_random_illumination=0.0, aug_seq="aug_default")
 #: the affine augmentation's parameters and their defaults (no transformation)
 AFFINE_DEFAULTS = dict(rotate=-1, max_rotate_angle=0, max_shear_ratio=0.0, min_random_scale=1.0,
                max_random_scale=1.0, max_aspect_ratio=0.0, min_aspect_ratio=None,
@@ -69,10 +69,10 @@ def part_records(offsets: list, size: int, num_parts: int, part_index: int) -> l
 
 def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_width,
                      num_parts, part_index, inter_method) -> None:
-    """The affine augmentation's settings, after a DataIterError naming the first parameter
-    MXNet's iterator takes but minimod cannot honour, or that has no valid value."""
+    """The affine and colour augmentations' settings, after a DataIterError naming the first
+    parameter MXNet's iterator takes but minimod cannot honour, or that has no valid value."""
     for key, value in kwargs.items():
-        if key in _IGNORED or key in AFFINE_DEFAULTS:
+        if key in _IGNORED or key in AFFINE_DEFAULTS or key in COLOUR_DEFAULTS:
             continue
         if key not in _REFUSED:
             raise DataIterError("ImageRecordIter has no parameter %r" % key)
@@ -80,7 +80,8 @@ def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_wid
             raise DataIterError(
                 "ImageRecordIter: %s=%r is not supported by minimod (supported augmentations: "
                 "resize, rotation, shear, scale, aspect, pad/fill_value, rand_crop, mirror, "
-                "rand_mirror, mean/std/scale, mean_img)" % (key, value))
+                "rand_mirror, random_h/s/l, brightness, contrast, saturation, pca_noise, "
+                "mean/std/scale, mean_img)" % (key, value))
     affine = {k: kwargs.get(k, v) for k, v in AFFINE_DEFAULTS.items()}
     if (affine["max_rotate_angle"] < 0 or affine["max_shear_ratio"] < 0
             or min(affine["min_random_scale"], affine["max_random_scale"]) <= 0
@@ -98,13 +99,17 @@ def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_wid
             1, 3, 4):
         raise DataIterError("ImageRecordIter: data_shape must be (channels, height, width) "
                             "with 1, 3 or 4 channels, got %r" % (data_shape,))
+    colour = {k: kwargs.get(k, v) for k, v in COLOUR_DEFAULTS.items()}
+    why = check_colour(colour, tuple(data_shape)[0])
+    if why:
+        raise DataIterError("ImageRecordIter: " + why)
     if batch_size < 1 or label_width < 1 or not 0 <= part_index < num_parts:
         raise DataIterError("ImageRecordIter: batch_size=%r, label_width=%r, part_index=%r of "
                             "num_parts=%r" % (batch_size, label_width, part_index, num_parts))
     if inter_method not in (0, 1, 2, 3, 4, 9, 10):
         raise DataIterError("ImageRecordIter: inter_method=%r is not one of 0-4, 9, 10"
                             % inter_method)
-    return affine
+    return affine, colour
 
 
 def read_imglist(path: str) -> dict:

@@ -9,7 +9,9 @@ window with `rand_crop`; an image smaller than the crop is first scaled up, keep
 aspect, to cover it), out = (pixel - mean) / std * scale per channel in RGB order (mean:
 `mean_r/g/b/a`, or the image in file `mean_img`, which a first pass over the data writes when
 it does not exist, as MXNet's does), then a flip (`mirror`, or at random with `rand_mirror`;
-after the mean image is taken off, as in MXNet), cast to `dtype`.
+after the mean image is taken off, as in MXNet), cast to `dtype`. The colour augmentations
+(`random_h/s/l` in HLS space, then `brightness`, `contrast`, `saturation` and `pca_noise`)
+come after the crop and before the mean (image_colour.py; minimod's own draws).
 `inter_method` 9 picks the interpolation by the resize, as MXNet does (bicubic to enlarge,
 area to shrink, bilinear otherwise; for the scaling that covers the crop MXNet compares each
 new side with the other old one, and so does minimod), 10 draws one. Tests compare every
@@ -24,9 +26,8 @@ parallel (OpenCV releases the GIL) and `prefetch_buffer` batches are prepared ah
 
 Where minimod bends MXNet: without `round_batch`, the last batch's missing rows are zeros and
 its `pad` counts them (MXNet leaves uninitialised memory there and reports a pad of 0). The
-random augmentations other than `rand_crop`, `rand_mirror` and the affine one are refused
-with a message naming them (colour and lighting jitter, random resized crop, crop-size
-ranges, `aug_seq`). The affine one (`rotate`, `max_rotate_angle`, `max_shear_ratio`,
+random resized crop, the crop-size ranges and `aug_seq` are refused with a message naming
+them. The affine one (`rotate`, `max_rotate_angle`, `max_shear_ratio`,
 `min/max_random_scale`, `min/max_aspect_ratio`, `min/max_img_size`) warps about the centre
 after the resize and before the pad, exactly as MXNet's when its draws are fixed. With
 `path_imglist` a record's labels are those the list gives its header's id, as in MXNet.
@@ -49,6 +50,7 @@ from ..ndarray.serialization import load as nd_load
 from ..ndarray.serialization import save as nd_save
 from ..recordio import opencv, unpack
 from .base import DataBatch, DataDesc, DataIter, DataIterError
+from .image_colour import colour_jitter, hsl_jitter
 from .image_files import (
     AFFINE_DEFAULTS,
     auto_interpolation,
@@ -78,8 +80,9 @@ class ImageRecordIter(DataIter):
                  inter_method: int = 1, data_name: str = "data",
                  label_name: str = "softmax_label", path_imglist: str = "", **kwargs: Any):
         super().__init__(batch_size)
-        self._affine = check_arguments(kwargs, path_imgrec, data_shape, batch_size,
-                                       label_width, num_parts, part_index, inter_method)
+        self._affine, self._colour = check_arguments(kwargs, path_imgrec, data_shape,
+                                                     batch_size, label_width, num_parts,
+                                                     part_index, inter_method)
         self._cv2 = opencv()
         self.path = path_imgrec
         self.shape = tuple(int(d) for d in data_shape)
@@ -164,9 +167,18 @@ class ImageRecordIter(DataIter):
                              "OpenCV decodes" % (offset, self.path))
         rng = np.random.RandomState(draws[0])
         img = self._augment(img, rng)
+        colour = self._colour
+        if colour["random_h"] or colour["random_s"] or colour["random_l"]:
+            img = hsl_jitter(cv2, img, rng, colour["random_h"], colour["random_s"],
+                             colour["random_l"])
         if c >= 3:  # OpenCV's BGR(A) to RGB(A)
             img = img[:, :, [2, 1, 0, 3][:c]]
-        out = (img.transpose(2, 0, 1).astype(np.float32) - self._mean) / self._std * self._scale
+        img = img.astype(np.float32)
+        if colour["brightness"] or colour["contrast"] or colour["saturation"] \
+                or colour["pca_noise"]:
+            img = colour_jitter(img, rng, colour["brightness"], colour["contrast"],
+                                colour["saturation"], colour["pca_noise"])
+        out = (img.transpose(2, 0, 1) - self._mean) / self._std * self._scale
         flipped = self._flip(rng)
         if flipped:
             # flipped after the mean is taken off, as MXNet does: a mean image is subtracted

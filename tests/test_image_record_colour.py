@@ -1,0 +1,86 @@
+"""ImageRecordIter's colour augmentations (minimod/io/image_colour.py). Their draws are
+minimod's own, so each is checked by what it must leave invariant or how it must relate the
+augmented image to the plain one (the same records, the same geometry)."""
+import os
+
+import numpy as np
+import pytest
+
+from minimod.io import DataIterError, ImageDetRecordIter, ImageRecordIter
+
+cv2 = pytest.importorskip("cv2", reason="the image extra (OpenCV) is not installed")
+
+FILES = os.path.join(os.path.dirname(__file__), "data", "io", "files")
+REC = os.path.join(FILES, "images.rec")
+GREY = np.array([0.299, 0.587, 0.114])
+
+
+def _images(**colour):
+    it = ImageRecordIter(path_imgrec=REC, data_shape=(3, 20, 20), batch_size=7, seed=5,
+                         **colour)
+    return next(iter(it)).data[0].asnumpy().astype(np.float64)  # (7, 3, h, w) RGB, 0..255
+
+
+@pytest.fixture(scope="module")
+def plain():
+    """The same first batch without colour augmentation."""
+    return _images()
+
+
+def test_brightness_scales_each_image(plain):
+    out, base = _images(brightness=0.3), plain
+    ratios = []
+    for o, b in zip(out, base):
+        mask = b > 20
+        ratio = o[mask] / b[mask]
+        np.testing.assert_allclose(ratio, ratio.mean(), rtol=1e-4)
+        ratios.append(ratio.mean())
+    assert all(0.7 - 1e-4 <= r <= 1.3 + 1e-4 for r in ratios)
+    assert np.ptp(ratios) > 0.05  # drawn per image
+
+
+def test_saturation_keeps_every_pixels_grey(plain):
+    out, base = _images(saturation=0.5), plain
+    grey = np.einsum("nchw,c->nhw", out, GREY)
+    np.testing.assert_allclose(grey, np.einsum("nchw,c->nhw", base, GREY), atol=1e-3)
+    assert np.abs(out - base).max() > 1
+
+
+def test_contrast_keeps_the_mean_grey_and_scales_the_rest(plain):
+    out, base = _images(contrast=0.4), plain
+    for o, b in zip(out, base):
+        grey = np.einsum("chw,c->hw", b, GREY).mean()
+        alpha = np.polyfit((b - grey).ravel(), (o - grey).ravel(), 1)[0]
+        assert 0.6 - 1e-3 <= alpha <= 1.4 + 1e-3
+        np.testing.assert_allclose(o, b * alpha + grey * (1 - alpha), atol=1e-3)
+
+
+def test_pca_noise_adds_one_colour_per_image(plain):
+    out, base = _images(pca_noise=0.1), plain
+    shift = out - base
+    np.testing.assert_allclose(shift, shift[:, :, :1, :1] * np.ones_like(shift), atol=1e-3)
+    assert np.abs(shift).max() > 0.01
+
+
+def test_hsl_offsets_stay_in_their_ranges(plain):
+    out, base = _images(random_l=40), plain
+    def lightness(x):
+        bgr = np.clip(x[::-1].transpose(1, 2, 0), 0, 255).astype(np.uint8)
+        return cv2.cvtColor(bgr, cv2.COLOR_BGR2HLS)[..., 1].astype(float)
+    moves = [np.median(lightness(o) - lightness(b)) for o, b in zip(out, base)]
+    assert all(abs(m) <= 41 for m in moves) and np.ptp(moves) > 5
+    hue_only = _images(random_h=20)
+    assert np.abs(hue_only - base).max() > 1
+    both = _images(random_h=20, random_s=30, random_l=30, brightness=0.2, contrast=0.2,
+                   saturation=0.2, pca_noise=0.05)
+    assert both.shape == base.shape and np.isfinite(both).all()
+
+
+def test_colour_settings_are_checked():
+    with pytest.raises(DataIterError, match="saturation need.s. 3-channel"):
+        ImageRecordIter(path_imgrec=REC, data_shape=(1, 20, 20), batch_size=2, saturation=0.1)
+    with pytest.raises(DataIterError, match="random_s=-3 must be >= 0"):
+        ImageRecordIter(path_imgrec=REC, data_shape=(3, 20, 20), batch_size=2, random_s=-3)
+    with pytest.raises(DataIterError, match="ImageDetRecordIter has no parameter 'random_h'"):
+        ImageDetRecordIter(path_imgrec=os.path.join(FILES, "detection.rec"),
+                           data_shape=(3, 20, 20), batch_size=2, random_h=5)
