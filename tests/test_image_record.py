@@ -122,7 +122,7 @@ def test_module_trains_on_image_records():
 
 @pytest.mark.parametrize("kwargs, text", [
     (dict(max_rotate_angle=10, inter_method=0), "inter_method=0 cannot warp"),
-    (dict(random_resized_crop=True), "random_resized_crop=True is not supported"),
+    (dict(max_crop_size=12), "max_crop_size=12 is not supported"),
     (dict(brightness=-0.2), r"brightness=-0.2 must be >= 0"),
     (dict(max_rotate_angle=-5), "must be >= 0"),
     (dict(min_random_scale=0.0), "random scales > 0"),

@@ -1,6 +1,6 @@
-"""ImageRecordIter's colour augmentations (minimod/io/image_colour.py). Their draws are
-minimod's own, so each is checked by what it must leave invariant or how it must relate the
-augmented image to the plain one (the same records, the same geometry)."""
+"""ImageRecordIter's colour augmentations (minimod/io/image_colour.py) and its random resized
+crop. Their draws are minimod's own, so each is checked by what it must leave invariant or how
+it must relate the augmented image to the plain one (the same records, the same geometry)."""
 import os
 
 import numpy as np
@@ -84,3 +84,47 @@ def test_colour_settings_are_checked():
     with pytest.raises(DataIterError, match="ImageDetRecordIter has no parameter 'random_h'"):
         ImageDetRecordIter(path_imgrec=os.path.join(FILES, "detection.rec"),
                            data_shape=(3, 20, 20), batch_size=2, random_h=5)
+
+
+def _gradient_rec(tmp_path, rows=40, cols=60):
+    """A .rec of one PNG whose red channel is the column index and green the row index."""
+    from minimod import recordio
+    img = np.zeros((rows, cols, 3), np.uint8)
+    img[:, :, 2] = np.arange(cols)[None, :]  # BGR: red is the last channel
+    img[:, :, 1] = np.arange(rows)[:, None]
+    path = str(tmp_path / "gradient.rec")
+    writer = recordio.MXRecordIO(path, "w")
+    writer.write(recordio.pack_img(recordio.IRHeader(0, 1.0, 0, 0), img, img_fmt=".png"))
+    writer.close()
+    return path
+
+
+def test_random_resized_crop_takes_windows_of_the_asked_area_and_aspect(tmp_path):
+    path = _gradient_rec(tmp_path)
+    spans = []
+    for seed in range(12):
+        it = ImageRecordIter(path_imgrec=path, data_shape=(3, 16, 16), batch_size=1,
+                             random_resized_crop=True, min_random_area=0.2,
+                             max_random_area=0.5, min_aspect_ratio=0.75, max_aspect_ratio=1.33,
+                             seed=seed, inter_method=1)
+        red, green = next(iter(it)).data[0].asnumpy()[0, :2]
+        width = red[:, -1].mean() - red[:, 0].mean()  # columns the window spans (less one
+        height = green[-1].mean() - green[0].mean()  # output column's worth)
+        area = (width * 16 / 15) * (height * 16 / 15) / (40 * 60)
+        assert 0.15 <= area <= 0.55
+        assert 0.6 <= width / height <= 1.6
+        spans.append((red[0, 0], green[0, 0]))
+    assert len(set(spans)) > 6  # windows at different places
+
+
+def test_random_resized_crop_falls_back_to_the_centre(tmp_path):
+    path = _gradient_rec(tmp_path)
+    it = ImageRecordIter(path_imgrec=path, data_shape=(3, 20, 20), batch_size=1,
+                         random_resized_crop=True, min_random_area=1.0, max_random_area=1.0,
+                         inter_method=1)  # a whole-area square window never fits 40 x 60
+    red, green = next(iter(it)).data[0].asnumpy()[0, :2]
+    assert green[0].mean() <= 1.5 and green[-1].mean() >= 37.5  # every row
+    assert 9 <= red[:, 0].mean() <= 11 and 48 <= red[:, -1].mean() <= 50  # the centre 40 cols
+    with pytest.raises(DataIterError, match="min_random_area=0.5 and max_random_area=0.2"):
+        ImageRecordIter(path_imgrec=path, data_shape=(3, 20, 20), batch_size=1,
+                        random_resized_crop=True, min_random_area=0.5, max_random_area=0.2)

@@ -15,12 +15,14 @@ from .base import DataIterError
 from .image_colour import COLOUR_DEFAULTS, check_colour
 
 __all__ = ["record_offsets", "part_records", "read_record", "read_imglist", "per_channel",
-           "check_arguments", "AFFINE_DEFAULTS", "auto_interpolation"]
+           "check_arguments", "AFFINE_DEFAULTS", "RESIZED_CROP_DEFAULTS", "auto_interpolation"]
 
 #: parameters of MXNet's random augmenters that are accepted only at their default value
-_REFUSED = dict(random_resized_crop=False, max_crop_size=-1, min_crop_size=-1,
-                max_random_area=1.0, min_random_area=1.0, max_random_contrast=0.0,
+_REFUSED = dict(max_crop_size=-1, min_crop_size=-1, max_random_contrast=0.0,
                 max_random_illumination=0.0, aug_seq="aug_default")
+#: the random resized crop's switch and area range (its aspect range is the affine one's)
+RESIZED_CROP_DEFAULTS = dict(random_resized_crop=False, min_random_area=1.0,
+                             max_random_area=1.0)
 #: the affine augmentation's parameters and their defaults (no transformation)
 AFFINE_DEFAULTS = dict(rotate=-1, max_rotate_angle=0, max_shear_ratio=0.0, min_random_scale=1.0,
                max_random_scale=1.0, max_aspect_ratio=0.0, min_aspect_ratio=None,
@@ -69,10 +71,12 @@ def part_records(offsets: list, size: int, num_parts: int, part_index: int) -> l
 
 def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_width,
                      num_parts, part_index, inter_method) -> None:
-    """The affine and colour augmentations' settings, after a DataIterError naming the first
-    parameter MXNet's iterator takes but minimod cannot honour, or that has no valid value."""
+    """The affine, colour and random-resized-crop settings (the last None when it is off),
+    after a DataIterError naming the first parameter MXNet's iterator takes but minimod
+    cannot honour, or that has no valid value."""
     for key, value in kwargs.items():
-        if key in _IGNORED or key in AFFINE_DEFAULTS or key in COLOUR_DEFAULTS:
+        if key in _IGNORED or key in AFFINE_DEFAULTS or key in COLOUR_DEFAULTS \
+                or key in RESIZED_CROP_DEFAULTS:
             continue
         if key not in _REFUSED:
             raise DataIterError("ImageRecordIter has no parameter %r" % key)
@@ -80,8 +84,8 @@ def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_wid
             raise DataIterError(
                 "ImageRecordIter: %s=%r is not supported by minimod (supported augmentations: "
                 "resize, rotation, shear, scale, aspect, pad/fill_value, rand_crop, mirror, "
-                "rand_mirror, random_h/s/l, brightness, contrast, saturation, pca_noise, "
-                "mean/std/scale, mean_img)" % (key, value))
+                "rand_mirror, random_resized_crop, random_h/s/l, brightness, contrast, "
+                "saturation, pca_noise, mean/std/scale, mean_img)" % (key, value))
     affine = {k: kwargs.get(k, v) for k, v in AFFINE_DEFAULTS.items()}
     if (affine["max_rotate_angle"] < 0 or affine["max_shear_ratio"] < 0
             or min(affine["min_random_scale"], affine["max_random_scale"]) <= 0
@@ -99,6 +103,11 @@ def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_wid
             1, 3, 4):
         raise DataIterError("ImageRecordIter: data_shape must be (channels, height, width) "
                             "with 1, 3 or 4 channels, got %r" % (data_shape,))
+    crop = {k: kwargs.get(k, v) for k, v in RESIZED_CROP_DEFAULTS.items()}
+    if not 0 < crop["min_random_area"] <= crop["max_random_area"] <= 1:
+        raise DataIterError("ImageRecordIter: min_random_area=%r and max_random_area=%r must "
+                            "satisfy 0 < min <= max <= 1" % (crop["min_random_area"],
+                                                             crop["max_random_area"]))
     colour = {k: kwargs.get(k, v) for k, v in COLOUR_DEFAULTS.items()}
     why = check_colour(colour, tuple(data_shape)[0])
     if why:
@@ -109,7 +118,7 @@ def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_wid
     if inter_method not in (0, 1, 2, 3, 4, 9, 10):
         raise DataIterError("ImageRecordIter: inter_method=%r is not one of 0-4, 9, 10"
                             % inter_method)
-    return affine, colour
+    return affine, colour, (crop if crop["random_resized_crop"] else None)
 
 
 def read_imglist(path: str) -> dict:

@@ -26,8 +26,11 @@ parallel (OpenCV releases the GIL) and `prefetch_buffer` batches are prepared ah
 
 Where minimod bends MXNet: without `round_batch`, the last batch's missing rows are zeros and
 its `pad` counts them (MXNet leaves uninitialised memory there and reports a pad of 0). The
-random resized crop, the crop-size ranges and `aug_seq` are refused with a message naming
-them. The affine one (`rotate`, `max_rotate_angle`, `max_shear_ratio`,
+crop-size ranges and `aug_seq` are refused with a message naming them. `random_resized_crop`
+takes a window of area fraction in [min_random_area, max_random_area] and aspect in the
+aspect range (min/max_aspect_ratio, which then belong to the crop; the random scale is not
+used), after the resize, rotation, shear and pad, and resizes it to the data shape. The
+affine augmentation (`rotate`, `max_rotate_angle`, `max_shear_ratio`,
 `min/max_random_scale`, `min/max_aspect_ratio`, `min/max_img_size`) warps about the centre
 after the resize and before the pad, exactly as MXNet's when its draws are fixed. With
 `path_imglist` a record's labels are those the list gives its header's id, as in MXNet.
@@ -80,9 +83,18 @@ class ImageRecordIter(DataIter):
                  inter_method: int = 1, data_name: str = "data",
                  label_name: str = "softmax_label", path_imglist: str = "", **kwargs: Any):
         super().__init__(batch_size)
-        self._affine, self._colour = check_arguments(kwargs, path_imgrec, data_shape,
-                                                     batch_size, label_width, num_parts,
-                                                     part_index, inter_method)
+        self._affine, self._colour, self._resized_crop = check_arguments(
+            kwargs, path_imgrec, data_shape, batch_size, label_width, num_parts, part_index,
+            inter_method)
+        if self._resized_crop is not None:  # the aspect range is the crop's, the scale unused
+            a = self._affine
+            low = a["min_aspect_ratio"] if a["min_aspect_ratio"] is not None \
+                else 1 - a["max_aspect_ratio"]
+            high = a["max_aspect_ratio"] if a["min_aspect_ratio"] is not None \
+                else 1 + a["max_aspect_ratio"]
+            self._crop_aspect = (low, high)
+            self._affine = dict(a, min_aspect_ratio=None, max_aspect_ratio=0.0,
+                                min_random_scale=1.0, max_random_scale=1.0)
         self._cv2 = opencv()
         self.path = path_imgrec
         self.shape = tuple(int(d) for d in data_shape)
@@ -242,6 +254,8 @@ class ImageRecordIter(DataIter):
         if self.pad > 0:
             img = cv2.copyMakeBorder(img, self.pad, self.pad, self.pad, self.pad,
                                      cv2.BORDER_CONSTANT, value=[self.fill_value] * 4)
+        if self._resized_crop is not None:
+            return self._random_resized(img, rng).reshape(h, w, -1)
         if img.shape[0] < h or img.shape[1] < w:  # scaled up, aspect kept, to cover the crop
             factor = max(h / img.shape[0], w / img.shape[1])
             img = self._resized(img, (max(w, int(img.shape[1] * factor)),
@@ -252,6 +266,28 @@ class ImageRecordIter(DataIter):
         else:
             y, x = (img.shape[0] - h) // 2, (img.shape[1] - w) // 2
         return img[y:y + h, x:x + w].reshape(h, w, -1)
+
+    def _random_resized(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+        """A window of area fraction in [min_random_area, max_random_area] and w / h in the
+        aspect range, at a random place, resized to the data shape; after 10 windows that do
+        not fit, the largest centred window of the data's aspect."""
+        _, h, w = self.shape
+        rows, cols = img.shape[:2]
+        crop = self._resized_crop
+        for _ in range(10):
+            area = rng.uniform(crop["min_random_area"], crop["max_random_area"]) * rows * cols
+            ratio = rng.uniform(*self._crop_aspect)
+            cw, ch = int(round(np.sqrt(area * ratio))), int(round(np.sqrt(area / ratio)))
+            if 0 < cw <= cols and 0 < ch <= rows:
+                y, x = int(rng.randint(0, rows - ch + 1)), int(rng.randint(0, cols - cw + 1))
+                break
+        else:
+            if cols * h >= rows * w:
+                ch, cw = rows, min(cols, max(1, int(round(rows * w / h))))
+            else:
+                ch, cw = min(rows, max(1, int(round(cols * h / w)))), cols
+            y, x = (rows - ch) // 2, (cols - cw) // 2
+        return self._resized(img[y:y + ch, x:x + cw], (w, h), rng)
 
     # ------------------------------------------------------------------ batches
     def _begin_epoch(self) -> None:
