@@ -69,8 +69,11 @@ def test_mirror_flips_image_and_boxes():
 
 
 @pytest.mark.parametrize("kwargs, text", [
-    (dict(rand_crop_prob=0.5), "rand_crop_prob above 0"),
-    (dict(random_hue_prob=0.2), "random_hue_prob above 0"),
+    (dict(rand_crop_prob=1.5), r"probabilities .* must lie in \[0, 1\]"),
+    (dict(crop_emit_mode="edge"), "crop_emit_mode must be 'center' or 'overlap'"),
+    (dict(num_crop_sampler=2, min_crop_scales=(0.1, 0.2, 0.3)),
+     "min_crop_scales has 3 values for num_crop_sampler=2"),
+    (dict(max_pad_scale=0.5), "max_pad_scale=0.5 must be >= 1"),
     (dict(resize_mode="fit"), "resize_mode='fit'"),
     (dict(label_width=5), "label_width=5"),
     (dict(rand_mirror_prob=2.0), r"must be in \[0, 1\]"),

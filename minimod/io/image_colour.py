@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["COLOUR_DEFAULTS", "check_colour", "hsl_jitter", "colour_jitter"]
+__all__ = ["COLOUR_DEFAULTS", "check_colour", "hls_shift", "hsl_jitter", "colour_jitter"]
 
 #: the colour parameters and their defaults (no change)
 COLOUR_DEFAULTS = dict(random_h=0, random_s=0, random_l=0, brightness=0.0, contrast=0.0,
@@ -43,14 +43,20 @@ def check_colour(settings: dict, channels: int) -> str:
     return ""
 
 
+def hls_shift(cv2, bgr: np.ndarray, hue: int, lightness: int, saturation: int) -> np.ndarray:
+    """The uint8 BGR image with the offsets added to its 8-bit HLS channels, clipped (hue to
+    0..180, the others to 0..255)."""
+    hls = cv2.cvtColor(bgr, cv2.COLOR_BGR2HLS).astype(np.int16)
+    hls += np.array([hue, lightness, saturation], np.int16)
+    np.clip(hls, 0, np.array([180, 255, 255], np.int16), out=hls)
+    return cv2.cvtColor(hls.astype(np.uint8), cv2.COLOR_HLS2BGR)
+
+
 def hsl_jitter(cv2, bgr: np.ndarray, rng: np.random.RandomState, random_h: int,
                random_s: int, random_l: int) -> np.ndarray:
     """The uint8 BGR image with whole offsets in +-random_h/s/l added in HLS space."""
     offsets = [int(rng.uniform(-1, 1) * limit) for limit in (random_h, random_l, random_s)]
-    hls = cv2.cvtColor(bgr, cv2.COLOR_BGR2HLS).astype(np.int16)
-    hls += np.array(offsets, np.int16)
-    np.clip(hls, 0, np.array([180, 255, 255], np.int16), out=hls)
-    return cv2.cvtColor(hls.astype(np.uint8), cv2.COLOR_HLS2BGR)
+    return hls_shift(cv2, bgr, *offsets)
 
 
 def colour_jitter(rgb: np.ndarray, rng: np.random.RandomState, brightness: float,

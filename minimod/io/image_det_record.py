@@ -13,9 +13,10 @@ every record's label once, as MXNet estimates it). Epochs, parts, round_batch, s
 threads and prefetching are ImageRecordIter's (tests compare with MXNet's batches:
 tests/data/io/image_det_golden.npz).
 
-MXNet's random crop, pad and colour samplers (`rand_crop_prob`, `rand_pad_prob`,
-`random_*_prob` above 0), the 'fit' and 'shrink' resize modes and `path_imglist` are refused
-with a message; their other parameters only matter when those are on, and are accepted.
+The random samplers (`rand_crop_prob` with the crop samplers' ranges, `rand_pad_prob` with
+`max_pad_scale` and `fill_value`, `random_hue/saturation/illumination/contrast_prob`) work on
+the image and its boxes before the resize (det_samplers.py; their draws are minimod's own).
+The 'fit' and 'shrink' resize modes and `path_imglist` are refused with a message.
 """
 from __future__ import annotations
 
@@ -25,24 +26,12 @@ import numpy as np
 
 from ..recordio import unpack
 from .base import DataDesc, DataIterError
+from .det_samplers import CROP_DEFAULTS, OTHER_DEFAULTS, DetSamplers
 from .image_colour import COLOUR_DEFAULTS
 from .image_files import read_record
 from .image_record import ImageRecordIter
 
 __all__ = ["ImageDetRecordIter"]
-
-#: samplers refused when switched on (their probability above 0)
-_SAMPLERS = ("rand_crop_prob", "rand_pad_prob", "random_hue_prob", "random_saturation_prob",
-             "random_illumination_prob", "random_contrast_prob")
-#: the samplers' settings: they change nothing while the samplers are off
-_SAMPLER_SETTINGS = ("min_crop_scales", "max_crop_scales", "min_crop_aspect_ratios",
-                     "max_crop_aspect_ratios", "min_crop_overlaps", "max_crop_overlaps",
-                     "min_crop_sample_coverages", "max_crop_sample_coverages",
-                     "min_crop_object_coverages", "max_crop_object_coverages",
-                     "num_crop_sampler", "crop_emit_mode", "emit_overlap_thresh",
-                     "max_crop_trials", "max_pad_scale", "max_random_hue",
-                     "max_random_saturation", "max_random_illumination", "max_random_contrast")
-
 
 class ImageDetRecordIter(ImageRecordIter):
     """Images (batch, c, h, w) and padded label rows (batch, width) of a detection RecordIO
@@ -51,12 +40,10 @@ class ImageDetRecordIter(ImageRecordIter):
     def __init__(self, label_width: int = -1, label_pad_width: int = 0,
                  label_pad_value: float = -1.0, rand_mirror_prob: float = 0.0,
                  resize_mode: str = "force", **kwargs: Any):
-        for key in _SAMPLERS:
-            if kwargs.pop(key, 0) > 0:
-                raise DataIterError("ImageDetRecordIter: %s above 0 is not supported by "
-                                    "minimod (its random crop, pad and colour samplers)" % key)
-        for key in _SAMPLER_SETTINGS:
-            kwargs.pop(key, None)
+        settings = {k: kwargs.pop(k) for k in list(kwargs)
+                    if k in CROP_DEFAULTS or k in OTHER_DEFAULTS}
+        kwargs.setdefault("fill_value", 127)  # MXNet's detection iterator pads with grey
+        self._samplers = DetSamplers(settings, kwargs["fill_value"])
         if resize_mode != "force":
             raise DataIterError("ImageDetRecordIter: resize_mode=%r is not supported by minimod "
                                 "(only 'force')" % (resize_mode,))
@@ -90,6 +77,18 @@ class ImageDetRecordIter(ImageRecordIter):
     def _augment(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
         c, h, w = self.shape
         return self._resized(img, (w, h), rng).reshape(h, w, -1)
+
+    def _augment_sample(self, img: np.ndarray, label, rng: np.random.RandomState) -> tuple:
+        """The samplers' crop and pad (boxes moved with them), the forced resize, then the
+        colour samplers."""
+        lab = np.array(label, np.float32).reshape(-1)
+        start = int(lab[0]) if lab.size >= 2 else 0
+        width = int(lab[1]) if lab.size >= 2 else 0
+        if width < 5 or start < 2 or lab.size <= start or (lab.size - start) % width:
+            return self._augment(img, rng), label  # _label_row names what is wrong
+        img, boxes = self._samplers(self._cv2, img, lab[start:].reshape(-1, width), rng)
+        img = self._samplers.colour(self._cv2, self._augment(img, rng), rng)
+        return img, np.concatenate([lab[:start], boxes.reshape(-1)])
 
     def _flip(self, rng: np.random.RandomState) -> bool:
         return bool(self._mirror_prob > 0 and rng.rand() < self._mirror_prob)

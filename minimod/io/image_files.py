@@ -69,11 +69,9 @@ def part_records(offsets: list, size: int, num_parts: int, part_index: int) -> l
     return [i for i, off in enumerate(offsets) if begin <= off < end]
 
 
-def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_width,
-                     num_parts, part_index, inter_method) -> None:
-    """The affine, colour and random-resized-crop settings (the last None when it is off),
-    after a DataIterError naming the first parameter MXNet's iterator takes but minimod
-    cannot honour, or that has no valid value."""
+def _check_names(kwargs: dict) -> None:
+    """A DataIterError for a parameter MXNet's iterator does not have, or one minimod
+    accepts only at its default."""
     for key, value in kwargs.items():
         if key in _IGNORED or key in AFFINE_DEFAULTS or key in COLOUR_DEFAULTS \
                 or key in RESIZED_CROP_DEFAULTS:
@@ -86,6 +84,10 @@ def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_wid
                 "resize, rotation, shear, scale, aspect, pad/fill_value, rand_crop, mirror, "
                 "rand_mirror, random_resized_crop, random_h/s/l, brightness, contrast, "
                 "saturation, pca_noise, mean/std/scale, mean_img)" % (key, value))
+
+
+def _augmentations(kwargs: dict, channels: int, inter_method: int) -> tuple:
+    """The affine, colour and random-resized-crop settings, checked."""
     affine = {k: kwargs.get(k, v) for k, v in AFFINE_DEFAULTS.items()}
     if (affine["max_rotate_angle"] < 0 or affine["max_shear_ratio"] < 0
             or min(affine["min_random_scale"], affine["max_random_scale"]) <= 0
@@ -97,28 +99,37 @@ def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_wid
     if affine != AFFINE_DEFAULTS and inter_method == 0:
         raise DataIterError("ImageRecordIter: inter_method=0 cannot warp an image (rotation, "
                             "shear, scale, aspect): use 1-4, 9 or 10, as MXNet requires")
-    if not path_imgrec or not os.path.isfile(path_imgrec):
-        raise DataIterError("ImageRecordIter: path_imgrec %r is not a file" % path_imgrec)
-    if data_shape is None or len(tuple(data_shape)) != 3 or tuple(data_shape)[0] not in (
-            1, 3, 4):
-        raise DataIterError("ImageRecordIter: data_shape must be (channels, height, width) "
-                            "with 1, 3 or 4 channels, got %r" % (data_shape,))
     crop = {k: kwargs.get(k, v) for k, v in RESIZED_CROP_DEFAULTS.items()}
     if not 0 < crop["min_random_area"] <= crop["max_random_area"] <= 1:
         raise DataIterError("ImageRecordIter: min_random_area=%r and max_random_area=%r must "
                             "satisfy 0 < min <= max <= 1" % (crop["min_random_area"],
                                                              crop["max_random_area"]))
     colour = {k: kwargs.get(k, v) for k, v in COLOUR_DEFAULTS.items()}
-    why = check_colour(colour, tuple(data_shape)[0])
+    why = check_colour(colour, channels)
     if why:
         raise DataIterError("ImageRecordIter: " + why)
+    return affine, colour, (crop if crop["random_resized_crop"] else None)
+
+
+def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_width,
+                    num_parts, part_index, inter_method) -> tuple:
+    """The affine, colour and random-resized-crop settings (the last None when it is off),
+    after a DataIterError naming the first parameter MXNet's iterator takes but minimod
+    cannot honour, or that has no valid value."""
+    _check_names(kwargs)
+    if not path_imgrec or not os.path.isfile(path_imgrec):
+        raise DataIterError("ImageRecordIter: path_imgrec %r is not a file" % path_imgrec)
+    if data_shape is None or len(tuple(data_shape)) != 3 or tuple(data_shape)[0] not in (
+            1, 3, 4):
+        raise DataIterError("ImageRecordIter: data_shape must be (channels, height, width) "
+                            "with 1, 3 or 4 channels, got %r" % (data_shape,))
     if batch_size < 1 or label_width < 1 or not 0 <= part_index < num_parts:
         raise DataIterError("ImageRecordIter: batch_size=%r, label_width=%r, part_index=%r of "
                             "num_parts=%r" % (batch_size, label_width, part_index, num_parts))
     if inter_method not in (0, 1, 2, 3, 4, 9, 10):
         raise DataIterError("ImageRecordIter: inter_method=%r is not one of 0-4, 9, 10"
                             % inter_method)
-    return affine, colour, (crop if crop["random_resized_crop"] else None)
+    return _augmentations(kwargs, tuple(data_shape)[0], inter_method)
 
 
 def read_imglist(path: str) -> dict:

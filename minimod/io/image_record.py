@@ -67,6 +67,19 @@ from .image_files import (
 
 __all__ = ["ImageRecordIter", "ImageRecordUInt8Iter"]
 
+def _crop_aspect(affine: dict, resized_crop: Optional[dict]) -> tuple:
+    """(the random resized crop's aspect range, the affine settings left to the warp): with
+    the crop on, the aspect range is the crop's and the random scale is not used."""
+    if resized_crop is None:
+        return None, affine
+    if affine["min_aspect_ratio"] is not None:
+        span = (affine["min_aspect_ratio"], affine["max_aspect_ratio"])
+    else:
+        span = (1 - affine["max_aspect_ratio"], 1 + affine["max_aspect_ratio"])
+    return span, dict(affine, min_aspect_ratio=None, max_aspect_ratio=0.0,
+                      min_random_scale=1.0, max_random_scale=1.0)
+
+
 class ImageRecordIter(DataIter):
     """Batches (data (batch, c, h, w), label (batch,) or (batch, label_width)) of the images of
     a RecordIO file; see the module docstring for the pipeline and MXNet's parameters."""
@@ -83,21 +96,12 @@ class ImageRecordIter(DataIter):
                  inter_method: int = 1, data_name: str = "data",
                  label_name: str = "softmax_label", path_imglist: str = "", **kwargs: Any):
         super().__init__(batch_size)
-        self._affine, self._colour, self._resized_crop = check_arguments(
+        affine, self._colour, self._resized_crop = check_arguments(
             kwargs, path_imgrec, data_shape, batch_size, label_width, num_parts, part_index,
             inter_method)
-        if self._resized_crop is not None:  # the aspect range is the crop's, the scale unused
-            a = self._affine
-            low = a["min_aspect_ratio"] if a["min_aspect_ratio"] is not None \
-                else 1 - a["max_aspect_ratio"]
-            high = a["max_aspect_ratio"] if a["min_aspect_ratio"] is not None \
-                else 1 + a["max_aspect_ratio"]
-            self._crop_aspect = (low, high)
-            self._affine = dict(a, min_aspect_ratio=None, max_aspect_ratio=0.0,
-                                min_random_scale=1.0, max_random_scale=1.0)
+        self._crop_aspect, self._affine = _crop_aspect(affine, self._resized_crop)
         self._cv2 = opencv()
-        self.path = path_imgrec
-        self.shape = tuple(int(d) for d in data_shape)
+        self.path, self.shape = path_imgrec, tuple(int(d) for d in data_shape)
         self.label_width, self.round_batch = label_width, round_batch
         self.resize, self.pad, self.fill_value = resize, pad, fill_value
         self.rand_crop, self.rand_mirror, self.mirror = rand_crop, rand_mirror, mirror
@@ -108,17 +112,16 @@ class ImageRecordIter(DataIter):
         offsets, size = record_offsets(path_imgrec)
         self._offsets = [offsets[i] for i in part_records(offsets, size, num_parts,
                                                           part_index)]
-        self._shuffle, self._rng = shuffle, np.random.RandomState(seed)
-        self._aug_rng = np.random.RandomState(seed)
+        self._shuffle, self._rng, self._aug_rng = (shuffle, np.random.RandomState(seed),
+                                                   np.random.RandomState(seed))
         self._pool, self._files = ThreadPoolExecutor(max(1, preprocess_threads)), threading.local()
         self._labels = read_imglist(path_imglist) if path_imglist else None
         if mean_img:
             self._mean = self._mean_image(mean_img)
-        self._ahead = max(1, prefetch_buffer)
+        self._ahead, self._start = max(1, prefetch_buffer), 0
         label_shape = (batch_size,) if label_width == 1 else (batch_size, label_width)
         self.provide_data = [DataDesc(data_name, (batch_size,) + self.shape, self.dtype.type)]
         self.provide_label = [DataDesc(label_name, label_shape, np.float32)]
-        self._start = 0
         self._prepare()
         self._begin_epoch()
 
@@ -178,7 +181,13 @@ class ImageRecordIter(DataIter):
             raise MXNetError("ImageRecordIter: record at byte %d of '%s' is not an image "
                              "OpenCV decodes" % (offset, self.path))
         rng = np.random.RandomState(draws[0])
-        img = self._augment(img, rng)
+        label = header.label
+        if self._labels is not None:
+            if header.id not in self._labels:
+                raise DataIterError("ImageRecordIter: record id %d of '%s' is not in "
+                                    "path_imglist" % (header.id, self.path))
+            label = self._labels[header.id][0]
+        img, label = self._augment_sample(img, label, rng)
         colour = self._colour
         if colour["random_h"] or colour["random_s"] or colour["random_l"]:
             img = hsl_jitter(cv2, img, rng, colour["random_h"], colour["random_s"],
@@ -196,13 +205,11 @@ class ImageRecordIter(DataIter):
             # flipped after the mean is taken off, as MXNet does: a mean image is subtracted
             # in the unflipped image's coordinates
             out = out[:, :, ::-1]
-        label = header.label
-        if self._labels is not None:
-            if header.id not in self._labels:
-                raise DataIterError("ImageRecordIter: record id %d of '%s' is not in "
-                                    "path_imglist" % (header.id, self.path))
-            label = self._labels[header.id][0]
         return out, self._label_row(label, flipped)
+
+    def _augment_sample(self, img: np.ndarray, label, rng: np.random.RandomState) -> tuple:
+        """(augmented image, its label): the label is the record's, untouched here."""
+        return self._augment(img, rng), label
 
     def _flip(self, rng: np.random.RandomState) -> bool:
         return bool(self.mirror or (self.rand_mirror and rng.randint(0, 2)))
