@@ -16,7 +16,11 @@ tests/data/io/image_det_golden.npz).
 The random samplers (`rand_crop_prob` with the crop samplers' ranges, `rand_pad_prob` with
 `max_pad_scale` and `fill_value`, `random_hue/saturation/illumination/contrast_prob`) work on
 the image and its boxes before the resize (det_samplers.py; their draws are minimod's own).
-The 'fit' and 'shrink' resize modes and `path_imglist` are refused with a message.
+`resize_mode` 'fit' resizes to the largest size of the image's aspect inside the data
+shape, 'shrink' does so only for a larger image; the image then sits at the top left of a
+canvas of zero pixels (before normalising), its boxes relative to the image, and the label
+row's header gives the image's own height and width, as MXNet's does. `path_imglist` is
+refused with a message.
 """
 from __future__ import annotations
 
@@ -44,9 +48,13 @@ class ImageDetRecordIter(ImageRecordIter):
                     if k in CROP_DEFAULTS or k in OTHER_DEFAULTS}
         kwargs.setdefault("fill_value", 127)  # MXNet's detection iterator pads with grey
         self._samplers = DetSamplers(settings, kwargs["fill_value"])
-        if resize_mode != "force":
-            raise DataIterError("ImageDetRecordIter: resize_mode=%r is not supported by minimod "
-                                "(only 'force')" % (resize_mode,))
+        if resize_mode not in ("force", "fit", "shrink"):
+            raise DataIterError("ImageDetRecordIter: resize_mode must be 'force', 'fit' or "
+                                "'shrink', got %r" % (resize_mode,))
+        if resize_mode != "force" and kwargs.get("mean_img"):
+            raise DataIterError("ImageDetRecordIter: mean_img needs resize_mode='force' (a "
+                                "fitted image does not fill the data shape)")
+        self._resize_mode = resize_mode
         if label_width != -1:
             raise DataIterError("ImageDetRecordIter: label_width=%r; minimod reads the label "
                                 "width of each record (label_width=-1)" % (label_width,))
@@ -75,25 +83,49 @@ class ImageDetRecordIter(ImageRecordIter):
                                        np.float32)]
 
     def _augment(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+        """img resized: to the data shape ('force'), to the largest size of the image's
+        aspect inside it ('fit'), or to that only when larger ('shrink')."""
         c, h, w = self.shape
-        return self._resized(img, (w, h), rng).reshape(h, w, -1)
+        rows, cols = img.shape[:2]
+        if self._resize_mode == "force":
+            size = (w, h)
+        else:
+            factor = min(h / rows, w / cols)
+            if self._resize_mode == "shrink":
+                factor = min(factor, 1.0)
+            size = (max(1, int(cols * factor)), max(1, int(rows * factor)))
+        return self._resized(img, size, rng).reshape(size[1], size[0], -1)
 
     def _augment_sample(self, img: np.ndarray, label, rng: np.random.RandomState) -> tuple:
-        """The samplers' crop and pad (boxes moved with them), the forced resize, then the
-        colour samplers."""
+        """The samplers' crop and pad (boxes moved with them), the resize, the colour
+        samplers; with 'fit' or 'shrink', the mirror and the placing of the image at the top
+        left of a zero canvas of the data shape, as MXNet does."""
         lab = np.array(label, np.float32).reshape(-1)
         start = int(lab[0]) if lab.size >= 2 else 0
         width = int(lab[1]) if lab.size >= 2 else 0
         if width < 5 or start < 2 or lab.size <= start or (lab.size - start) % width:
-            return self._augment(img, rng), label  # _label_row names what is wrong
+            img = self._augment(img, rng)
+            return img, label, img.shape[:2]  # _label_row names what is wrong
         img, boxes = self._samplers(self._cv2, img, lab[start:].reshape(-1, width), rng)
         img = self._samplers.colour(self._cv2, self._augment(img, rng), rng)
-        return img, np.concatenate([lab[:start], boxes.reshape(-1)])
+        content = img.shape[:2]
+        if self._resize_mode != "force":
+            if self._mirror_prob > 0 and rng.rand() < self._mirror_prob:
+                img = img[:, ::-1]
+                boxes = boxes.copy()
+                boxes[:, (1, 3)] = 1 - boxes[:, (3, 1)]
+            canvas = np.zeros((self.shape[1], self.shape[2], img.shape[2]), img.dtype)
+            canvas[:content[0], :content[1]] = img
+            img = canvas
+        return img, np.concatenate([lab[:start], boxes.reshape(-1)]), content
 
     def _flip(self, rng: np.random.RandomState) -> bool:
-        return bool(self._mirror_prob > 0 and rng.rand() < self._mirror_prob)
+        """The forced resize's mirror (after normalising); 'fit' and 'shrink' mirror the image
+        before it is placed on its canvas."""
+        return bool(self._resize_mode == "force" and self._mirror_prob > 0
+                    and rng.rand() < self._mirror_prob)
 
-    def _label_row(self, lab, flipped: bool) -> np.ndarray:
+    def _label_row(self, lab, flipped: bool, content: tuple) -> np.ndarray:
         lab = np.array(lab, np.float32).reshape(-1)
         if lab.size < 2 or lab.size > self.label_width - 4:
             raise DataIterError("ImageDetRecordIter: a record of '%s' has a label of %d values; "
@@ -106,6 +138,6 @@ class ImageDetRecordIter(ImageRecordIter):
             boxes[:, 1] = 1 - boxes[:, 3]
             boxes[:, 3] = 1 - xmin
         row = np.full(self.label_width, self._pad_value, np.float32)
-        row[:4] = self.shape + (lab.size,)
+        row[:4] = (self.shape[0],) + tuple(content) + (lab.size,)
         row[4:4 + lab.size] = lab
         return row

@@ -187,7 +187,7 @@ class ImageRecordIter(DataIter):
                 raise DataIterError("ImageRecordIter: record id %d of '%s' is not in "
                                     "path_imglist" % (header.id, self.path))
             label = self._labels[header.id][0]
-        img, label = self._augment_sample(img, label, rng)
+        img, label, content = self._augment_sample(img, label, rng)
         colour = self._colour
         if colour["random_h"] or colour["random_s"] or colour["random_l"]:
             img = hsl_jitter(cv2, img, rng, colour["random_h"], colour["random_s"],
@@ -205,11 +205,13 @@ class ImageRecordIter(DataIter):
             # flipped after the mean is taken off, as MXNet does: a mean image is subtracted
             # in the unflipped image's coordinates
             out = out[:, :, ::-1]
-        return out, self._label_row(label, flipped)
+        return out, self._label_row(label, flipped, content)
 
     def _augment_sample(self, img: np.ndarray, label, rng: np.random.RandomState) -> tuple:
-        """(augmented image, its label): the label is the record's, untouched here."""
-        return self._augment(img, rng), label
+        """(augmented image, its label, the (h, w) the image's content fills): here the label
+        is the record's, untouched, and the content the whole image."""
+        img = self._augment(img, rng)
+        return img, label, img.shape[:2]
 
     def _flip(self, rng: np.random.RandomState) -> bool:
         return bool(self.mirror or (self.rand_mirror and rng.randint(0, 2)))
@@ -350,8 +352,8 @@ class ImageRecordIter(DataIter):
                          label=[wrap(label, host)], pad=pad, index=None,
                          provide_data=self.provide_data, provide_label=self.provide_label)
 
-    def _label_row(self, lab, flipped: bool):
-        """The batch's label row of a record's label(s)."""
+    def _label_row(self, lab, flipped: bool, content: tuple):
+        """The batch's label row of a record's label(s) (`content`: the image's (h, w))."""
         lab = np.asarray(lab, np.float32).reshape(-1)
         if lab.size < self.label_width:
             raise DataIterError("ImageRecordIter: a record of '%s' has %d label(s), "

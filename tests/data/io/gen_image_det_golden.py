@@ -51,6 +51,12 @@ CONFIGS = {
     "no_round_batch": dict(data_shape=(3, 16, 16), batch_size=2, round_batch=False),
     "part_1_of_2": dict(data_shape=(3, 16, 16), batch_size=2, num_parts=2, part_index=1),
     "names": dict(data_shape=(3, 16, 16), batch_size=5, data_name="img", label_name="boxes"),
+    "fit": dict(data_shape=(3, 32, 32), batch_size=5, resize_mode="fit", mean_r=10, mean_g=20,
+                mean_b=30),
+    "shrink": dict(data_shape=(3, 32, 32), batch_size=5, resize_mode="shrink", mean_r=10,
+                   mean_g=20, mean_b=30, std_r=2, std_g=2, std_b=2),
+    "fit_mirror": dict(data_shape=(3, 24, 30), batch_size=5, resize_mode="fit",
+                       rand_mirror_prob=1.0, mean_r=5, mean_g=5, mean_b=5),
 }
 
 
