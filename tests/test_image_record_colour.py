@@ -128,3 +128,18 @@ def test_random_resized_crop_falls_back_to_the_centre(tmp_path):
     with pytest.raises(DataIterError, match="min_random_area=0.5 and max_random_area=0.2"):
         ImageRecordIter(path_imgrec=path, data_shape=(3, 20, 20), batch_size=1,
                         random_resized_crop=True, min_random_area=0.5, max_random_area=0.2)
+
+
+def test_crop_size_range_draws_square_sides(tmp_path):
+    path = _gradient_rec(tmp_path)
+    sides = set()
+    for seed in range(10):
+        it = ImageRecordIter(path_imgrec=path, data_shape=(3, 16, 16), batch_size=1,
+                             min_crop_size=20, max_crop_size=36, rand_crop=seed % 2 == 0,
+                             seed=seed, inter_method=1)
+        red, green = next(iter(it)).data[0].asnumpy()[0, :2]
+        width = (red[:, -1].mean() - red[:, 0].mean()) * 16 / 15
+        height = (green[-1].mean() - green[0].mean()) * 16 / 15
+        assert 19 <= width <= 37 and abs(width - height) <= 1.5
+        sides.add(round(width))
+    assert len(sides) >= 4

@@ -15,11 +15,13 @@ from .base import DataIterError
 from .image_colour import COLOUR_DEFAULTS, check_colour
 
 __all__ = ["record_offsets", "part_records", "read_record", "read_imglist", "per_channel",
-           "check_arguments", "AFFINE_DEFAULTS", "RESIZED_CROP_DEFAULTS", "auto_interpolation"]
+           "check_arguments", "AFFINE_DEFAULTS", "RESIZED_CROP_DEFAULTS", "CROP_SIZE_DEFAULTS",
+           "auto_interpolation"]
 
 #: parameters of MXNet's random augmenters that are accepted only at their default value
-_REFUSED = dict(max_crop_size=-1, min_crop_size=-1, max_random_contrast=0.0,
-                max_random_illumination=0.0, aug_seq="aug_default")
+_REFUSED = dict(max_random_contrast=0.0, max_random_illumination=0.0, aug_seq="aug_default")
+#: the square crop's side range (both -1: off)
+CROP_SIZE_DEFAULTS = dict(min_crop_size=-1, max_crop_size=-1)
 #: the random resized crop's switch and area range (its aspect range is the affine one's)
 RESIZED_CROP_DEFAULTS = dict(random_resized_crop=False, min_random_area=1.0,
                              max_random_area=1.0)
@@ -74,7 +76,7 @@ def _check_names(kwargs: dict) -> None:
     accepts only at its default."""
     for key, value in kwargs.items():
         if key in _IGNORED or key in AFFINE_DEFAULTS or key in COLOUR_DEFAULTS \
-                or key in RESIZED_CROP_DEFAULTS:
+                or key in RESIZED_CROP_DEFAULTS or key in CROP_SIZE_DEFAULTS:
             continue
         if key not in _REFUSED:
             raise DataIterError("ImageRecordIter has no parameter %r" % key)
@@ -82,12 +84,13 @@ def _check_names(kwargs: dict) -> None:
             raise DataIterError(
                 "ImageRecordIter: %s=%r is not supported by minimod (supported augmentations: "
                 "resize, rotation, shear, scale, aspect, pad/fill_value, rand_crop, mirror, "
-                "rand_mirror, random_resized_crop, random_h/s/l, brightness, contrast, "
-                "saturation, pca_noise, mean/std/scale, mean_img)" % (key, value))
+                "rand_mirror, min/max_crop_size, random_resized_crop, random_h/s/l, "
+                "brightness, contrast, saturation, pca_noise, mean/std/scale, mean_img)"
+                % (key, value))
 
 
 def _augmentations(kwargs: dict, channels: int, inter_method: int) -> tuple:
-    """The affine, colour and random-resized-crop settings, checked."""
+    """The affine, colour, random-resized-crop and crop-size settings, checked."""
     affine = {k: kwargs.get(k, v) for k, v in AFFINE_DEFAULTS.items()}
     if (affine["max_rotate_angle"] < 0 or affine["max_shear_ratio"] < 0
             or min(affine["min_random_scale"], affine["max_random_scale"]) <= 0
@@ -108,14 +111,28 @@ def _augmentations(kwargs: dict, channels: int, inter_method: int) -> tuple:
     why = check_colour(colour, channels)
     if why:
         raise DataIterError("ImageRecordIter: " + why)
-    return affine, colour, (crop if crop["random_resized_crop"] else None)
+    return (affine, colour, crop if crop["random_resized_crop"] else None,
+            _crop_sizes(kwargs))
+
+
+def _crop_sizes(kwargs: dict):
+    """(min, max) side of the square crop, or None when off. MXNet's iterator fails inside
+    OpenCV when only one of the two is given; minimod asks for both."""
+    low = kwargs.get("min_crop_size", -1)
+    high = kwargs.get("max_crop_size", -1)
+    if low == high == -1:
+        return None
+    if not 0 < low <= high:
+        raise DataIterError("ImageRecordIter: min_crop_size=%r and max_crop_size=%r must both "
+                            "be given, with 0 < min <= max" % (low, high))
+    return int(low), int(high)
 
 
 def check_arguments(kwargs: dict, path_imgrec, data_shape, batch_size, label_width,
                     num_parts, part_index, inter_method) -> tuple:
-    """The affine, colour and random-resized-crop settings (the last None when it is off),
-    after a DataIterError naming the first parameter MXNet's iterator takes but minimod
-    cannot honour, or that has no valid value."""
+    """The affine, colour, random-resized-crop and crop-size settings (the last two None
+    when off), after a DataIterError naming the first parameter MXNet's iterator takes but
+    minimod cannot honour, or that has no valid value."""
     _check_names(kwargs)
     if not path_imgrec or not os.path.isfile(path_imgrec):
         raise DataIterError("ImageRecordIter: path_imgrec %r is not a file" % path_imgrec)

@@ -26,7 +26,9 @@ parallel (OpenCV releases the GIL) and `prefetch_buffer` batches are prepared ah
 
 Where minimod bends MXNet: without `round_batch`, the last batch's missing rows are zeros and
 its `pad` counts them (MXNet leaves uninitialised memory there and reports a pad of 0). The
-crop-size ranges and `aug_seq` are refused with a message naming them. `random_resized_crop`
+`aug_seq` is refused with a message. `min/max_crop_size` crop a square of a random side in
+that range (centred, or at a random place with `rand_crop`) and resize it to the data shape,
+as MXNet does. `random_resized_crop`
 takes a window of area fraction in [min_random_area, max_random_area] and aspect in the
 aspect range (min/max_aspect_ratio, which then belong to the crop; the random scale is not
 used), after the resize, rotation, shear and pad, and resizes it to the data shape. The
@@ -64,21 +66,9 @@ from .image_files import (
     read_record,
     record_offsets,
 )
+from .image_windows import crop_aspect, resized_crop_window
 
 __all__ = ["ImageRecordIter", "ImageRecordUInt8Iter"]
-
-def _crop_aspect(affine: dict, resized_crop: Optional[dict]) -> tuple:
-    """(the random resized crop's aspect range, the affine settings left to the warp): with
-    the crop on, the aspect range is the crop's and the random scale is not used."""
-    if resized_crop is None:
-        return None, affine
-    if affine["min_aspect_ratio"] is not None:
-        span = (affine["min_aspect_ratio"], affine["max_aspect_ratio"])
-    else:
-        span = (1 - affine["max_aspect_ratio"], 1 + affine["max_aspect_ratio"])
-    return span, dict(affine, min_aspect_ratio=None, max_aspect_ratio=0.0,
-                      min_random_scale=1.0, max_random_scale=1.0)
-
 
 class ImageRecordIter(DataIter):
     """Batches (data (batch, c, h, w), label (batch,) or (batch, label_width)) of the images of
@@ -96,10 +86,10 @@ class ImageRecordIter(DataIter):
                  inter_method: int = 1, data_name: str = "data",
                  label_name: str = "softmax_label", path_imglist: str = "", **kwargs: Any):
         super().__init__(batch_size)
-        affine, self._colour, self._resized_crop = check_arguments(
+        affine, self._colour, self._resized_crop, self._crop_sizes = check_arguments(
             kwargs, path_imgrec, data_shape, batch_size, label_width, num_parts, part_index,
             inter_method)
-        self._crop_aspect, self._affine = _crop_aspect(affine, self._resized_crop)
+        self._crop_aspect, self._affine = crop_aspect(affine, self._resized_crop)
         self._cv2 = opencv()
         self.path, self.shape = path_imgrec, tuple(int(d) for d in data_shape)
         self.label_width, self.round_batch = label_width, round_batch
@@ -265,37 +255,40 @@ class ImageRecordIter(DataIter):
                                      cv2.BORDER_CONSTANT, value=[self.fill_value] * 4)
         if self._resized_crop is not None:
             return self._random_resized(img, rng).reshape(h, w, -1)
+        side = self._crop_side(img, rng)
+        if side:
+            y, x = self._window(img, side, side, rng)
+            return self._resized(img[y:y + side, x:x + side], (w, h), rng).reshape(h, w, -1)
         if img.shape[0] < h or img.shape[1] < w:  # scaled up, aspect kept, to cover the crop
             factor = max(h / img.shape[0], w / img.shape[1])
             img = self._resized(img, (max(w, int(img.shape[1] * factor)),
                                       max(h, int(img.shape[0] * factor))), rng, crossed=True)
-        if self.rand_crop:
-            y = int(rng.randint(0, img.shape[0] - h + 1))
-            x = int(rng.randint(0, img.shape[1] - w + 1))
-        else:
-            y, x = (img.shape[0] - h) // 2, (img.shape[1] - w) // 2
+        y, x = self._window(img, h, w, rng)
         return img[y:y + h, x:x + w].reshape(h, w, -1)
 
+    def _window(self, img: np.ndarray, h: int, w: int, rng: np.random.RandomState) -> tuple:
+        """(top, left) of an h x w crop: at random with rand_crop, else centred."""
+        if self.rand_crop:
+            return (int(rng.randint(0, img.shape[0] - h + 1)),
+                    int(rng.randint(0, img.shape[1] - w + 1)))
+        return (img.shape[0] - h) // 2, (img.shape[1] - w) // 2
+
+    def _crop_side(self, img: np.ndarray, rng: np.random.RandomState) -> int:
+        """The side of the square crop of min/max_crop_size (a random whole number in the
+        range), or 0 when they are not set."""
+        if self._crop_sizes is None:
+            return 0
+        low, high = self._crop_sizes
+        if img.shape[0] < high or img.shape[1] < high:
+            raise DataIterError("ImageRecordIter: an image of %s is smaller than "
+                                "max_crop_size=%d" % (img.shape[:2], high))
+        return int(rng.randint(low, high + 1))
+
     def _random_resized(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
-        """A window of area fraction in [min_random_area, max_random_area] and w / h in the
-        aspect range, at a random place, resized to the data shape; after 10 windows that do
-        not fit, the largest centred window of the data's aspect."""
+        """The random resized crop's window (image_windows.py), resized to the data shape."""
         _, h, w = self.shape
-        rows, cols = img.shape[:2]
-        crop = self._resized_crop
-        for _ in range(10):
-            area = rng.uniform(crop["min_random_area"], crop["max_random_area"]) * rows * cols
-            ratio = rng.uniform(*self._crop_aspect)
-            cw, ch = int(round(np.sqrt(area * ratio))), int(round(np.sqrt(area / ratio)))
-            if 0 < cw <= cols and 0 < ch <= rows:
-                y, x = int(rng.randint(0, rows - ch + 1)), int(rng.randint(0, cols - cw + 1))
-                break
-        else:
-            if cols * h >= rows * w:
-                ch, cw = rows, min(cols, max(1, int(round(rows * w / h))))
-            else:
-                ch, cw = min(rows, max(1, int(round(cols * h / w)))), cols
-            y, x = (rows - ch) // 2, (cols - cw) // 2
+        y, x, ch, cw = resized_crop_window(img.shape[:2], self._resized_crop,
+                                           self._crop_aspect, (h, w), rng)
         return self._resized(img[y:y + ch, x:x + cw], (w, h), rng)
 
     # ------------------------------------------------------------------ batches
