@@ -24,6 +24,8 @@ TOLERANCE = {"wide": 1.0, "auto": 1.0}
 @pytest.mark.parametrize("name", CONFIGS)
 def test_batches_are_mxnets(name):
     kwargs = json.loads(str(GOLDEN[name + "/kwargs"]))
+    if "path_imglist" in kwargs:
+        kwargs["path_imglist"] = os.path.join(HERE, "files", kwargs["path_imglist"])
     it = mx.io.ImageDetRecordIter(path_imgrec=REC, preprocess_threads=2, **kwargs)
     provide = [[d.name, list(d.shape)] for d in it.provide_data + it.provide_label]
     assert provide == json.loads(str(GOLDEN[name + "/provide"]))

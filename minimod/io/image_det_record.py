@@ -19,8 +19,8 @@ the image and its boxes before the resize (det_samplers.py; their draws are mini
 `resize_mode` 'fit' resizes to the largest size of the image's aspect inside the data
 shape, 'shrink' does so only for a larger image; the image then sits at the top left of a
 canvas of zero pixels (before normalising), its boxes relative to the image, and the label
-row's header gives the image's own height and width, as MXNet's does. `path_imglist` is
-refused with a message.
+row's header gives the image's own height and width, as MXNet's does. With `path_imglist`,
+a record's label is the list's line of its header's id, as in ImageRecordIter.
 """
 from __future__ import annotations
 
@@ -61,8 +61,6 @@ class ImageDetRecordIter(ImageRecordIter):
         for key in COLOUR_DEFAULTS:  # ImageRecordIter's colour settings: MXNet's detection
             if key in kwargs:        # iterator has samplers of its own instead
                 raise DataIterError("ImageDetRecordIter has no parameter %r" % key)
-        if kwargs.get("path_imglist"):
-            raise DataIterError("ImageDetRecordIter: path_imglist is not supported by minimod")
         if not 0 <= rand_mirror_prob <= 1 or label_pad_width < 0:
             raise DataIterError("ImageDetRecordIter: rand_mirror_prob=%r must be in [0, 1] and "
                                 "label_pad_width=%r >= 0" % (rand_mirror_prob, label_pad_width))
@@ -72,7 +70,9 @@ class ImageDetRecordIter(ImageRecordIter):
 
     def _prepare(self) -> None:
         longest = self._pad_width
-        if not longest:
+        if not longest and self._labels is not None:  # the list's labels replace the records'
+            longest = max(np.asarray(labels).size for labels, _ in self._labels.values())
+        elif not longest:
             with open(self.path, "rb") as f:
                 for offset in self._offsets:
                     header, _ = unpack(read_record(f, offset))

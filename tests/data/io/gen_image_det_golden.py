@@ -37,6 +37,12 @@ def write_records():
         rec.write_idx(i, mx.recordio.pack(mx.recordio.IRHeader(len(label), label, i, 0),
                                           png(img)))
     rec.close()
+    with open(os.path.join(FILES, "detection.lst"), "w") as f:  # other boxes, width 6
+        for i in range(len(SIZES)):
+            boxes = [i % 3, 0.1, 0.2, 0.6, 0.7, 1.0] + ([7, 0.5, 0.5, 0.9, 0.8, 0.0] if i % 2
+                                                          else [])
+            f.write("%d\t%s\timage%d.png\n" % (i, "\t".join(str(v) for v in [2, 6] + boxes),
+                                                i))
 
 
 CONFIGS = {
@@ -55,6 +61,8 @@ CONFIGS = {
                 mean_b=30),
     "shrink": dict(data_shape=(3, 32, 32), batch_size=5, resize_mode="shrink", mean_r=10,
                    mean_g=20, mean_b=30, std_r=2, std_g=2, std_b=2),
+    "imglist": dict(data_shape=(3, 16, 16), batch_size=5, path_imglist="detection.lst",
+                    rand_mirror_prob=1.0),
     "fit_mirror": dict(data_shape=(3, 24, 30), batch_size=5, resize_mode="fit",
                        rand_mirror_prob=1.0, mean_r=5, mean_g=5, mean_b=5),
 }
@@ -64,8 +72,11 @@ def main():
     write_records()
     store = {}
     for name, kwargs in CONFIGS.items():
+        args = dict(kwargs)
+        if "path_imglist" in args:
+            args["path_imglist"] = os.path.join(FILES, args["path_imglist"])
         it = mx.io.ImageDetRecordIter(path_imgrec=os.path.join(FILES, "detection.rec"),
-                                      preprocess_threads=1, **kwargs)
+                                      preprocess_threads=1, **args)
         store[name + "/kwargs"] = np.array(json.dumps(kwargs))
         store[name + "/provide"] = np.array(json.dumps(
             [[d.name, list(d.shape)] for d in it.provide_data + it.provide_label]))
