@@ -9,15 +9,19 @@ StopIteration, `reset()` starts a new epoch). The iterators:
   for batch, cursor for cursor (tests compare against batches MXNet 1.9.1 produced).
 * `ResizeIter` gives a fixed number of batches per epoch, restarting its inner iterator.
 * `PrefetchingIter` reads the next batch of several iterators in background threads.
-* `ImageRecordIter` (and `ImageRecordUInt8Iter`, its raw-pixel form) decodes and augments the
+* `ImageRecordIter` (with `ImageRecordUInt8Iter`, its raw-pixel form, `ImageRecordInt8Iter`,
+  its mean-subtracted int8 form, and the older `_v1` names) decodes and augments the
   images of a RecordIO file (OpenCV, the `image` extra), batch for batch as MXNet's C++
   iterator, and `ImageDetRecordIter` those of a detection file with their boxes; `CSVIter` and
-  `MNISTIter` read their files as MXNet's do. LibSVMIter (sparse data) is not provided.
+  `MNISTIter` read their files as MXNet's do. LibSVMIter (sparse data) is not provided. They
+  derive from `MXDataIter`, the base of MXNet's C++ iterators.
 
-The package: base.py (DataDesc, DataBatch, DataIter, the errors), ndarray_iter.py (NDArrayIter,
-shard_positions), file_iters.py (CSVIter, MNISTIter), image_record.py (ImageRecordIter,
-ImageRecordUInt8Iter), image_det_record.py (ImageDetRecordIter), image_files.py (records,
-image lists and the image iterators' parameters), wrappers.py (ResizeIter, PrefetchingIter).
+The package: base.py (DataDesc, DataBatch, DataIter, MXDataIter, the errors), ndarray_iter.py
+(NDArrayIter, shard_positions), file_iters.py (CSVIter, MNISTIter), image_record.py
+(ImageRecordIter), image_record_variants.py (its UInt8, Int8 and _v1 forms),
+image_det_record.py (ImageDetRecordIter), image_files.py (records, image lists and the image
+iterators' parameters), image_colour.py, image_windows.py and det_samplers.py (the random
+augmentations), wrappers.py (ResizeIter, PrefetchingIter).
 
 Where minimod bends MXNet:
 
@@ -35,15 +39,22 @@ Where minimod bends MXNet:
 """
 from __future__ import annotations
 
-from .base import DataBatch, DataDesc, DataIter, DataIterError, DataTypeError
+from .base import DataBatch, DataDesc, DataIter, DataIterError, DataTypeError, MXDataIter
 from .file_iters import CSVIter, MNISTIter
 from .image_det_record import ImageDetRecordIter
-from .image_record import ImageRecordIter, ImageRecordUInt8Iter
+from .image_record import ImageRecordIter
+from .image_record_variants import (
+    ImageRecordInt8Iter,
+    ImageRecordIter_v1,
+    ImageRecordUInt8Iter,
+    ImageRecordUInt8Iter_v1,
+)
 from .ndarray_iter import NDArrayIter, shard_positions
 from .wrappers import PrefetchingIter, ResizeIter
 
 __all__ = [
     "CSVIter", "DataBatch", "DataDesc", "DataIter", "DataIterError", "DataTypeError",
-    "ImageDetRecordIter", "ImageRecordIter", "ImageRecordUInt8Iter", "MNISTIter", "NDArrayIter",
+    "ImageDetRecordIter", "ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter",
+    "ImageRecordIter_v1", "ImageRecordUInt8Iter_v1", "MNISTIter", "MXDataIter", "NDArrayIter",
     "PrefetchingIter", "ResizeIter", "shard_positions",
 ]

@@ -142,3 +142,16 @@ class DataIter:
     def getpad(self) -> Optional[int]:
         """How many samples at the end of the current batch are filler."""
         return None
+
+
+class MXDataIter(DataIter):
+    """The base of the iterators MXNet implements in C++ (ImageRecordIter and its variants,
+    ImageDetRecordIter, CSVIter, MNISTIter), so that `isinstance(it, mx.io.MXDataIter)` holds
+    for them as in MXNet. MXNet builds one from a C handle; here each subclass is a Python
+    iterator, and this class is not created directly."""
+
+    def __init__(self, batch_size: int = 0):
+        if type(self) is MXDataIter:
+            raise TypeError("MXDataIter wraps a C++ iterator in MXNet and is not created "
+                            "directly: use ImageRecordIter, CSVIter, MNISTIter ...")
+        super().__init__(batch_size)

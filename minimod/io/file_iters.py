@@ -13,10 +13,10 @@ from ..base import MXNetError
 from ..ndarray import NDArray
 from ..ndarray import array as nd_array
 from ..ndarray.serialization import read_file
-from .base import DataBatch, DataDesc, DataIter, DataIterError
+from .base import DataBatch, DataDesc, DataIterError, MXDataIter
 
 
-class _FileBatches(DataIter):
+class _FileBatches(MXDataIter):
     """Batches of in-memory rows read from files (CSVIter, MNISTIter): one data and one label
     input, copied batch by batch into persistent host buffers."""
 

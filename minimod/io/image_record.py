@@ -54,7 +54,7 @@ from ..ndarray.core import wrap
 from ..ndarray.serialization import load as nd_load
 from ..ndarray.serialization import save as nd_save
 from ..recordio import opencv, unpack
-from .base import DataBatch, DataDesc, DataIter, DataIterError
+from .base import DataBatch, DataDesc, DataIterError, MXDataIter
 from .image_colour import colour_jitter, hsl_jitter
 from .image_files import (
     AFFINE_DEFAULTS,
@@ -68,9 +68,10 @@ from .image_files import (
 )
 from .image_windows import crop_aspect, resized_crop_window
 
-__all__ = ["ImageRecordIter", "ImageRecordUInt8Iter"]
+__all__ = ["ImageRecordIter"]
 
-class ImageRecordIter(DataIter):
+
+class ImageRecordIter(MXDataIter):
     """Batches (data (batch, c, h, w), label (batch,) or (batch, label_width)) of the images of
     a RecordIO file; see the module docstring for the pipeline and MXNet's parameters."""
 
@@ -340,6 +341,9 @@ class ImageRecordIter(DataIter):
         # the next epoch starts after the rows this one borrowed from its start
         self._start = pad if (self.round_batch and pad) else 0
         self._fill()
+        if self.dtype.kind in "iu":  # integer data saturates, as MXNet's int8 iterator's
+            info = np.iinfo(self.dtype)
+            np.clip(data, info.min, info.max, out=data)
         host = Context("cpu", 0)  # the batch's own arrays become the NDArrays, uncopied
         return DataBatch(data=[wrap(data.astype(self.dtype, copy=False), host)],
                          label=[wrap(label, host)], pad=pad, index=None,
@@ -357,18 +361,3 @@ class ImageRecordIter(DataIter):
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-
-
-_NORMALISATION = ("mean_img", "mean_r", "mean_g", "mean_b", "mean_a", "std_r", "std_g", "std_b",
-                  "std_a", "scale", "dtype")
-
-
-class ImageRecordUInt8Iter(ImageRecordIter):
-    """MXNet's deprecated ImageRecordIter of raw pixels: uint8 data, decoded, resized, padded,
-    cropped and flipped as ImageRecordIter does; as MXNet's, it takes the normalisation
-    parameters and `dtype` and ignores them."""
-
-    def __init__(self, **kwargs: Any):
-        for key in _NORMALISATION:
-            kwargs.pop(key, None)
-        super().__init__(dtype="uint8", **kwargs)
