@@ -19,6 +19,7 @@ from .ndarray.random import (
     exponential,
     gamma,
     generalized_negative_binomial,
+    multinomial,
     negative_binomial,
     normal,
     poisson,
@@ -28,7 +29,8 @@ from .ndarray.random import (
     uniform,
 )
 
-__all__ = ["exponential", "gamma", "generalized_negative_binomial", "negative_binomial",
+__all__ = ["exponential", "gamma", "generalized_negative_binomial", "multinomial",
+           "negative_binomial",
            "normal", "poisson", "randint", "randn", "seed", "shuffle", "uniform"]
 
 

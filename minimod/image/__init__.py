@@ -8,6 +8,7 @@ ImageIter; detection.py (MXNet's `mx.image.detection`): the detection augmenters
 (det_augmenters.py), CreateDetAugmenter and ImageDetIter (det_iter.py).
 """
 from . import detection
+from . import detection as det  # MXNet's short name of the module
 from .augmenters import (
     Augmenter,
     BrightnessJitterAug,
@@ -64,6 +65,6 @@ __all__ = ["Augmenter", "BrightnessJitterAug", "CastAug", "CenterCropAug", "Colo
            "SaturationJitterAug", "SequentialAug", "center_crop", "color_normalize",
            "copyMakeBorder", "fixed_crop", "imdecode", "imread", "imresize", "imrotate",
            "random_crop", "random_rotate", "random_size_crop", "resize_short", "scale_down",
-           "ImageIter", "detection", "DetAugmenter", "DetBorrowAug", "DetRandomSelectAug",
+           "ImageIter", "detection", "det", "DetAugmenter", "DetBorrowAug", "DetRandomSelectAug",
            "DetHorizontalFlipAug", "DetRandomCropAug", "DetRandomPadAug",
            "CreateMultiRandCropAugmenter", "CreateDetAugmenter", "ImageDetIter"]

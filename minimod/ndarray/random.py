@@ -24,6 +24,7 @@ from .imperative import invoke
 from .rules import normalize_dtype
 
 __all__ = ["normal", "randint", "shuffle", "uniform", "randn", "exponential", "gamma", "poisson",
+           "multinomial",
            "negative_binomial", "generalized_negative_binomial", "uniform_like", "normal_like",
            "exponential_like", "gamma_like", "poisson_like", "negative_binomial_like",
            "generalized_negative_binomial_like"]
@@ -186,3 +187,14 @@ poisson_like = _like("poisson", PARAMETERS["poisson"])
 negative_binomial_like = _like("negative_binomial", PARAMETERS["negative_binomial"])
 generalized_negative_binomial_like = _like("generalized_negative_binomial",
                                            PARAMETERS["generalized_negative_binomial"])
+
+
+def multinomial(data: NDArray, shape: ShapeArg = None, get_prob: bool = False,
+                out: NDArray | None = None, dtype: Any = "int32", **_ignored):
+    """Class indices drawn from the categorical distributions in the last axis of `data`
+    (the `_sample_multinomial` operator): `shape` more draws per distribution; with
+    `get_prob`, also the log-probability of each draw."""
+    attrs = {"get_prob": get_prob, "dtype": np.dtype(normalize_dtype(dtype)).name}
+    if shape is not None:
+        attrs["shape"] = _shape_tuple(shape)
+    return invoke("_sample_multinomial", (data,), dict(attrs, out=out))

@@ -15,7 +15,7 @@ from .symbol import Symbol, make_op_symbol
 __all__ = ["uniform", "normal", "randn", "randint", "exponential", "gamma", "poisson",
            "negative_binomial", "generalized_negative_binomial", "shuffle", "uniform_like",
            "normal_like", "exponential_like", "gamma_like", "poisson_like",
-           "negative_binomial_like", "generalized_negative_binomial_like"]
+           "negative_binomial_like", "generalized_negative_binomial_like", "multinomial"]
 
 
 def _helper(dist: str, params: dict, sample_names: tuple, shape, dtype, kwargs: dict) -> Symbol:
@@ -106,3 +106,12 @@ poisson_like = _like("poisson", PARAMETERS["poisson"])
 negative_binomial_like = _like("negative_binomial", PARAMETERS["negative_binomial"])
 generalized_negative_binomial_like = _like("generalized_negative_binomial",
                                            PARAMETERS["generalized_negative_binomial"])
+
+
+def multinomial(data, shape=None, get_prob=False, dtype="int32", **kwargs) -> Symbol:
+    """Class indices drawn from the categorical distributions in the last axis of `data`
+    (`_sample_multinomial`); with `get_prob`, a second output of their log-probabilities."""
+    attrs = dict(kwargs, get_prob=get_prob, dtype=dtype)
+    if shape is not None:
+        attrs["shape"] = shape
+    return make_op_symbol("_sample_multinomial", [data], attrs, hint="_sample_multinomial")

@@ -128,3 +128,22 @@ def test_sample_multinomial_gradient_is_the_score_function():
     want = np.zeros_like(probs)
     np.add.at(want[0], picked[0], head[0] / probs[0, picked[0]])
     np.testing.assert_allclose(exe.grad_dict["p"].asnumpy(), want, rtol=1e-5)
+
+
+def test_random_multinomial_namespaces():
+    """mx.nd.random.multinomial, mx.random.multinomial and mx.sym.random.multinomial are
+    MXNet's front ends of _sample_multinomial: draws follow the probabilities, get_prob gives
+    their log-probabilities, dtype and shape as asked."""
+    mx.random.seed(3)
+    probs = mx.nd.array([[0.2, 0.8], [0.9, 0.1]])
+    draws, logp = mx.nd.random.multinomial(probs, shape=4000, get_prob=True)
+    assert draws.shape == (2, 4000) and draws.dtype == np.int32
+    share = draws.asnumpy().mean(axis=1)
+    np.testing.assert_allclose(share, [0.8, 0.1], atol=0.03)
+    np.testing.assert_allclose(logp.asnumpy(), np.log(probs.asnumpy()[
+        np.arange(2)[:, None], draws.asnumpy()]), rtol=1e-5)
+    assert mx.random.multinomial(probs, shape=(2, 3), dtype="float32").shape == (2, 2, 3)
+    net = mx.sym.random.multinomial(mx.sym.var("p"), get_prob=True)
+    assert len(net.list_outputs()) == 2
+    out = net.bind(mx.cpu(), {"p": probs}).forward()
+    assert out[0].shape == (2,) and set(out[0].asnumpy().tolist()) <= {0, 1}
