@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     embedding,
     identity,
     im2col,
+    image_ops,
     indexing,
     join_split,
     legacy,
