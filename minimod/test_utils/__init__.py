@@ -31,18 +31,32 @@ from ..ndarray.ndarray import NDArray
 from ..ndarray.ndarray import array as array
 from ..symbol import Symbol
 from ..util import use_np, use_np_shape
-from . import allocations, compare, data, datasets, iterators, optimizers, process, symbolic
+from . import (
+    allocations,
+    arrays,
+    compare,
+    data,
+    datasets,
+    iterators,
+    optimizers,
+    process,
+    statistics,
+    symbolic,
+)
 from .allocations import *  # noqa: F401,F403
+from .arrays import *  # noqa: F401,F403
 from .compare import *  # noqa: F401,F403
 from .data import *  # noqa: F401,F403
 from .datasets import *  # noqa: F401,F403
 from .iterators import *  # noqa: F401,F403
 from .optimizers import *  # noqa: F401,F403
 from .process import *  # noqa: F401,F403
+from .statistics import *  # noqa: F401,F403
 from .symbolic import *  # noqa: F401,F403
 from .symbolic import numeric_grad
 
-__all__ = (allocations.__all__ + compare.__all__ + data.__all__ + datasets.__all__
+__all__ = (allocations.__all__ + arrays.__all__ + statistics.__all__ + compare.__all__
+           + data.__all__ + datasets.__all__
            + process.__all__ + iterators.__all__ + optimizers.__all__ + symbolic.__all__
            + ["np", "mx", "os", "sys", "logging", "rnd", "npt", "array", "Symbol", "NDArray",
               "Context", "cpu", "gpu", "contextmanager", "numeric_grad", "use_np",
