@@ -3,7 +3,7 @@
     base.py       Optimizer: hyperparameters, registry (`register`, `create`), lr/wd lookup and
                   multipliers, update counts, float32 master copies; `_Builtin`, the driver of
                   the built-in optimizers (what they share with MXNet, and where they bend)
-    sgd.py        SGD, ccSGD, NAG, LARS, Signum, SGLD, DCASGD, Test; SGD's flat-buffer path
+    sgd.py        SGD, ccSGD, NAG, LARS, LBSGD, Signum, SGLD, DCASGD, Test; SGD's flat-buffer path
     adaptive.py   Adam, Adamax, Nadam, LAMB, FTML, AdaGrad, GroupAdaGrad, AdaDelta, RMSProp, Ftrl
     updater.py    Updater, get_updater; the flat states and `flat_capable` of the fused
                   update over whole parameter buffers (that step is `minimod.flat`)
@@ -47,7 +47,7 @@ from .adaptive import (  # noqa: F401
     RMSProp,
 )
 from .base import Optimizer, State, create, register  # noqa: F401
-from .sgd import DCASGD, LARS, NAG, SGD, SGLD, Signum, Test, ccSGD  # noqa: F401
+from .sgd import DCASGD, LARS, LBSGD, NAG, SGD, SGLD, Signum, Test, ccSGD  # noqa: F401
 from .states import SafeStatesUnpickler, UnsafeStatesError, dump_states_mxnet, load_states
 from .updater import Updater, get_updater
 

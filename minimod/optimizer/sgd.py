@@ -1,4 +1,5 @@
-"""The SGD family: SGD (and its alias ccSGD), NAG, LARS, Signum, SGLD, DCASGD, and Test.
+"""The SGD family: SGD (and its alias ccSGD), NAG, LARS, LBSGD, Signum, SGLD, DCASGD, and
+Test.
 
 SGD, NAG and Signum run the arithmetic of MXNet's `sgd(_mom)_update`, `nag_mom_update` and
 `signum(sgd)_update` kernels (`minimod/ndarray/update_steps.py`, shared with `mx.nd`), SGD's
@@ -28,7 +29,7 @@ from ..ndarray.update_steps import (
 from .base import State, _as_lists, _Builtin, _xp, register
 from .flat_runs import SGDRun
 
-__all__ = ["DCASGD", "LARS", "NAG", "SGD", "SGLD", "Signum", "Test", "ccSGD"]
+__all__ = ["DCASGD", "LARS", "LBSGD", "NAG", "SGD", "SGLD", "Signum", "Test", "ccSGD"]
 
 
 @register
@@ -252,3 +253,65 @@ class Test(_Builtin):
             s._data[...] = w._data
 
     update_multi_precision = update  # type: ignore[assignment]
+
+
+@register
+class LBSGD(SGD):
+    """Large-batch SGD: the gradients of `batch_scale` updates of a parameter are summed, and
+    every `batch_scale`-th update applies SGD (with momentum, wd, rescale and clip) to their
+    mean, with the learning rate times a multiplier; the updates in between leave the weight
+    as it is. The multiplier rises from 1 to `batch_scale` over `warmup_epochs` x
+    `updates_per_epoch` updates (`warmup_strategy` 'linear', 'power2' or 'sqrt' in the share
+    of the warm-up done), or is LARS' trust ratio sqrt(|w|^2 / (|g|^2 + wd |w|^2)), kept in
+    [0.01, 100] ('lars'). Updates are counted per parameter from `begin_epoch` x
+    `updates_per_epoch` + 1. The summed gradient is a copy (MXNet keeps a reference to the
+    first gradient array, so a gradient buffer rewritten in place by the next step would be
+    counted twice)."""
+
+    _STRATEGIES = ("linear", "power2", "sqrt", "lars")
+
+    def __init__(self, momentum: float = 0.0, multi_precision: bool = False,
+                 warmup_strategy: str = "linear", warmup_epochs: int = 5, batch_scale: int = 1,
+                 updates_per_epoch: int = 32, begin_epoch: int = 0, num_epochs: int = 60,
+                 **kwargs: Any) -> None:
+        super().__init__(momentum=momentum, multi_precision=multi_precision, **kwargs)
+        if warmup_strategy not in self._STRATEGIES:
+            raise ValueError("LBSGD: warmup_strategy must be one of %s, got %r"
+                             % (self._STRATEGIES, warmup_strategy))
+        if batch_scale < 1:
+            raise ValueError("LBSGD: batch_scale must be at least 1, got %r" % batch_scale)
+        self.warmup_strategy, self.warmup_epochs = warmup_strategy, warmup_epochs
+        self.batch_scale, self.updates_per_epoch = int(batch_scale), updates_per_epoch
+        self.init_updates, self.num_epochs = begin_epoch * updates_per_epoch, num_epochs
+        self._sums: dict = {}  # index -> [summed gradient or None, updates counted]
+
+    def _warmup(self, count: int) -> float:
+        total = self.warmup_epochs * self.updates_per_epoch
+        top = float(self.batch_scale)
+        if count >= total:
+            return top
+        if total <= 1:
+            return 1.0
+        done = count / total
+        shape = {"linear": done, "power2": done * done, "sqrt": math.sqrt(done)}
+        return 1.0 + (top - 1) * shape[self.warmup_strategy]
+
+    @staticmethod
+    def _trust(w, g, wd: float) -> float:
+        w2 = float((w * w).sum())
+        g2 = float((g * g).sum())
+        return min(100.0, max(0.01, math.sqrt(w2 / (g2 + wd * w2 + 1e-18))))
+
+    def _step(self, index, w, g, state, lr, wd):
+        entry = self._sums.setdefault(index, [None, self.init_updates])
+        entry[0] = g.copy() if entry[0] is None else entry[0] + g
+        entry[1] += 1
+        if entry[1] % self.batch_scale:
+            return
+        mean = entry[0] / w.dtype.type(self.batch_scale)
+        entry[0] = None
+        if self.warmup_strategy == "lars":
+            mult = self._trust(w, mean, wd)
+        else:
+            mult = self._warmup(entry[1])
+        super()._step(index, w, mean, state, lr * mult, wd)
