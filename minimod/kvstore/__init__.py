@@ -1,13 +1,15 @@
 """`mx.kv`: key-value stores that aggregate gradients: 'local', 'device' (one process) and
 'dist_sync'/'dist_device_sync' (several processes over MPI, in `dist.py`; start them with
-`python -m minimod.launch`). `create(name)` makes any of them."""
+`python -m minimod.launch`). `create(name)` makes any of them, or a store registered with
+`KVStoreBase.register` (base.py)."""
 from __future__ import annotations
 
 from ..base import MXNetError
+from .base import KVStoreBase, TestStore
 from .dist import create_dist
 from .local import KVStore
 
-__all__ = ["KVStore", "create"]
+__all__ = ["KVStore", "KVStoreBase", "TestStore", "create"]
 
 
 def create(name: str = "local") -> KVStore:
@@ -18,6 +20,8 @@ def create(name: str = "local") -> KVStore:
     if not isinstance(name, str):
         raise TypeError("name must be a string")
     kind = name.lower()
+    if kind in KVStoreBase.kv_registry:  # a store written in Python (KVStoreBase.register)
+        return KVStoreBase.kv_registry[kind]()
     if kind in ("local", "local_update_cpu", "local_allreduce_cpu"):
         return KVStore("local", name)
     if kind in ("device", "local_allreduce_device"):

@@ -19,6 +19,7 @@ from .. import backend
 from ..base import MXNetError, atomic_write
 from ..context import cpu
 from ..ndarray.ndarray import NDArray
+from .base import KVStoreBase
 from .compression import create_compression
 
 __all__ = ["KVStore"]
@@ -40,7 +41,7 @@ def _key_list(key, value):
     return keys, [v if isinstance(v, (list, tuple)) else [v] for v in values]
 
 
-class KVStore:
+class KVStore(KVStoreBase):
     """A key-value store that sums what is pushed and broadcasts what is pulled."""
 
     OPTIMIZER = "optimizer"

@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from .. import backend
-from ..kvstore import KVStore
+from ..kvstore import KVStoreBase
 from ..kvstore import create as create_kvstore
 
 
@@ -27,7 +27,7 @@ def _create_kvstore(kvstore, num_device: int, arg_params: dict):
     update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
     if kvstore is None:
         kv = None
-    elif isinstance(kvstore, KVStore) or hasattr(kvstore, "pushpull"):
+    elif isinstance(kvstore, KVStoreBase) or hasattr(kvstore, "pushpull"):
         kv = kvstore
     elif isinstance(kvstore, str):
         if num_device == 1 and "dist" not in kvstore:
@@ -43,7 +43,7 @@ def _create_kvstore(kvstore, num_device: int, arg_params: dict):
     if kv is None:
         update_on_kvstore = False
     else:
-        update_on_kvstore &= kv.is_capable(KVStore.OPTIMIZER)
+        update_on_kvstore &= kv.is_capable(KVStoreBase.OPTIMIZER)
     return kv, update_on_kvstore
 
 
@@ -53,6 +53,10 @@ def _initialize_kvstore(kvstore, param_arrays, arg_params, param_names, update_o
     keys, so a dist store broadcasts the whole model at once."""
     names = [param_names[idx] for idx in range(len(param_arrays))]
     if not names:
+        return
+    if not hasattr(kvstore, "init"):  # a KVStoreBase written in Python: rank 0's values
+        for name, devs in zip(names, param_arrays):
+            kvstore.broadcast(name, arg_params[name], out=list(devs))
         return
     kvstore.init(names, [arg_params[name] for name in names])
     if update_on_kvstore or getattr(kvstore, "num_workers", 1) > 1:
