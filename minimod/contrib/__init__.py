@@ -12,17 +12,18 @@
 - `mx.contrib.tensorboard`: `LogMetricsCallback`, writing metrics with a TensorBoard writer
   from PyPI (tensorboardX or mxboard, an optional extra);
 - `mx.contrib.onnx`: `import_model` and `get_model_metadata` (ONNX models read back as a
-  symbol with parameters) and `export_model`, the older name of `mx.onnx.export_model`.
+  symbol with parameters) and `export_model`, the older name of `mx.onnx.export_model`;
+- `mx.contrib.text`: token counting, Vocabulary and pre-trained token embeddings.
 
 Not here: MXNet's `contrib.autograd`, `contrib.io` (DataLoaderIter, for Gluon data loaders),
-`contrib.onnx.import_to_gluon` (no Gluon), `contrib.quantization` and `contrib.text`.
+`contrib.onnx.import_to_gluon` (no Gluon) and `contrib.quantization`.
 """
 from ..ndarray import contrib as nd
 from ..symbol import contrib as sym
-from . import amp, onnx, svrg_optimization, tensorboard
+from . import amp, onnx, svrg_optimization, tensorboard, text
 
 ndarray = nd
 symbol = sym
 
 __all__ = ["nd", "ndarray", "sym", "symbol", "amp", "onnx", "svrg_optimization",
-           "tensorboard"]
+           "tensorboard", "text"]
