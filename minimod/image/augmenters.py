@@ -17,6 +17,13 @@ from ..ndarray import array as nd_array
 from ..ndarray.routines.products import dot
 from ..ndarray.routines.reductions import sum as nd_sum
 from ..ndarray.routines.shapes import flip
+from ..ops.image_ops import (
+    GREY_WEIGHTS,
+    IMAGENET_EIGVAL,
+    IMAGENET_EIGVEC,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+)
 from .functions import (
     _get_interp_method,
     center_crop,
@@ -33,7 +40,6 @@ __all__ = ["Augmenter", "SequentialAug", "ResizeAug", "ForceResizeAug", "RandomC
            "LightingAug", "ColorNormalizeAug", "RandomGrayAug", "HorizontalFlipAug", "CastAug",
            "CreateAugmenter"]
 
-_GRAY = (0.299, 0.587, 0.114)  # the luma weights of the jitters
 
 
 class Augmenter:
@@ -146,7 +152,7 @@ class ContrastJitterAug(Augmenter):
     def __init__(self, contrast: float):
         super().__init__(contrast=contrast)
         self.contrast = contrast
-        self.coef = nd_array([[_GRAY]])
+        self.coef = nd_array([[GREY_WEIGHTS]])
 
     def __call__(self, src):
         alpha = 1.0 + random.uniform(-self.contrast, self.contrast)
@@ -163,7 +169,7 @@ class SaturationJitterAug(Augmenter):
     def __init__(self, saturation: float):
         super().__init__(saturation=saturation)
         self.saturation = saturation
-        self.coef = nd_array([[_GRAY]])
+        self.coef = nd_array([[GREY_WEIGHTS]])
 
     def __call__(self, src):
         alpha = 1.0 + random.uniform(-self.saturation, self.saturation)
@@ -270,11 +276,6 @@ class CastAug(Augmenter):
         return src.astype(self.typ)
 
 
-_IMAGENET_EIGVAL = np.array([55.46, 4.794, 1.148])
-_IMAGENET_EIGVEC = np.array([[-0.5675, 0.7192, 0.4009], [-0.5808, -0.0045, -0.8140],
-                             [-0.5836, -0.6948, 0.4203]])
-
-
 def CreateAugmenter(data_shape: tuple, resize: int = 0, rand_crop: bool = False,
                     rand_resize: bool = False, rand_mirror: bool = False, mean=None, std=None,
                     brightness: float = 0, contrast: float = 0, saturation: float = 0,
@@ -297,17 +298,26 @@ def CreateAugmenter(data_shape: tuple, resize: int = 0, rand_crop: bool = False,
         auglist.append(CenterCropAug(crop_size, inter_method))
     if rand_mirror:
         auglist.append(HorizontalFlipAug(0.5))
-    auglist.append(CastAug())
+    return auglist + colour_augmenters(brightness, contrast, saturation, hue, pca_noise,
+                                       rand_gray, mean, std, "CreateAugmenter")
+
+
+def colour_augmenters(brightness: float, contrast: float, saturation: float, hue: float,
+                      pca_noise: float, rand_gray: float, mean, std, caller: str) -> list:
+    """The tail both default lists (CreateAugmenter, CreateDetAugmenter) share: cast to
+    float32, colour jitter, hue, PCA lighting, grey, normalise (`mean`/`std` True: ImageNet's
+    RGB statistics)."""
+    auglist: list = [CastAug()]
     if brightness or contrast or saturation:
         auglist.append(ColorJitterAug(brightness, contrast, saturation))
     if hue:
         auglist.append(HueJitterAug(hue))
     if pca_noise > 0:
-        auglist.append(LightingAug(pca_noise, _IMAGENET_EIGVAL, _IMAGENET_EIGVEC))
+        auglist.append(LightingAug(pca_noise, IMAGENET_EIGVAL, IMAGENET_EIGVEC))
     if rand_gray > 0:
         auglist.append(RandomGrayAug(rand_gray))
-    mean = nd_array([123.68, 116.28, 103.53]) if mean is True else _rgb(mean, "mean")
-    std = nd_array([58.395, 57.12, 57.375]) if std is True else _rgb(std, "std")
+    mean = nd_array(IMAGENET_MEAN) if mean is True else _rgb(mean, "mean", caller)
+    std = nd_array(IMAGENET_STD) if std is True else _rgb(std, "std", caller)
     if mean is not None or std is not None:
         auglist.append(ColorNormalizeAug(mean, std))
     return auglist

@@ -27,20 +27,8 @@ import random
 import numpy as np
 
 from ..ndarray import NDArray
-from ..ndarray import array as nd_array
 from ..ndarray.routines.shapes import flip
-from .augmenters import (
-    Augmenter,
-    CastAug,
-    ColorJitterAug,
-    ColorNormalizeAug,
-    ForceResizeAug,
-    HueJitterAug,
-    LightingAug,
-    RandomGrayAug,
-    ResizeAug,
-    _rgb,
-)
+from .augmenters import Augmenter, ForceResizeAug, ResizeAug, colour_augmenters
 from .functions import copyMakeBorder, fixed_crop
 
 __all__ = ["DetAugmenter", "DetBorrowAug", "DetRandomSelectAug", "DetHorizontalFlipAug",
@@ -253,12 +241,6 @@ def CreateMultiRandCropAugmenter(min_object_covered=0.1, aspect_ratio_range=(0.7
     return DetRandomSelectAug(augs, skip_prob=skip_prob)
 
 
-_MEAN, _STD = [123.68, 116.28, 103.53], [58.395, 57.12, 57.375]
-_EIGVAL = np.array([55.46, 4.794, 1.148])
-_EIGVEC = np.array([[-0.5675, 0.7192, 0.4009], [-0.5808, -0.0045, -0.8140],
-                    [-0.5836, -0.6948, 0.4203]])
-
-
 def CreateDetAugmenter(data_shape: tuple, resize: int = 0, rand_crop: float = 0,
                        rand_pad: float = 0, rand_gray: float = 0, rand_mirror: bool = False,
                        mean=None, std=None, brightness: float = 0, contrast: float = 0,
@@ -284,18 +266,7 @@ def CreateDetAugmenter(data_shape: tuple, resize: int = 0, rand_crop: float = 0,
         pad = DetRandomPadAug(aspect_ratio_range, (1.0, area_range[1]), max_attempts, pad_val)
         auglist.append(DetRandomSelectAug([pad], 1 - rand_pad))
     auglist.append(DetBorrowAug(ForceResizeAug((data_shape[2], data_shape[1]), inter_method)))
-    auglist.append(DetBorrowAug(CastAug()))
-    if brightness or contrast or saturation:
-        auglist.append(DetBorrowAug(ColorJitterAug(brightness, contrast, saturation)))
-    if hue:
-        auglist.append(DetBorrowAug(HueJitterAug(hue)))
-    if pca_noise > 0:
-        auglist.append(DetBorrowAug(LightingAug(pca_noise, _EIGVAL, _EIGVEC)))
-    if rand_gray > 0:
-        auglist.append(DetBorrowAug(RandomGrayAug(rand_gray)))
-    mean = nd_array(_MEAN) if mean is True else _rgb(mean, "mean", "CreateDetAugmenter")
-    std = nd_array(_STD) if std is True else _rgb(std, "std", "CreateDetAugmenter")
-    if mean is not None or std is not None:
-        auglist.append(DetBorrowAug(ColorNormalizeAug(mean, std)))
-    return auglist
+    tail = colour_augmenters(brightness, contrast, saturation, hue, pca_noise, rand_gray, mean,
+                             std, "CreateDetAugmenter")
+    return auglist + [DetBorrowAug(aug) for aug in tail]
 

@@ -24,13 +24,14 @@ import numpy as np
 from ..base import MXNetError
 from ..io.base import DataDesc
 from ..ndarray import full as nd_full
+from ..ops.image_ops import IMAGENET_MEAN, IMAGENET_STD
 from ..recordio import opencv
 from .det_augmenters import CreateDetAugmenter
 from .image_iter import ImageIter
 
 __all__ = ["ImageDetIter", "DetLabelError"]
 
-_MEAN, _STD = np.array([123.68, 116.28, 103.53]), np.array([58.395, 57.12, 57.375])
+_MEAN, _STD = np.array(IMAGENET_MEAN), np.array(IMAGENET_STD)
 
 
 class DetLabelError(MXNetError, RuntimeError):

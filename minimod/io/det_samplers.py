@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from ..ops.image_ops import GREY_WEIGHTS
 from .base import DataIterError
 from .image_colour import hls_shift
 
@@ -46,7 +47,7 @@ OTHER_DEFAULTS = dict(rand_crop_prob=0.0, num_crop_sampler=1, crop_emit_mode="ce
                       max_random_saturation=0, random_illumination_prob=0.0,
                       max_random_illumination=0, random_contrast_prob=0.0,
                       max_random_contrast=0.0)
-_GREY = np.array([0.114, 0.587, 0.299], np.float32)  # BGR
+_GREY = np.asarray(GREY_WEIGHTS[::-1], np.float32)  # BGR
 
 
 def _per_sampler(settings: dict, count: int) -> dict:

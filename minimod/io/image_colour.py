@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.image_ops import GREY_WEIGHTS, IMAGENET_EIGVAL, IMAGENET_EIGVEC
+
 __all__ = ["COLOUR_DEFAULTS", "check_colour", "hls_shift", "hsl_jitter", "colour_jitter"]
 
 #: the colour parameters and their defaults (no change)
 COLOUR_DEFAULTS = dict(random_h=0, random_s=0, random_l=0, brightness=0.0, contrast=0.0,
                        saturation=0.0, pca_noise=0.0)
 
-_GREY = np.array([0.299, 0.587, 0.114], np.float32)
-_EIGVAL = np.array([55.46, 4.794, 1.148], np.float32)
-_EIGVEC = np.array([[-0.5675, 0.7192, 0.4009], [-0.5808, -0.0045, -0.8140],
-                    [-0.5836, -0.6948, 0.4203]], np.float32)
+_GREY = np.asarray(GREY_WEIGHTS, np.float32)
+_EIGVAL = IMAGENET_EIGVAL.astype(np.float32)
+_EIGVEC = IMAGENET_EIGVEC.astype(np.float32)
 
 
 def check_colour(settings: dict, channels: int) -> str:

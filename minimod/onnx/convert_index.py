@@ -1,6 +1,6 @@
 """ONNX conversions of the operators that select by index or by order: arg-extrema, take,
-pick, gather_nd, one_hot, topk/sort/argsort, and the sequence ops (SequenceMask, SequenceLast,
-SequenceReverse) with or without their lengths.
+Embedding, pick, gather_nd, one_hot, topk/sort/argsort, and the sequence ops (SequenceMask,
+SequenceLast, SequenceReverse) with or without their lengths.
 
 MXNet gives indices as floats in the output's dtype and clips out-of-range indices where ONNX
 would fail or wrap; the conversions cast and clip to match.
@@ -48,6 +48,13 @@ def _take(site: Site) -> None:
     axis = a.axis % site.rank(0)
     index = _clipped(site, _as_index(site, site.ins[1], "_index"), site.in_shapes[0][axis])
     site.b.add("Gather", [site.ins[0], index], out=site.outs[0], axis=axis)
+
+
+@converts("Embedding")
+def _embedding(site: Site) -> None:
+    """A row of the weight per index: MXNet clips the indices into the table."""
+    index = _clipped(site, _as_index(site, site.ins[0], "_index"), site.in_shapes[1][0])
+    site.b.add("Gather", [site.ins[1], index], out=site.outs[0], axis=0)
 
 
 @converts("argmax_channel")

@@ -1,5 +1,5 @@
 """ONNX conversions of the layers: dense, convolution, pooling, activations, the softmax
-family and the output heads (in their inference form), embedding, upsampling.
+family and the output heads (in their inference form), upsampling.
 (Normalization layers: convert_norm.py.)
 
 Each converter writes the ONNX nodes that compute what the MXNet node's forward computes with
@@ -261,16 +261,6 @@ def _identity_head(site: Site) -> None:
 @converts("LogisticRegressionOutput")
 def _logistic_head(site: Site) -> None:
     site.b.add("Sigmoid", [site.ins[0]], out=site.outs[0])
-
-
-@converts("Embedding")
-def _embedding(site: Site) -> None:
-    b = site.b
-    index = b.add("Cast", [site.ins[0]], hint=site.name + "_index", to=7)  # int64
-    last = site.in_shapes[1][0] - 1  # MXNet clips indices into the table
-    index = b.add("Clip", [index, b.const(0, site.name + "_lo", np.int64),
-                           b.const(last, site.name + "_hi", np.int64)])
-    b.add("Gather", [site.ins[1], index], out=site.outs[0], axis=0)
 
 
 @converts("UpSampling")

@@ -31,10 +31,15 @@ from ..base import MissingDependencyError, ShapeError
 from .helpers import param_error
 from .registry import NoAttrs, Op, fmt_shape, register
 
-_GREY = (0.299, 0.587, 0.114)
-_EIGVAL = np.array([55.46, 4.794, 1.148])
-_EIGVEC = np.array([[-0.5675, 0.7192, 0.4009], [-0.5808, -0.0045, -0.8140],
-                    [-0.5836, -0.6948, 0.4203]])
+#: the grey (luma) weights of R, G and B, which every image augmentation uses
+GREY_WEIGHTS = (0.299, 0.587, 0.114)
+#: ImageNet's RGB statistics: the `mean`/`std` True of the augmenter lists, and the principal
+#: components of AlexNet's lighting noise (eigenvalues, eigenvectors as columns)
+IMAGENET_MEAN = (123.68, 116.28, 103.53)
+IMAGENET_STD = (58.395, 57.12, 57.375)
+IMAGENET_EIGVAL = np.array([55.46, 4.794, 1.148])
+IMAGENET_EIGVEC = np.array([[-0.5675, 0.7192, 0.4009], [-0.5808, -0.0045, -0.8140],
+                            [-0.5836, -0.6948, 0.4203]])
 
 
 def _cv2():
@@ -230,7 +235,7 @@ class ImageRandomFlipTopBottom(_Flip):
 def _grey(xp, x):
     if x.shape[-1] == 1:
         return x
-    weights = xp.asarray(_GREY, dtype=np.float32)
+    weights = xp.asarray(GREY_WEIGHTS, dtype=np.float32)
     return (x @ weights)[..., None]
 
 
@@ -332,7 +337,7 @@ class ImageAdjustLightingAttrs:
 def _lighting(xp, x, alpha, out) -> None:
     if x.shape[-1] != 3:
         raise ShapeError("lighting needs 3-channel images, got %s" % fmt_shape(x.shape))
-    offset = _EIGVEC @ (np.asarray(alpha, np.float64) * _EIGVAL)
+    offset = IMAGENET_EIGVEC @ (np.asarray(alpha, np.float64) * IMAGENET_EIGVAL)
     _saturated(xp, x.astype(np.float32) + xp.asarray(offset, dtype=np.float32), out)
 
 
