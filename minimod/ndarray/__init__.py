@@ -19,6 +19,7 @@ from . import (
     update_kernels_contrib,
     update_kernels_multi,
 )
+from .cached_op import CachedOp
 from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 from .ndarray import (
     NDArray,
@@ -47,7 +48,7 @@ from .serialization import (
 )
 
 __all__ = [
-    "NDArray", "array", "zeros", "ones", "empty", "full", "arange", "linspace", "eye",
+    "NDArray", "CachedOp", "array", "zeros", "ones", "empty", "full", "arange", "linspace", "eye",
     "from_numpy", "load_frombuffer", "waitall", "save", "load",
     "save_to_bytes", "load_from_bytes", "read_record", "write_record", "random", "routines",
     "serialization", "normalize_dtype", "contrib", "linalg", "image", "onehot_encode",

@@ -37,7 +37,9 @@ class NDArrayBase:
     pickling fills in through `__setstate__`.
     """
 
-    __slots__ = ("__weakref__", "_ctx", "_data", "_writable")
+    #: `_ag`: where the array sits on the autograd tape (`tape.py`): None, a Leaf, or
+    #: (node, output index)
+    __slots__ = ("__weakref__", "_ctx", "_data", "_writable", "_ag")
 
     def __init__(self, data=None, ctx: Context | None = None, writable: bool = True):
         if isinstance(data, ctypes.c_void_p):  # MXNet's NDArray(handle): the same array
@@ -55,6 +57,7 @@ class NDArrayBase:
         self._data = data
         self._ctx = _ctx_of_data(data) if ctx is None else ctx
         self._writable = bool(writable)
+        self._ag = None
 
     # ------------------------------------------------------------------ attributes
     @property
@@ -106,9 +109,10 @@ class NDArrayBase:
         return self._writable
 
     @property
-    def grad(self) -> None:
-        """Autograd gradient buffer: minimod has no autograd, so always None."""
-        return None
+    def grad(self):
+        """The gradient buffer `attach_grad()` made (an NDArray), or None."""
+        entry = self._ag
+        return getattr(entry, "grad", None)
 
     # ------------------------------------------------------------------ host copies, display
     def asnumpy(self) -> np.ndarray:

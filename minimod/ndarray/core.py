@@ -35,6 +35,7 @@ from .. import backend
 from ..base import DTypeError, MXNetError, ShapeError
 from ..context import Context
 from ..ops.helpers import cast
+from . import recorded, tape
 from .array_base import NDArrayBase, _is_backend_array
 from .rules import (
     _BINARY,
@@ -70,6 +71,7 @@ def wrap(data, ctx: Context) -> NDArray:
     out._data = data
     out._ctx = ctx
     out._writable = True
+    out._ag = None
     return out
 
 
@@ -119,6 +121,10 @@ def binary_op(name: str, lhs, rhs, out: NDArray | None = None):
     for operand in (lhs, rhs):
         if not isinstance(operand, (NDArray, numbers.Number, np.generic)):
             raise TypeError(f"type {type(operand)} not supported")
+    if tape.tracked(lhs, rhs):
+        result = recorded.binary(name, lhs, rhs, out)
+        if result is not None:
+            return result
     xp, dtype = ref._xp, ref._data.dtype
     a = lhs._data if lhs_nd else _scalar_as(xp, lhs, dtype)
     b = rhs._data if rhs_nd else _scalar_as(xp, rhs, dtype)
@@ -183,11 +189,15 @@ class NDArray(NDArrayBase):
     @property
     def T(self) -> NDArray:
         """A transposed copy (axes reversed)."""
+        if tape.tracked(self):
+            return recorded.call("transpose", self)
         with device_scope(self._ctx):
             return wrap(self._data.transpose().copy(), self._ctx)
 
     def copy(self) -> NDArray:
         """A deep copy on the same context."""
+        if tape.tracked(self):
+            return recorded.call("_copy", self)
         with device_scope(self._ctx):
             return wrap(self._data.copy(), self._ctx)
 
@@ -196,11 +206,15 @@ class NDArray(NDArrayBase):
         Context. Returns the destination. Any pair of devices works: cpu <-> gpu is one host
         transfer, gpu(i) -> gpu(j) a peer copy."""
         if isinstance(other, Context):
-            return wrap(backend.to_context(self._data, other, copy=True), other)
+            result = wrap(backend.to_context(self._data, other, copy=True), other)
+            if tape.tracked(self):
+                recorded.record_copy(self, result)
+            return result
         if not isinstance(other, NDArray):
             raise TypeError(f"copyto does not support type {type(other).__name__}")
         if other is self:
             return other
+        recorded.refuse_inplace(self, other)
         if other.shape != self.shape:
             raise ShapeError(f"copyto: source shape {self.shape} does not match destination "
                              f"shape {other.shape}")
@@ -219,6 +233,8 @@ class NDArray(NDArrayBase):
         kind = normalize_dtype(dtype)
         if not copy and kind == self.dtype:
             return self
+        if tape.tracked(self):
+            return recorded.call("Cast", self, dtype=np.dtype(kind).name)
         with device_scope(self._ctx):
             return wrap(cast(self._xp, self._data, kind), self._ctx)
 
@@ -242,6 +258,8 @@ class NDArray(NDArrayBase):
         if kwargs:
             raise TypeError(f"reshape got unexpected arguments {sorted(kwargs)}")
         target = _infer_reshape(self.shape, _normalize_shape(shape), reverse)
+        if tape.tracked(self):
+            return recorded.call("Reshape", self, shape=target)
         return wrap(self._data.reshape(target), self._ctx)
 
     def flatten(self, inplace: bool = False) -> NDArray:
@@ -249,6 +267,8 @@ class NDArray(NDArrayBase):
         this array's memory (writes through either show in both), as MXNet."""
         n = self.shape[0] if self.ndim else 1
         rest = int(np.prod(self.shape[1:], dtype=np.int64))
+        if tape.tracked(self):
+            return recorded.call("Reshape", self, shape=(n, rest))
         return self._relabel(self._data.reshape((n, rest)), inplace)
 
     def expand_dims(self, axis: int, inplace: bool = False) -> NDArray:
@@ -258,6 +278,8 @@ class NDArray(NDArrayBase):
         if not -self.ndim - 1 <= axis <= self.ndim:
             raise ShapeError(f"expand_dims: axis {axis} is out of range for an array of "
                              f"shape {self.shape}")
+        if tape.tracked(self):
+            return recorded.call("expand_dims", self, axis=axis)
         return self._relabel(self._xp.expand_dims(self._data, axis), inplace)
 
     def squeeze(self, axis: int | Sequence[int] | None = None,
@@ -271,6 +293,8 @@ class NDArray(NDArrayBase):
         except ValueError as err:
             raise ShapeError(f"squeeze: axis {axis} of an array of shape {self.shape} must "
                              "have size 1") from err
+        if tape.tracked(self):
+            return recorded.call("Reshape", self, shape=squeezed.shape or (1,))
         return self._relabel(squeezed.reshape((1,)) if squeezed.ndim == 0 else squeezed,
                              inplace)
 
@@ -304,17 +328,24 @@ class NDArray(NDArrayBase):
 
     def __getitem__(self, key) -> NDArray:
         data = self._data
-        as_slices = _int_key_as_slices(key, data.shape)
-        if as_slices is not None:
-            return wrap(data[as_slices].reshape((1,)), self._ctx)
+        index = _int_key_as_slices(key, data.shape)  # one int per axis: a one-element view
+        one_element = index is not None
         with device_scope(self._ctx):
-            result = data[_index_to_backend(key, self._xp, self._ctx)]
-            if not _is_backend_array(result) or result.ndim == 0:
+            if index is None:
+                index = _index_to_backend(key, self._xp, self._ctx)
+            result = data[index]
+            view_shape = tuple(result.shape) if _is_backend_array(result) else ()
+            if one_element or not view_shape:
                 result = self._xp.asarray(result).reshape((1,))
-        return wrap(result, self._ctx)
+        out = wrap(result, self._ctx)
+        if tape.tracked(self):
+            recorded.record_getitem(self, index, view_shape, out)
+        return out
 
     def __setitem__(self, key, value) -> None:
         self._check_writable()
+        if key is not None and key is not Ellipsis:  # x[...] = v is a copy, never recorded
+            recorded.refuse_inplace(self, value)
         if isinstance(value, (numbers.Number, np.generic)):
             operand = _scalar_as(self._xp, value, self._data.dtype)
         else:
@@ -368,6 +399,8 @@ class NDArray(NDArrayBase):
         return binary_op("power", other, self)
 
     def __neg__(self):
+        if tape.tracked(self):
+            return recorded.call("negative", self)
         with device_scope(self._ctx):
             return wrap(-self._data, self._ctx)
 
@@ -375,11 +408,14 @@ class NDArray(NDArrayBase):
         return self
 
     def __abs__(self):
+        if tape.tracked(self):
+            return recorded.call("abs", self)
         with device_scope(self._ctx):
             return wrap(self._xp.abs(self._data), self._ctx)
 
     def _inplace(self, name, other):
         self._check_writable()
+        recorded.refuse_inplace(self, other)
         result = binary_op(name, self, other)
         if result.shape != self.shape:
             raise ShapeError(f"in-place {name} would change shape {self.shape} to {result.shape}")
@@ -430,6 +466,31 @@ class NDArray(NDArrayBase):
         if size == 1:
             return bool(self.asscalar())
         raise ValueError("The truth value of an NDArray with multiple elements is ambiguous.")
+
+    # ------------------------------------------------------------------ autograd
+    def attach_grad(self, grad_req: str = "write", stype: str | None = None) -> None:
+        """Make this array a variable of `autograd.record()`: a zeroed gradient buffer of its
+        shape, dtype and context becomes `self.grad`, which `backward()` fills as `grad_req`
+        says ('write', 'add' or 'null'). Dense storage only."""
+        if stype not in (None, "default"):
+            raise MXNetError(f"attach_grad: storage type {stype!r} is not supported: minimod "
+                             "arrays are dense")
+        with device_scope(self._ctx):
+            grad = wrap(self._xp.zeros_like(self._data), self._ctx)
+        self._ag = tape.Leaf(grad, grad_req)
+
+    def backward(self, out_grad: NDArray | None = None, retain_graph: bool = False,
+                 train_mode: bool = True) -> None:
+        """Gradients of this array (recorded under `autograd.record()`) with respect to the
+        variables it was computed from, written into their `grad` buffers; `out_grad` is the
+        head gradient (ones when None)."""
+        tape.backward([self], [out_grad], retain_graph)
+
+    def detach(self) -> NDArray:
+        """The same memory as a new array that carries no gradient."""
+        out = wrap(self._data, self._ctx)
+        out._writable = self._writable
+        return out
 
     # ------------------------------------------------------------------ copying, pickling
     def __copy__(self) -> NDArray:

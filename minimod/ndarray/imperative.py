@@ -11,9 +11,11 @@ what the same node computes in a bound graph:
    both shapes);
 3. the outputs are allocated on the inputs' device (all inputs must share one), or `out=`
    receives the result;
-4. the op's forward runs with is_train=False, as MXNet's imperative calls outside
-   `autograd.record()` do (Dropout passes its input through, BatchNorm normalizes with the
-   moving statistics, SoftmaxOutput gives the softmax).
+4. the op's forward runs in training mode only under `autograd.record()` (or
+   `autograd.train_mode()`), as MXNet's imperative calls do: otherwise Dropout passes its input
+   through and BatchNorm normalizes with the moving statistics;
+5. under `autograd.record()`, a call with an input that carries a gradient goes on the tape
+   (`tape.py`) with the op's own backward.
 
 A single visible output comes back as an NDArray, several as a list (SliceChannel). The
 hand-written routines of `routines/` (`mx.nd.sum`, `mx.nd.dot` ...) keep their names; this
@@ -39,9 +41,10 @@ from ..ops.registry import (
     get_op_class,
     merge_shape,
 )
+from . import tape
 from .core import NDArray, device_scope, wrap
 
-__all__ = ["invoke", "op_function", "FLUENT"]
+__all__ = ["invoke", "run_op", "op_function", "FLUENT"]
 
 #: MXNet's NDArray methods that are operators without a routine here (`x.log10()` is
 #: `mx.nd.log10(x)`); routines.METHODS has the others
@@ -106,18 +109,28 @@ def invoke(name: str, args: tuple, kwargs: dict):
             raise BindError("mx.nd.%s: input '%s' is required (inputs: %s)"
                             % (name, missing[0], ", ".join(slots)))
         arrays = [named[s] for s in slots]
+    return run_op(name, op, arrays, out, ctx_param)
+
+
+def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
+    """Run operator instance `op` once on NDArrays `arrays` (its arguments, then its aux
+    states); `name` names the call in errors and on the autograd tape."""
     ctx = _device(name, arrays, ctx_param)
     data = [a._data for a in arrays]
     n_args = len(op.arguments())
+    xp = backend.xp_for(ctx)
+    kernel = op
     with np.errstate(all="ignore"), device_scope(ctx):  # MXNet is silent about NaN and inf
         if op.dynamic_shape:  # the output shapes depend on the values: the op allocates
-            outs = _run(name, lambda: op.forward_dynamic(backend.xp_for(ctx), data[:n_args]))
+            outs = _run(name, lambda: op.forward_dynamic(xp, data[:n_args]))
         else:
             outs = _allocate(name, op, arrays, ctx)
             kernel = device_variant(op, ctx, data[0].dtype if data else None)
-            _run(name, lambda: kernel.forward(backend.xp_for(ctx), data[:n_args],
-                                              data[n_args:], outs, False))
+            _run(name, lambda: kernel.forward(xp, data[:n_args], data[n_args:], outs,
+                                              tape.is_training()))
     results = [wrap(o, ctx) for o in outs[:op.num_visible_outputs()]]
+    if tape.tracked(*arrays):
+        tape.record_op(name, kernel, arrays, results, outs, xp)
     if out is not None:
         return _write_out(name, results, out)
     return results[0] if len(results) == 1 else results
@@ -173,7 +186,9 @@ def _write_out(name: str, results: list, out):
             raise ShapeError("mx.nd.%s: out= has shape %s but the result is %s"
                              % (name, fmt_shape(tuple(target.shape)),
                                 fmt_shape(tuple(result.shape))))
-        target[:] = result
+        target._check_writable()
+        backend.copy_into(target._data, result._data)
+        target._ag = result._ag
     return out
 
 

@@ -73,6 +73,11 @@ class _Unary(Op):
             self.grad(xp, dy, x, y, dx)
 
 
+def _b_relu(xp, dy, x, y, dx):
+    xp.multiply(dy, y > 0, out=dx)
+    xp.copyto(dx, y, where=xp.isnan(y))  # MXNet's relu gradient at a NaN is NaN
+
+
 def _f_sigmoid(xp, x, o):
     xp.negative(x, out=o)
     xp.exp(o, out=o)
@@ -152,8 +157,8 @@ _UNARY = {
                 lambda xp, dy, x, y, dx: xp.multiply(dy, y * (1 - y), out=dx), "out"),
     "tanh": ("tanh(x)", lambda xp, x, o: xp.tanh(x, out=o),
              lambda xp, dy, x, y, dx: xp.multiply(dy, 1 - y * y, out=dx), "out"),
-    "relu": ("max(x, 0) (gradient 0 at 0)", lambda xp, x, o: xp.maximum(x, 0, out=o),
-             lambda xp, dy, x, y, dx: xp.multiply(dy, y > 0, out=dx), "out"),
+    "relu": ("max(x, 0) (gradient 0 at 0; a NaN passes through both ways)",
+             lambda xp, x, o: xp.maximum(x, 0, out=o), _b_relu, "out"),
     "softsign": ("x / (1 + |x|)", _f_softsign,
                  lambda xp, dy, x, y, dx: xp.divide(dy, xp.square(1 + xp.abs(x)), out=dx),
                  "in"),

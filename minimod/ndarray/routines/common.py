@@ -1,9 +1,32 @@
-"""What every routine shares: `_result` (wrap a backend array, or write it into `out=`) and
-`_at_least_1d` (MXNet gives reductions over every axis shape (1,), never ()).
+"""What every routine shares: `_result` (wrap a backend array, or write it into `out=`),
+`_at_least_1d` (MXNet gives reductions over every axis shape (1,), never ()) and `recorded`
+(under `autograd.record()`, the routine runs as its operator, which records itself).
 """
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
+from .. import tape
 from ..core import NDArray, wrap
+from ..imperative import invoke
+
+
+def recorded(op_name: str, variadic: bool = False) -> Callable:
+    """Decorate a routine so that, while `autograd.record()` is on and an input carries a
+    gradient, it runs as `mx.nd.<op_name>` (same arguments, same numbers), which puts it on
+    the tape with the operator's backward; otherwise the routine runs as written. `variadic`:
+    the routine also takes its arrays as one list (`concat([a, b])`)."""
+    def decorate(routine: Callable) -> Callable:
+        @functools.wraps(routine)
+        def call(*args, **kwargs):
+            if tape.tracked(*args, *kwargs.values()):
+                if variadic and len(args) == 1 and isinstance(args[0], (list, tuple)):
+                    args = tuple(args[0])
+                return invoke(op_name, args, kwargs)
+            return routine(*args, **kwargs)
+        return call
+    return decorate
 
 
 def _result(data, like: NDArray, out: NDArray | None) -> NDArray:

@@ -11,7 +11,7 @@ import numpy as np
 from ...ops.helpers import cast as cast_array
 from ..core import NDArray, binary_op, device_scope
 from ..rules import normalize_dtype
-from .common import _result
+from .common import _result, recorded
 
 
 def _unary(fn: Callable, kind: str = "math") -> Callable:
@@ -39,26 +39,26 @@ def _sigmoid(xp, x):
     return 1 / (1 + xp.exp(-x))
 
 
-log = _unary(lambda xp, x: xp.log(x))
-exp = _unary(lambda xp, x: xp.exp(x))
-sqrt = _unary(lambda xp, x: xp.sqrt(x))
-square = _unary(lambda xp, x: xp.square(x))
-abs = _unary(lambda xp, x: xp.abs(x), "native")
+log = recorded("log")(_unary(lambda xp, x: xp.log(x)))
+exp = recorded("exp")(_unary(lambda xp, x: xp.exp(x)))
+sqrt = recorded("sqrt")(_unary(lambda xp, x: xp.sqrt(x)))
+square = recorded("square")(_unary(lambda xp, x: xp.square(x)))
+abs = recorded("abs")(_unary(lambda xp, x: xp.abs(x), "native"))
 sign = _unary(lambda xp, x: xp.sign(x), "native")
-sigmoid = _unary(_sigmoid)
-tanh = _unary(lambda xp, x: xp.tanh(x))
-relu = _unary(lambda xp, x: xp.maximum(x, 0), "native")
-negative = _unary(lambda xp, x: xp.negative(x), "native")
-reciprocal = _unary(lambda xp, x: xp.reciprocal(x))
-log1p = _unary(lambda xp, x: xp.log1p(x))
-expm1 = _unary(lambda xp, x: xp.expm1(x))
+sigmoid = recorded("sigmoid")(_unary(_sigmoid))
+tanh = recorded("tanh")(_unary(lambda xp, x: xp.tanh(x)))
+relu = recorded("relu")(_unary(lambda xp, x: xp.maximum(x, 0), "native"))
+negative = recorded("negative")(_unary(lambda xp, x: xp.negative(x), "native"))
+reciprocal = recorded("reciprocal")(_unary(lambda xp, x: xp.reciprocal(x)))
+log1p = recorded("log1p")(_unary(lambda xp, x: xp.log1p(x)))
+expm1 = recorded("expm1")(_unary(lambda xp, x: xp.expm1(x)))
 floor = _unary(lambda xp, x: xp.floor(x), "rounding")
 ceil = _unary(lambda xp, x: xp.ceil(x), "rounding")
 round = _unary(lambda xp, x: xp.where(x >= 0, xp.floor(x + 0.5), xp.ceil(x - 0.5)),
                "rounding")
-rsqrt = _unary(lambda xp, x: 1 / xp.sqrt(x))
-cos = _unary(lambda xp, x: xp.cos(x))
-sin = _unary(lambda xp, x: xp.sin(x))
+rsqrt = recorded("rsqrt")(_unary(lambda xp, x: 1 / xp.sqrt(x)))
+cos = recorded("cos")(_unary(lambda xp, x: xp.cos(x)))
+sin = recorded("sin")(_unary(lambda xp, x: xp.sin(x)))
 
 
 def _binary(name: str) -> Callable:
@@ -88,6 +88,7 @@ maximum = broadcast_maximum = _binary("maximum")
 minimum = broadcast_minimum = _binary("minimum")
 
 
+@recorded("add_n", variadic=True)
 def add_n(*args: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
     """The elementwise sum of arrays of one shape."""
     total = args[0].copy()
@@ -96,6 +97,7 @@ def add_n(*args: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
     return _result(total._data, total, out)
 
 
+@recorded("clip")
 def clip(data: NDArray, a_min: float, a_max: float, out: NDArray | None = None) -> NDArray:
     """Values limited to [a_min, a_max]."""
     dtype = data._data.dtype
@@ -105,12 +107,14 @@ def clip(data: NDArray, a_min: float, a_max: float, out: NDArray | None = None) 
         return _result(data._xp.clip(data._data, lo, hi), data, out)
 
 
+@recorded("Cast")
 def cast(data: NDArray, dtype: Any, out: NDArray | None = None) -> NDArray:
     with device_scope(data.context):
         return _result(cast_array(data._xp, data._data, normalize_dtype(dtype)), data, out)
 
 
 
+@recorded("softmax")
 def softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
             out: NDArray | None = None, **_ignored) -> NDArray:
     """exp(x / T) normalised to sum 1 along `axis`."""
@@ -123,6 +127,7 @@ def softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
         return _result(result.astype(x.dtype, copy=False), data, out)
 
 
+@recorded("log_softmax")
 def log_softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
                 out: NDArray | None = None, **_ignored) -> NDArray:
     """log(softmax(x / T)) along `axis`, computed stably."""
@@ -134,6 +139,7 @@ def log_softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
         return _result(result.astype(x.dtype, copy=False), data, out)
 
 
+@recorded("smooth_l1")
 def smooth_l1(data: NDArray, scalar: float = 1.0, out: NDArray | None = None) -> NDArray:
     with device_scope(data.context):
         xp, x = data._xp, data._data

@@ -10,7 +10,7 @@ import numpy as np
 from ...base import MXNetError, ShapeError
 from ..core import NDArray, as_backend_operand, device_scope
 from ..rules import normalize_dtype
-from .common import _at_least_1d, _result
+from .common import _at_least_1d, _result, recorded
 
 
 def _indices(index: NDArray, size: int, mode: str, xp):
@@ -27,6 +27,7 @@ def _indices(index: NDArray, size: int, mode: str, xp):
     raise MXNetError(f"unknown index mode {mode!r} (expected 'clip', 'wrap' or 'raise')")
 
 
+@recorded("pick")
 def pick(data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False,
          mode: str = "clip", out: NDArray | None = None) -> NDArray:
     """data[..., index[...], ...]: one entry along `axis` per position of `index`."""
@@ -41,6 +42,7 @@ def pick(data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False,
         return _result(_at_least_1d(result), data, out)
 
 
+@recorded("take")
 def take(a: NDArray, indices: NDArray, axis: int = 0, mode: str = "clip",
          out: NDArray | None = None) -> NDArray:
     """Entries of `a` along `axis` at `indices` (result shape: indices.shape spliced in)."""
@@ -66,6 +68,7 @@ def one_hot(indices: NDArray, depth: int, on_value: float = 1.0, off_value: floa
         return _result(result.astype(kind, copy=False), indices, out)
 
 
+@recorded("where")
 def where(condition: NDArray, x: NDArray, y: NDArray, out: NDArray | None = None) -> NDArray:
     """x where condition is nonzero, else y; condition has x's shape or is 1-D over axis 0."""
     xp = x._xp

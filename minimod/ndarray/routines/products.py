@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from ...base import ShapeError
 from ..core import NDArray, device_scope
-from .common import _at_least_1d, _result
+from .common import _at_least_1d, _result, recorded
 
 
+@recorded("dot")
 def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool = False,
         out: NDArray | None = None, **_ignored) -> NDArray:
     """Sum over the last axis of lhs and the first axis of rhs (after optional transposes,
@@ -21,6 +22,7 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool
     return _result(_at_least_1d(result), lhs, out)
 
 
+@recorded("batch_dot")
 def batch_dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool = False,
               out: NDArray | None = None, **_ignored) -> NDArray:
     """Matrix products of matching batches: (B, M, K) x (B, K, N) -> (B, M, N)."""

@@ -14,7 +14,7 @@ from ...base import MXNetError
 from ..core import NDArray, device_scope, wrap
 from ..imperative import invoke
 from ..rules import normalize_dtype
-from .common import _at_least_1d, _result
+from .common import _at_least_1d, _result, recorded
 
 Axis = Optional[Union[int, Sequence[int]]]
 
@@ -41,7 +41,7 @@ def _reduce(fn: Callable, name: str) -> Callable:
                 result = result.astype(x.dtype)
         return _result(_at_least_1d(result), data, out)
     routine.__name__ = name
-    return routine
+    return recorded(name)(routine)
 
 
 def _sum_fn(xp, x, axes, keepdims):
@@ -66,6 +66,7 @@ nansum = _reduce(lambda xp, x, axes, keepdims: xp.nansum(x, axis=axes, keepdims=
                  "nansum")
 
 
+@recorded("norm")
 def norm(data: NDArray, ord: int = 2, axis: Axis = None, keepdims: bool = False,
          out: NDArray | None = None, **_ignored) -> NDArray:
     """The L1 or L2 norm over `axis` (all axes by default: shape (1,))."""
@@ -105,6 +106,7 @@ argmax = _arg_reduce("argmax")
 argmin = _arg_reduce("argmin")
 
 
+@recorded("topk")
 def topk(data: NDArray, axis: int = -1, k: int = 1, ret_typ: str = "indices",
          is_ascend: bool = False, dtype: Any = np.float32,
          out: NDArray | None = None) -> NDArray | list[NDArray]:
@@ -130,6 +132,7 @@ def topk(data: NDArray, axis: int = -1, k: int = 1, ret_typ: str = "indices",
     raise MXNetError(f"topk: unknown ret_typ {ret_typ!r}")
 
 
+@recorded("sort")
 def sort(data: NDArray, axis: int = -1, is_ascend: bool = True,
          out: NDArray | None = None) -> NDArray:
     with device_scope(data.context):

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from ...base import MXNetError, ShapeError
 from ..core import NDArray, as_backend_operand, device_scope, wrap
 from ..imperative import invoke
-from .common import _at_least_1d, _result
+from .common import _at_least_1d, _result, recorded
 
 
+@recorded("Concat", variadic=True)
 def concat(*data: NDArray, dim: int = 1, out: NDArray | None = None, **_ignored) -> NDArray:
     """The arrays joined along axis `dim` (they must agree in every other dim)."""
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
@@ -38,6 +39,7 @@ def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = Tr
     return concat(*arrays, dim=axis)
 
 
+@recorded("stack", variadic=True)
 def stack(*data: NDArray, axis: int = 0, out: NDArray | None = None, **_ignored) -> NDArray:
     """The arrays (one shape) joined along a new axis."""
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
@@ -48,6 +50,7 @@ def stack(*data: NDArray, axis: int = 0, out: NDArray | None = None, **_ignored)
         return _result(first._xp.stack(parts, axis=axis), first, out)
 
 
+@recorded("SliceChannel")
 def split(data: NDArray, num_outputs: int, axis: int = 1,
           squeeze_axis: bool = False) -> NDArray | list[NDArray]:
     """`num_outputs` equal parts along `axis` (a single NDArray when num_outputs is 1)."""
@@ -115,6 +118,7 @@ def moveaxis(tensor: NDArray, source: int | Sequence[int],
     return transpose(tensor, axes=order)
 
 
+@recorded("slice_axis")
 def slice_axis(data: NDArray, axis: int, begin: int, end: int | None,
                out: NDArray | None = None) -> NDArray:
     """A copy of data[begin:end] along `axis` (negative begin/end count from the end)."""
@@ -124,17 +128,20 @@ def slice_axis(data: NDArray, axis: int, begin: int, end: int | None,
         return _result(data._data[key].copy(), data, out)
 
 
+@recorded("tile")
 def tile(data: NDArray, reps: Sequence[int], out: NDArray | None = None) -> NDArray:
     with device_scope(data.context):
         return _result(data._xp.tile(data._data, tuple(reps)), data, out)
 
 
+@recorded("repeat")
 def repeat(data: NDArray, repeats: int, axis: int | None = None,
            out: NDArray | None = None) -> NDArray:
     with device_scope(data.context):
         return _result(data._xp.repeat(data._data, int(repeats), axis=axis), data, out)
 
 
+@recorded("reverse")
 def flip(data: NDArray, axis: int | Sequence[int],
          out: NDArray | None = None) -> NDArray:
     with device_scope(data.context):
@@ -142,6 +149,7 @@ def flip(data: NDArray, axis: int | Sequence[int],
 
 
 
+@recorded("transpose")
 def transpose(data: NDArray, axes: Sequence[int] | None = None,
               out: NDArray | None = None) -> NDArray:
     """A copy with axes permuted (reversed by default or for axes=())."""
@@ -150,17 +158,20 @@ def transpose(data: NDArray, axes: Sequence[int] | None = None,
         return _result(data._data.transpose(axes).copy(), data, out)
 
 
+@recorded("SwapAxis")
 def swapaxes(data: NDArray, dim1: int = 0, dim2: int = 0,
              out: NDArray | None = None) -> NDArray:
     with device_scope(data.context):
         return _result(data._xp.swapaxes(data._data, dim1, dim2).copy(), data, out)
 
 
+@recorded("expand_dims")
 def expand_dims(data: NDArray, axis: int, out: NDArray | None = None) -> NDArray:
     with device_scope(data.context):
         return _result(data._xp.expand_dims(data._data, int(axis)).copy(), data, out)
 
 
+@recorded("squeeze")
 def squeeze(data: NDArray, axis: int | Sequence[int] | None = None,
             out: NDArray | None = None) -> NDArray:
     with device_scope(data.context):
@@ -168,6 +179,7 @@ def squeeze(data: NDArray, axis: int | Sequence[int] | None = None,
         return _result(_at_least_1d(data._data.squeeze(axis)).copy(), data, out)
 
 
+@recorded("Flatten")
 def flatten(data: NDArray, out: NDArray | None = None) -> NDArray:
     """A copy of shape (dim0, product of the other dims)."""
     with device_scope(data.context):
@@ -175,6 +187,7 @@ def flatten(data: NDArray, out: NDArray | None = None) -> NDArray:
         return _result(data._data.reshape((n, -1)).copy(), data, out)
 
 
+@recorded("Reshape")
 def reshape(data: NDArray, shape: Sequence[int], reverse: bool = False,
             out: NDArray | None = None, **_ignored) -> NDArray:
     """A copy with a new shape (MXNet's 0/-1/-2/-3/-4 codes allowed)."""
@@ -183,6 +196,7 @@ def reshape(data: NDArray, shape: Sequence[int], reverse: bool = False,
         return _result(result, data, out)
 
 
+@recorded("broadcast_to")
 def broadcast_to(data: NDArray, shape: Sequence[int], out: NDArray | None = None) -> NDArray:
     """A copy broadcast to `shape`; a 0 in `shape` keeps that input dim."""
     with device_scope(data.context):
