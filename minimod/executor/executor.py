@@ -27,11 +27,13 @@ from ..context import Context
 from ..graph import graph_from_json, graph_to_json
 from ..ndarray.ndarray import NDArray
 from ..passes import Plan
+from ..profiler import RECORDER, maybe_dump
 from .graphs import StepGraphs
 from .listing import plan_listing
 from .monitoring import monitored
 from .placing import context_of, grad_copies, head_grad_arrays, step_context
 from .pool import MemoryPool
+from .profiling import api_span, profiled
 from .reshaping import reshaped
 from .steps import Step, StepLists, bind_steps
 
@@ -71,7 +73,7 @@ class Executor:
         self._generation = -1
         self._arrays: list = []  # the array of each entry id
         self._steps = StepLists((), (), ())
-        self._watched: dict = {}  # guard on? -> the steps wrapped by the monitor and/or guard
+        self._watched: dict = {}  # (guard, profiling) -> the steps wrapped by them (and monitor)
         self.outputs: list = []
         # per device, [(user's gradient, req, planned gradient)]
         self._grad_copies: list = []
@@ -121,18 +123,20 @@ class Executor:
 
     # ------------------------------------------------------------------ running
     def _step_lists(self) -> StepLists:
-        """The steps to run: the bound ones, or, while a monitor is set or the NaN guard is
-        on, the same steps wrapped by them (made once per setting)."""
+        """The steps to run: the bound ones, or, while a monitor is set, the NaN guard is on
+        or the profiler records, the same steps wrapped by them (made once per setting)."""
         guard = _numerics.GUARD.enabled
-        if self._monitor is None and not guard:
+        profile = RECORDER.on and RECORDER.symbolic
+        if self._monitor is None and not guard and not profile:
             return self._steps
-        watched = self._watched.get(guard)
+        key = (guard, profile)
+        watched = self._watched.get(key)
         if watched is None:
-            watched = self._watched[guard] = self._steps.rewrapped(
-                lambda step: self._watch(step, guard))
+            watched = self._watched[key] = self._steps.rewrapped(
+                lambda step: self._watch(step, guard, profile))
         return watched
 
-    def _watch(self, step: Step, guard: bool) -> Step:
+    def _watch(self, step: Step, guard: bool, profile: bool = False) -> Step:
         plan, ctx = self._plan, step_context(self._plan, step, self._ctx)
         inputs = None
         forward = self._steps.forward
@@ -141,6 +145,8 @@ class Executor:
                       + list(zip(plan.aux_names, self.aux_arrays)))
         if self._monitor is not None:
             step = monitored(step, plan, ctx, self._monitor, self._monitor_all)
+        if profile:
+            step = profiled(step, ctx)
         return (_numerics.guarded(step, plan, backend.xp_for(ctx), ctx, inputs) if guard
                 else step)
 
@@ -153,6 +159,8 @@ class Executor:
             self._graphs.run((kind, is_train), lambda: self._run_steps(steps, is_train))
         else:
             self._run_steps(steps, is_train)
+            if RECORDER.on:
+                maybe_dump()
 
     def _run_steps(self, steps: tuple, is_train: bool) -> None:
         """Run `steps` in order: the one loop through which every op of a plan executes.
@@ -191,7 +199,8 @@ class Executor:
                                 % (name, tuple(np.shape(src)), dst.shape))
             dst[:] = value
         self._check_pool()
-        self._run("forward", bool(is_train))
+        with api_span("Executor.forward"):
+            self._run("forward", bool(is_train))
         self._pool.last_forward = self
         self._forward_done = True
         return self.outputs
@@ -210,7 +219,8 @@ class Executor:
                 "needs are gone; run forward on this executor again first")
         self._copy_head_grads(self._normalize_out_grads(out_grads))
         self._check_pool()
-        self._run("backward", True)
+        with api_span("Executor.backward"):
+            self._run("backward", True)
         self._copy_grads()
 
     def _copy_head_grads(self, grads: list) -> None:
@@ -246,7 +256,8 @@ class Executor:
             self.backward()
             return
         self._check_pool()
-        self._run("train", True)
+        with api_span("Executor.forward_backward"):
+            self._run("train", True)
         self._pool.last_forward = self
         self._forward_done = True
         self._copy_grads()

@@ -35,6 +35,7 @@ from .. import backend
 from ..base import DTypeError, MXNetError, ShapeError
 from ..context import Context
 from ..ops.helpers import cast
+from ..profiler import RECORDER
 from . import recorded, tape
 from .array_base import NDArrayBase, _is_backend_array
 from .rules import (
@@ -125,6 +126,15 @@ def binary_op(name: str, lhs, rhs, out: NDArray | None = None):
         result = recorded.binary(name, lhs, rhs, out)
         if result is not None:
             return result
+    if RECORDER.on and RECORDER.imperative:
+        return recorded.profiled_call(recorded.binary_op_name(name, lhs_nd, rhs_nd),
+                                      _binary_arrays, (fn, name, lhs, rhs, ref, out), {})
+    return _binary_arrays(fn, name, lhs, rhs, ref, out)
+
+
+def _binary_arrays(fn, name: str, lhs, rhs, ref: NDArray, out: NDArray | None):
+    """binary_op's arithmetic, its operands checked; `ref` is an array operand."""
+    lhs_nd, rhs_nd = isinstance(lhs, NDArray), isinstance(rhs, NDArray)
     xp, dtype = ref._xp, ref._data.dtype
     a = lhs._data if lhs_nd else _scalar_as(xp, lhs, dtype)
     b = rhs._data if rhs_nd else _scalar_as(xp, rhs, dtype)

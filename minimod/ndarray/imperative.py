@@ -41,6 +41,7 @@ from ..ops.registry import (
     get_op_class,
     merge_shape,
 )
+from ..profiler import RECORDER
 from . import tape
 from .core import NDArray, device_scope, wrap
 
@@ -120,6 +121,7 @@ def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
     n_args = len(op.arguments())
     xp = backend.xp_for(ctx)
     kernel = op
+    start = RECORDER.now() if RECORDER.on and RECORDER.imperative else None
     with np.errstate(all="ignore"), device_scope(ctx):  # MXNet is silent about NaN and inf
         if op.dynamic_shape:  # the output shapes depend on the values: the op allocates
             outs = _run(name, lambda: op.forward_dynamic(xp, data[:n_args]))
@@ -128,6 +130,11 @@ def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
             kernel = device_variant(op, ctx, data[0].dtype if data else None)
             _run(name, lambda: kernel.forward(xp, data[:n_args], data[n_args:], outs,
                                               tape.is_training()))
+    if start is not None:
+        if ctx.device_type == "gpu":
+            backend.synchronize(ctx)
+        RECORDER.span("operator", op.name, start, RECORDER.now(),
+                      "%s/%d" % (ctx.device_type, ctx.device_id))
     results = [wrap(o, ctx) for o in outs[:op.num_visible_outputs()]]
     if tape.tracked(*arrays):
         tape.record_op(name, kernel, arrays, results, outs, xp)

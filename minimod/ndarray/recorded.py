@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import backend
 from ..base import MXNetError
+from ..profiler import RECORDER
 from . import tape
 
 #: MXNet's error text for a write in place while recording (its tests look for it)
@@ -38,6 +39,27 @@ _ON_SCALAR = {"add": ("_plus_scalar", "_plus_scalar"),
               "power": ("_power_scalar", "_rpower_scalar"),
               "maximum": ("_maximum_scalar", "_maximum_scalar"),
               "minimum": ("_minimum_scalar", "_minimum_scalar")}
+
+
+def binary_op_name(name: str, lhs_array: bool, rhs_array: bool) -> str:
+    """The operator MXNet runs for `lhs <name> rhs` (for the profiler's records)."""
+    if lhs_array and rhs_array:
+        return _ON_ARRAYS.get(name, "broadcast_" + name)
+    pair = _ON_SCALAR.get(name, ("_%s_scalar" % name,) * 2)
+    return pair[0 if lhs_array else 1]
+
+
+def profiled_call(op_name: str, routine, args: tuple, kwargs: dict):
+    """routine(*args, **kwargs) recorded by the profiler as a call of operator `op_name`."""
+    start = RECORDER.now()
+    result = routine(*args, **kwargs)
+    first = result[0] if isinstance(result, (list, tuple)) else result
+    ctx = getattr(first, "context", None)
+    if ctx is not None and ctx.device_type == "gpu":
+        backend.synchronize(ctx)
+    device = "cpu/0" if ctx is None else "%s/%d" % (ctx.device_type, ctx.device_id)
+    RECORDER.span("operator", op_name, start, RECORDER.now(), device)
+    return result
 
 
 def refuse_inplace(*values) -> None:

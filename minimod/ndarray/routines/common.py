@@ -7,9 +7,11 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
+from ...profiler import RECORDER
 from .. import tape
 from ..core import NDArray, wrap
 from ..imperative import invoke
+from ..recorded import profiled_call
 
 
 def recorded(op_name: str, variadic: bool = False) -> Callable:
@@ -24,6 +26,8 @@ def recorded(op_name: str, variadic: bool = False) -> Callable:
                 if variadic and len(args) == 1 and isinstance(args[0], (list, tuple)):
                     args = tuple(args[0])
                 return invoke(op_name, args, kwargs)
+            if RECORDER.on and RECORDER.imperative:
+                return profiled_call(op_name, routine, args, kwargs)
             return routine(*args, **kwargs)
         return call
     return decorate
