@@ -38,6 +38,7 @@ from ..ops.helpers import cast
 from ..profiler import RECORDER
 from . import recorded, tape
 from .array_base import NDArrayBase, _is_backend_array
+from .differentiable import Differentiable
 from .rules import (
     _BINARY,
     DTypeLike,
@@ -183,7 +184,7 @@ def _assign(data, index, value) -> None:
 NDArrayHandle = ctypes.c_void_p
 
 
-class NDArray(NDArrayBase):
+class NDArray(NDArrayBase, Differentiable):
     """An n-dimensional array on one Context (MXNet's `mx.nd.NDArray`).
 
     `NDArray(data, ctx)` wraps the backend array `data` (NumPy for CPU, CuPy for GPU) without
@@ -476,31 +477,6 @@ class NDArray(NDArrayBase):
         if size == 1:
             return bool(self.asscalar())
         raise ValueError("The truth value of an NDArray with multiple elements is ambiguous.")
-
-    # ------------------------------------------------------------------ autograd
-    def attach_grad(self, grad_req: str = "write", stype: str | None = None) -> None:
-        """Make this array a variable of `autograd.record()`: a zeroed gradient buffer of its
-        shape, dtype and context becomes `self.grad`, which `backward()` fills as `grad_req`
-        says ('write', 'add' or 'null'). Dense storage only."""
-        if stype not in (None, "default"):
-            raise MXNetError(f"attach_grad: storage type {stype!r} is not supported: minimod "
-                             "arrays are dense")
-        with device_scope(self._ctx):
-            grad = wrap(self._xp.zeros_like(self._data), self._ctx)
-        self._ag = tape.Leaf(grad, grad_req)
-
-    def backward(self, out_grad: NDArray | None = None, retain_graph: bool = False,
-                 train_mode: bool = True) -> None:
-        """Gradients of this array (recorded under `autograd.record()`) with respect to the
-        variables it was computed from, written into their `grad` buffers; `out_grad` is the
-        head gradient (ones when None)."""
-        tape.backward([self], [out_grad], retain_graph)
-
-    def detach(self) -> NDArray:
-        """The same memory as a new array that carries no gradient."""
-        out = wrap(self._data, self._ctx)
-        out._writable = self._writable
-        return out
 
     # ------------------------------------------------------------------ copying, pickling
     def __copy__(self) -> NDArray:
