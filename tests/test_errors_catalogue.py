@@ -96,6 +96,27 @@ def c_nd_input_shape():
     mx.nd.FullyConnected(mx.nd.ones((3, 5)), mx.nd.ones((4, 6)), mx.nd.ones(4), num_hidden=4)
 
 
+def c_autograd_inplace():
+    x = mx.nd.ones((2,))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x * 2
+        y += 1
+
+
+def c_autograd_freed():
+    x = mx.nd.ones((2,))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x * 2
+    y.backward()
+    y.backward()
+
+
+def c_autograd_not_recorded():
+    mx.nd.ones((2,)).backward()
+
+
 def c_json_unknown_op():
     mx.sym.load_json('{"nodes": [{"op": "null", "name": "x", "inputs": []}, '
                      '{"op": "NoSuchOp", "name": "y", "inputs": [[0, 0, 0]]}], '
@@ -357,6 +378,16 @@ CATALOGUE = [
     ("nd-input-shape", "NDArray operators", base.ShapeError, c_nd_input_shape,
      "An input of an imperative call does not fit the others; the message names the input and "
      "both shapes."),
+    # autograd
+    ("autograd-inplace", "autograd", base.MXNetError, c_autograd_inplace,
+     "An in-place write (`+=`, `x[:] = v`, `copyto`) into an array on the autograd tape while "
+     "recording: the tape holds the values recorded calls read. Compute a new array instead."),
+    ("autograd-graph-freed", "autograd", base.MXNetError, c_autograd_freed,
+     "A second backward through a graph the first backward freed: pass `retain_graph=True` "
+     "to the first one."),
+    ("autograd-head-not-recorded", "autograd", base.MXNetError, c_autograd_not_recorded,
+     "backward on an array that was not computed from a variable (`attach_grad`) inside "
+     "`autograd.record()`."),
     # Symbol JSON
     ("json-unknown-op", "Symbol JSON", base.GraphError, c_json_unknown_op,
      "The JSON names an operator minimod does not implement."),
