@@ -39,6 +39,25 @@ def test_report_counts_in_scope_passes_and_names_each_failure_with_its_reason(tm
     assert "not in the known-failures list) failed: KeyError: x" in text
 
 
+def test_report_lists_the_out_of_scope_tests_minimod_passes_too(tmp_path):
+    kit = _kit(tmp_path)
+    wanted, beyond = conformance.read_baseline(kit), conformance.read_beyond(kit)
+    assert beyond == [("test_a.py::test_gluon", "out", "gluon")]
+    results = {n: ("passed", "") for n in wanted}
+    report = tmp_path / "report.md"
+    conformance.write_report(str(report), ["test_a.py", "test_b.py"], wanted, results, {},
+                             beyond=beyond)
+    assert "0 of the 1 tests outside the scope" in report.read_text()
+    results["test_a.py::test_gluon"] = ("passed", "")
+    conformance.write_report(str(report), ["test_a.py", "test_b.py"], wanted, results, {},
+                             beyond=beyond)
+    text = report.read_text()
+    assert "1 of the 1 tests outside the scope" in text
+    assert "- `test_a.py::test_gluon` (out: gluon)" in text
+    conformance.write_report(str(report), ["test_b.py"], wanted, results, {}, beyond=beyond)
+    assert "Beyond the scope" not in report.read_text()  # its file did not run
+
+
 def test_known_failures_file_reads_nodeids_and_reasons(tmp_path):
     path = tmp_path / "known.txt"
     path.write_text("# comment\ntest_a.py::test_two  # the reason\n\ntest_b.py::test_x\n")
