@@ -22,6 +22,11 @@ INPUTS = {
     "accumulate": dict(x=_rs(12).randn(3, 3)),
     "sorting": dict(x=_rs(13).permutation(24).reshape(4, 6).astype(np.float64)),
     "conv": dict(x=_rs(14).randn(2, 3, 6, 6), w=_rs(15).randn(4, 3, 3, 3), b=_rs(16).randn(4)),
+    "rnn": dict(x=_rs(17).randn(5, 2, 3) * 0.5, params=_rs(18).randn(4 * 4 * (3 + 4) + 8 * 4)
+                * 0.3, h0=_rs(19).randn(1, 2, 4) * 0.1, c0=_rs(20).randn(1, 2, 4) * 0.1),
+    "embed": dict(idx=np.array([[1, 3, 3], [0, 2, 1]], dtype=np.float64),
+                  table=_rs(21).randn(4, 6), gamma=_rs(22).rand(6) + 0.5, beta=_rs(23).randn(6)),
+    "function": dict(x=_rs(24).randn(3, 4)),
 }
 
 
@@ -139,5 +144,46 @@ def conv(mx, inputs):
                 gb=a["b"].grad.asnumpy())
 
 
+def rnn(mx, inputs):
+    a = _arrays(mx, inputs, grads=("x", "params", "h0", "c0"))
+    with mx.autograd.record():
+        out, h, c = mx.nd.RNN(data=a["x"], parameters=a["params"], state=a["h0"],
+                              state_cell=a["c0"], state_size=4,
+                              num_layers=1, mode="lstm", state_outputs=True)
+        y = (out * out).sum() + h.sum() * 2 + (c * c).sum()
+    y.backward()
+    return dict(out=out.asnumpy(), gx=a["x"].grad.asnumpy(), gp=a["params"].grad.asnumpy(),
+                gh=a["h0"].grad.asnumpy(), gc=a["c0"].grad.asnumpy())
+
+
+def embed(mx, inputs):
+    a = _arrays(mx, inputs, grads=("table", "gamma", "beta"))
+    with mx.autograd.record():
+        e = mx.nd.Embedding(a["idx"], a["table"], input_dim=4, output_dim=6)
+        n = mx.nd.LayerNorm(e, a["gamma"], a["beta"], axis=-1)
+        y = (mx.nd.softmax(n, axis=-1) * mx.nd.arange(6)).sum()
+    y.backward()
+    return dict(y=y.asnumpy(), gt=a["table"].grad.asnumpy(), gg=a["gamma"].grad.asnumpy(),
+                gb=a["beta"].grad.asnumpy())
+
+
+def function(mx, inputs):
+    class Softsign(mx.autograd.Function):
+        def forward(self, x):
+            self.save_for_backward(x)
+            return x / (1 + x.abs())
+
+        def backward(self, dy):
+            x, = self.saved_tensors
+            return dy / ((1 + x.abs()) ** 2)
+
+    a = _arrays(mx, inputs, grads=("x",))
+    with mx.autograd.record():
+        y = (Softsign()(a["x"] * 2) ** 2).sum()
+    y.backward()
+    return dict(y=y.asnumpy(), gx=a["x"].grad.asnumpy())
+
+
 SCENARIOS = dict(dense=dense, index=index, batchnorm=batchnorm, loss=loss, shapes=shapes,
-                 accumulate=accumulate, sorting=sorting, conv=conv)
+                 accumulate=accumulate, sorting=sorting, conv=conv, rnn=rnn, embed=embed,
+                 function=function)
