@@ -16,7 +16,7 @@ import zipfile
 import numpy as np
 
 __all__ = ["download", "get_mnist", "get_mnist_ubyte", "get_mnist_pkl", "get_cifar10",
-           "get_bz2_data", "get_zip_data", "DATA_URLS"]
+           "get_bz2_data", "get_zip_data", "get_im2rec_path", "DATA_URLS"]
 
 #: where MXNet's helpers fetched each data set from
 DATA_URLS = {
@@ -79,6 +79,13 @@ def get_mnist() -> dict:
         out[key] = (values.reshape(len(values), 1, 28, 28).astype(np.float32) / 255
                     if key.endswith("data") else values.astype(np.int8))
     return out
+
+
+def get_im2rec_path() -> str:
+    """The path of the im2rec script (minimod.tools.im2rec), which runs as
+    `python <path> prefix root ...` as MXNet's tools/im2rec.py does."""
+    from ..tools import im2rec
+    return os.path.abspath(im2rec.__file__)
 
 
 def get_mnist_ubyte() -> None:
