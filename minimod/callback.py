@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from . import checkpoint
 from .base import MXNetError
+from .checkpoint import save_checkpoint  # noqa: F401 - MXNet's mx.callback has it too
 
 __all__ = ["BatchEndParam", "module_checkpoint", "do_checkpoint", "log_train_metric",
            "Speedometer", "ProgressBar", "LogValidationMetricsCallback"]

@@ -18,10 +18,14 @@ import numpy as np
 
 from . import callback, io, metric
 from . import ndarray as nd
-from .callback import BatchEndParam
+from .callback import (
+    BatchEndParam,
+    LogValidationMetricsCallback,  # noqa: F401 - MXNet's mx.model has it
+)
 from .checkpoint import load_checkpoint, load_params, save_checkpoint
-from .context import cpu
+from .context import Context, cpu  # noqa: F401
 from .initializer import InitDesc, Uniform
+from .io import DataDesc  # noqa: F401 - MXNet's mx.model has it
 from .module import Module
 from .module.updates import (
     _create_kvstore,
@@ -29,6 +33,7 @@ from .module.updates import (
     _update_params,
     _update_params_on_kvstore,
 )
+from .optimizer import get_updater  # noqa: F401 - MXNet's mx.model has it
 
 __all__ = ["BatchEndParam", "FeedForward", "save_checkpoint", "load_checkpoint", "load_params",
            "_create_kvstore", "_initialize_kvstore", "_update_params_on_kvstore",

@@ -107,6 +107,15 @@ def makedirs(path: str) -> None:
     os.makedirs(os.path.expanduser(path), exist_ok=True)
 
 
+def get_cuda_compute_capability(ctx) -> int:
+    """The CUDA compute capability of GPU context `ctx` as an int (90 for sm_90)."""
+    if getattr(ctx, "device_type", None) != "gpu":
+        raise ValueError("Expecting a gpu context to get cuda compute capability, while "
+                         "received ctx %s" % (ctx,))
+    xp = backend.xp_for(ctx)  # CuPy, or an MXNetError saying why gpu(i) is not there
+    return int(xp.cuda.Device(ctx.device_id).compute_capability)
+
+
 def get_gpu_count() -> int:
     """How many GPUs minimod can use."""
     return backend.gpu_count()

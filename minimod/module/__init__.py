@@ -1,4 +1,5 @@
 """`mx.mod`: modules, the training API (BaseModule, Module, and the composite modules)."""
+from . import executor_group  # noqa: F401 - MXNet's path of DataParallelExecutorGroup
 from .base_module import BaseModule
 from .module import Module
 

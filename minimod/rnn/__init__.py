@@ -5,6 +5,7 @@ The graphs the cells build are node for node the ones MXNet 1.9.1's `mx.rnn` bui
 operators, names and parameter names), so `sym.tojson()` and `list_arguments()` agree with
 MXNet and checkpoints move between the two.
 """
+from ..checkpoint import load_checkpoint, save_checkpoint  # noqa: F401 - as in mx.rnn
 from . import io, rnn, rnn_cell
 from .io import BucketSentenceIter, encode_sentences
 from .rnn import do_rnn_checkpoint, load_rnn_checkpoint, rnn_unroll, save_rnn_checkpoint

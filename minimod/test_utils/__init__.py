@@ -30,7 +30,7 @@ from ..context import Context, cpu, gpu
 from ..ndarray.ndarray import NDArray
 from ..ndarray.ndarray import array as array
 from ..symbol import Symbol
-from ..util import use_np, use_np_shape
+from ..util import get_cuda_compute_capability, getenv, setenv, use_np, use_np_shape  # noqa: F401
 from . import (
     allocations,
     arrays,
