@@ -302,14 +302,13 @@ def _scaled(ctx, name: str, value: np.ndarray, factor: float, changed: bool) -> 
 
 @imports("LayerNormalization")
 def _layer_norm(ctx, node, attrs):
-    """MXNet's LayerNorm normalizes over one axis: ONNX's over `axis` and every axis after
-    it, so only a normalization over the last axis maps."""
+    """ONNX normalizes over `axis` and every axis after it, MXNet's LayerNorm over one axis:
+    trailing axes are merged into one (a Reshape keeping the leading dims, with the scale and
+    bias flattened to match), normalized, and shaped back. The optional Mean and InvStdDev
+    outputs come from LayerNorm's mean and std (InvStdDev = 1 / std), shaped as ONNX keeps
+    them: the leading dims, then ones."""
     rank = len(ctx.shape(node.input[0]))
-    if attrs.get("axis", -1) % rank != rank - 1:
-        raise refuse(node, "normalizing over axes %d.. of %d is not imported (only the last)"
-                     % (attrs["axis"], rank))
-    if len(node.output) > 1 and any(node.output[1:]):
-        raise refuse(node, "its mean and inverse deviation outputs are not imported")
+    axis = attrs.get("axis", -1) % rank
     x = ctx.symbol(node.input[0])
     gamma = ctx.symbol(node.input[1])
     if len(node.input) > 2 and node.input[2]:
@@ -317,8 +316,26 @@ def _layer_norm(ctx, node, attrs):
     else:
         beta = ctx.symbol(ctx.new_param(name_of(node) + "_beta",
                                         np.zeros(ctx.shape(node.input[1]), np.float32)))
-    return [sym.LayerNorm(x, gamma, beta, axis=-1, eps=attrs.get("epsilon", 1e-5),
-                          name=name_of(node))]
+    name = name_of(node)
+    merged = axis < rank - 1
+    if merged:
+        x_in = sym.Reshape(x, shape=(0,) * axis + (-1,), name=name + "_merge")
+        gamma = sym.Reshape(gamma, shape=(-1,), name=name + "_scale_flat")
+        beta = sym.Reshape(beta, shape=(-1,), name=name + "_bias_flat")
+    else:
+        x_in = x
+    wanted = [bool(o) for o in node.output[1:]]
+    norm = sym.LayerNorm(x_in, gamma, beta, axis=-1, eps=attrs.get("epsilon", 1e-5),
+                         output_mean_var=any(wanted), name=name)
+    if not any(wanted):
+        return [sym.reshape_like(norm, x, name=name + "_unmerge") if merged else norm]
+    out, mean, std = norm[0], norm[1], norm[2]
+    stats_shape = (0,) * axis + (1,) * (rank - axis)
+    results = [sym.reshape_like(out, x, name=name + "_unmerge") if merged else out,
+               sym.Reshape(mean, shape=stats_shape, name=name + "_mean"),
+               sym.Reshape(sym.reciprocal(std, name=name + "_inv"), shape=stats_shape,
+                           name=name + "_invstd")]
+    return results[:len(node.output)]
 
 
 @imports("Gelu")

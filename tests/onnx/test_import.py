@@ -222,6 +222,28 @@ def test_opset_20_gelu_and_layer_normalization(tmp_path):
                                onnx_forward(path, {"x": x})[0], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("axis, stats", [(-2, True), (1, False), (-1, True)])
+def test_layer_normalization_over_trailing_axes(tmp_path, axis, stats):
+    rng = np.random.RandomState(5)
+    shape = (2, 3, 4, 5)
+    trailing = shape[axis % 4:]
+    inits = [_init("scale", rng.rand(*trailing).astype(np.float32) + 0.5),
+             _init("bias", rng.randn(*trailing).astype(np.float32))]
+    outputs = ["y", "mean", "invstd"] if stats else ["y"]
+    nodes = [helper.make_node("LayerNormalization", ["x", "scale", "bias"], outputs,
+                              axis=axis, epsilon=1e-4)]
+    stat_shape = list(shape[:axis % 4]) + [1] * (4 - axis % 4)
+    path = _save(tmp_path, nodes, [_value("x", list(shape))],
+                 [_value("y", list(shape))] + [_value(o, stat_shape) for o in outputs[1:]],
+                 inits, 17)
+    x = rng.randn(*shape).astype(np.float32)
+    got, want = _imported_forward(path, {"x": x}), onnx_forward(path, {"x": x})
+    assert len(got) == len(want) == len(outputs)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
 def test_metadata(tmp_path):
     sym, arg, aux = mx.model.load_checkpoint(os.path.join(DATA, "lenet_bn"), 0)
     path = mxonnx.export_model(sym, [arg, aux], [(4, 3, 16, 16)], np.float32,
