@@ -57,7 +57,7 @@ _LAZY = {
     "numerics": "numerics", "recordio": "recordio",
     "util": "util", "runtime": "runtime", "autograd": "autograd", "gluon": "gluon",
     "contrib": "contrib", "image": "image", "img": "image", "engine": "engine",
-    "log": "log", "onnx": "onnx",
+    "log": "log", "onnx": "onnx", "rtc": "rtc", "tools": "tools",
 }
 
 

@@ -238,18 +238,41 @@ def _colmajor(arr, shape, ld):
                                             strides=(item, ld * item))
 
 
+#: CUDA sources a test registers with a NumPy reference per kernel (mx.rtc's tests):
+#: {source: {kernel name: reference(grid, block, shared_mem, *host arrays and scalars)}}
+USER_KERNELS: dict = {}
+
+
 class RawModule:
     """`cupy.RawModule` for minimod's raw kernels (minimod.device_rng's generator and
-    minimod.kernels.softmax_rows's row softmax): each function runs a NumPy reference of its
-    kernel over the arrays it is launched with, reading them at run time (recorded, not run,
-    during capture)."""
+    minimod.kernels.softmax_rows's row softmax) and the sources tests register in USER_KERNELS:
+    each function runs a NumPy reference of its kernel over the arrays it is launched with,
+    reading them at run time (recorded, not run, during capture)."""
 
     def __init__(self, code=None, **kwargs):
-        if code not in _raw_sources():
-            raise NotImplementedError("the stand-in runs only minimod's own raw kernels")
+        self._user = USER_KERNELS.get(code)
+        if self._user is None and code not in _raw_sources():
+            raise NotImplementedError("the stand-in runs only minimod's own raw kernels and "
+                                      "the ones tests register")
+
+    def compile(self):
+        """Nothing to compile: the references are Python."""
 
     def get_function(self, name):
+        if self._user is not None:
+            if name not in self._user:
+                raise AttributeError("no kernel %r in the module" % name)
+            return _UserFunction(self._user[name])
         return _RawFunction(name)
+
+
+class _UserFunction:
+    def __init__(self, reference):
+        self.reference = reference
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        hosts = [a.view(_np.ndarray) if isinstance(a, _np.ndarray) else a for a in args]
+        self.reference(grid, block, shared_mem, *hosts)
 
 
 def _raw_sources() -> tuple:
