@@ -232,3 +232,21 @@ def test_nothing_is_recorded_outside_record():
     assert y._ag is None and y.grad is None
     x[:] = 3  # a write outside record() is allowed
     assert x.asnumpy().tolist() == [3.0, 3.0]
+
+
+def test_backward_releases_the_recorded_arrays():
+    import gc
+    import weakref
+    x = mx.nd.ones((50, 50))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x * 2
+        z = (y * y).sum()
+    held = weakref.ref(y._data)
+    z.backward(retain_graph=True)
+    del y
+    gc.collect()
+    assert held() is not None  # the retained graph still holds what backward reads
+    z.backward()
+    gc.collect()
+    assert held() is None  # freed with the graph

@@ -80,27 +80,26 @@ class Leaf:
 
 class Node:
     """One recorded call: `run(out_grads, wanted) -> in_grads` and where each input came from.
+    `free()` (after a backward without retain_graph) drops every array it holds.
 
     `out_grads` has one backend array or None (no gradient reached it) per output; `wanted[i]`
     says whether input i needs its gradient; the result has an array or None per input.
-    `op` and `inputs` are kept for `mx.autograd.get_symbol` (None for a custom Function).
+    `op` is kept for `mx.autograd.get_symbol` (None where no operator ran: indexing, a device
+    copy, a custom Function).
     """
 
-    __slots__ = ("seq", "name", "run", "parents", "outputs", "op", "inputs", "__weakref__")
+    __slots__ = ("seq", "name", "run", "parents", "n_outputs", "op", "__weakref__")
 
-    def __init__(self, name: str, run: Callable, parents: list, outputs: list, op=None,
-                 inputs: Sequence = ()):
+    def __init__(self, name: str, run: Callable, parents: list, n_outputs: int, op=None):
         self.seq = next(_SEQ)
         self.name = name
         self.run = run
         self.parents = parents
-        self.outputs = list(outputs)  # shapes and dtypes of missing head gradients
+        self.n_outputs = n_outputs
         self.op = op
-        self.inputs = list(inputs)
 
     def free(self) -> None:
-        self.run = None
-        self.inputs = []
+        self.run = None  # the closure holding the call's arrays
 
 
 def _entry(value):
@@ -133,7 +132,7 @@ def record_call(name: str, inputs: Sequence, results: Sequence, run: Callable, o
     parents = [_entry(a) for a in inputs]
     if not _STATE.recording or all(p is None for p in parents):
         return
-    node = Node(name, run, parents, [r._data for r in results], op, [a._data for a in inputs])
+    node = Node(name, run, parents, len(results), op)
     for i, r in enumerate(results):
         r._ag = (node, i)
 
@@ -193,7 +192,7 @@ def sweep(heads: list, head_grads: list, retain_graph: bool) -> dict:
     for entry, grad in zip(heads, head_grads):
         _accumulate(grads, entry, grad)
     for node in reachable(heads):
-        out_grads = [grads.pop((node, i), None) for i in range(len(node.outputs))]
+        out_grads = [grads.pop((node, i), None) for i in range(node.n_outputs)]
         if all(g is None for g in out_grads):
             continue
         if node.run is None:
