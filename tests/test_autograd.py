@@ -250,3 +250,18 @@ def test_backward_releases_the_recorded_arrays():
     z.backward()
     gc.collect()
     assert held() is None  # freed with the graph
+
+
+def test_a_whole_copy_joins_the_tape_and_a_write_into_it_is_refused():
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    z, w = mx.nd.zeros((2,)), mx.nd.zeros((2,))
+    with mx.autograd.record():
+        y = x * 2
+        y.copyto(z)
+        w[...] = y * y
+        out = (z * 3).sum() + w.sum()
+        with pytest.raises(MXNetError, match="Inplace operations"):
+            y.copyto(z)  # z is on the tape now
+    out.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [6 + 8, 6 + 16])

@@ -225,12 +225,14 @@ class NDArray(NDArrayBase, Differentiable):
             raise TypeError(f"copyto does not support type {type(other).__name__}")
         if other is self:
             return other
-        recorded.refuse_inplace(self, other)
+        recorded.refuse_inplace(other)  # a write into an array on the tape
         if other.shape != self.shape:
             raise ShapeError(f"copyto: source shape {self.shape} does not match destination "
                              f"shape {other.shape}")
         other._check_writable()
         backend.copy_into(other._data, self._data)
+        if tape.tracked(self):
+            recorded.record_copy(self, other)  # MXNet records the copy: `other` joins the tape
         return other
 
     def as_in_context(self, context: Context) -> NDArray:
@@ -355,8 +357,11 @@ class NDArray(NDArrayBase, Differentiable):
 
     def __setitem__(self, key, value) -> None:
         self._check_writable()
-        if key is not None and key is not Ellipsis:  # x[...] = v is a copy, never recorded
-            recorded.refuse_inplace(self, value)
+        if (key is None or key is Ellipsis) and isinstance(value, NDArray) \
+                and value.shape == self.shape:
+            value.copyto(self)  # x[...] = v is v.copyto(x), which the tape may record
+            return
+        recorded.refuse_inplace(self, value)
         if isinstance(value, (numbers.Number, np.generic)):
             operand = _scalar_as(self._xp, value, self._data.dtype)
         else:

@@ -10,7 +10,8 @@ the head gradient back.
 
 Writing into an array that is on the tape (`x += 1`, `x[:] = y` while recording) is refused, as
 MXNet refuses it: the tape holds the values the recorded calls read, and an in-place write
-would change them under it.
+would change them under it. A whole copy into a fresh array (`y.copyto(z)`, `z[...] = y`) is
+recorded instead, as MXNet records it: `z` joins the tape.
 """
 from __future__ import annotations
 
@@ -114,8 +115,8 @@ def _has_arrays(index) -> bool:
 
 
 def record_copy(source, result) -> None:
-    """Record `result`, a copy of `source` on another device: backward copies the head
-    gradient back to `source`'s device."""
+    """Record `result`, a copy of `source` (on its device or another): backward hands the
+    head gradient back, copied to `source`'s device."""
     home = source.context
 
     def run(out_grads, wanted):
