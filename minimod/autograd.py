@@ -181,7 +181,7 @@ class Function:
         shapes = [(r._data.shape, r._data.dtype, r.context) for r in results]
         name = type(self).__name__
 
-        def run(out_grads: list, wanted: list) -> list:
+        def run(out_grads: list, wanted: list, targets: list) -> list:
             heads = []
             for g, (shape, dtype, ctx) in zip(out_grads, shapes):
                 if g is None:

@@ -265,3 +265,19 @@ def test_a_whole_copy_joins_the_tape_and_a_write_into_it_is_refused():
             y.copyto(z)  # z is on the tape now
     out.backward()
     np.testing.assert_array_equal(x.grad.asnumpy(), [6 + 8, 6 + 16])
+
+
+def test_gradient_buffers_are_written_in_place_and_shared_readers_summed():
+    w, v = mx.nd.array([[1.0, 2.0], [3.0, 4.0]]), mx.nd.array([0.5, -1.0])
+    w.attach_grad()
+    v.attach_grad()
+    w.grad[:] = 99  # overwritten, not added to ('write')
+    buffer_w, buffer_v = w.grad, v.grad
+    with mx.autograd.record():
+        # w is read once (straight into its buffer), v twice (the two reads are summed)
+        y = mx.nd.dot(w, v) * v
+    y.backward(mx.nd.array([1.0, 2.0]))
+    assert w.grad is buffer_w and v.grad is buffer_v
+    # y_i = (w v)_i v_i: dw_ij = g_i v_i v_j, dv_j = sum_i g_i w_ij v_i + g_j (w v)_j
+    np.testing.assert_allclose(w.grad.asnumpy(), [[0.25, -0.5], [-1.0, 2.0]])
+    np.testing.assert_allclose(v.grad.asnumpy(), [-7.0, -12.0])

@@ -157,12 +157,22 @@ def _run(name: str, compute: Callable[[], Any]) -> Any:
 
 def _allocate(name: str, op, arrays: list, ctx: Context) -> list:
     """Fresh outputs of the shapes and dtypes the op infers from its inputs'."""
-    given = [tuple(a.shape) for a in arrays]
+    specs = _output_specs(name, op, tuple(tuple(a.shape) for a in arrays),
+                          tuple(np.dtype(a.dtype) for a in arrays))
+    xp = backend.xp_for(ctx)
+    with device_scope(ctx):
+        return [xp.empty(shape, dtype=dtype) for shape, dtype in specs]
+
+
+@functools.lru_cache(maxsize=1024)
+def _output_specs(name: str, op, given: tuple, dtypes: tuple) -> tuple:
+    """((shape, dtype) per output) of `op` on inputs of shapes `given` and `dtypes`, checked
+    (a mismatch names the input and both shapes); remembered, as a loop calls one op on the
+    same shapes again and again (ops are cached per parameters, so `op` identifies them)."""
     n_out = op.num_outputs()
     try:
         in_shapes, out_shapes = op.infer_shape(list(given), [None] * n_out)
-        in_types, out_types = op.infer_type([np.dtype(a.dtype) for a in arrays],
-                                            [None] * n_out)
+        _, out_types = op.infer_type(list(dtypes), [None] * n_out)
     except MXNetError as err:
         raise type(err)("mx.nd.%s: %s" % (name, err)) from None
     for slot, have, want in zip(op.arguments() + op.aux_states(), given, in_shapes):
@@ -171,16 +181,13 @@ def _allocate(name: str, op, arrays: list, ctx: Context) -> list:
         except ValueError:
             raise ShapeError("mx.nd.%s: input '%s' has shape %s but the operator needs %s"
                              % (name, slot, fmt_shape(have), fmt_shape(want))) from None
-    shapes = []
-    for slot, shape in zip(op.outputs(), out_shapes):
+    specs = []
+    for slot, shape, dtype in zip(op.outputs(), out_shapes, out_types):
         if shape is None or any(d is None for d in shape):
             raise ShapeError("mx.nd.%s: the shape of output '%s' cannot be inferred from "
                              "the inputs (%s)" % (name, slot, fmt_shape(shape)))
-        shapes.append(shape)
-    xp = backend.xp_for(ctx)
-    with device_scope(ctx):
-        return [xp.empty(shape, dtype=dtype or np.float32)
-                for shape, dtype in zip(shapes, out_types)]
+        specs.append((tuple(shape), dtype or np.dtype(np.float32)))
+    return tuple(specs)
 
 
 def _write_out(name: str, results: list, out):

@@ -97,7 +97,7 @@ def record_getitem(source, index, view_shape: tuple, result) -> None:
     xp = backend.array_module_of(source._data)
     basic = not _has_arrays(index)
 
-    def run(out_grads, wanted):
+    def run(out_grads, wanted, targets):
         grad = xp.zeros(shape, dtype)
         head = out_grads[0].reshape(view_shape)
         if basic:
@@ -119,6 +119,6 @@ def record_copy(source, result) -> None:
     head gradient back, copied to `source`'s device."""
     home = source.context
 
-    def run(out_grads, wanted):
+    def run(out_grads, wanted, targets):
         return [backend.to_context(out_grads[0], home, copy=True)]
     tape.record_call("_copyto", [source], [result], run)

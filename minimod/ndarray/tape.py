@@ -79,11 +79,14 @@ class Leaf:
 
 
 class Node:
-    """One recorded call: `run(out_grads, wanted) -> in_grads` and where each input came from.
+    """One recorded call: `run(out_grads, wanted, targets) -> in_grads` and where each input
+    came from.
     `free()` (after a backward without retain_graph) drops every array it holds.
 
     `out_grads` has one backend array or None (no gradient reached it) per output; `wanted[i]`
-    says whether input i needs its gradient; the result has an array or None per input.
+    says whether input i needs its gradient; `targets[i]`, when not None, is a buffer the
+    gradient of input i may be written into (a variable's own; a run may ignore it); the
+    result has an array or None per input.
     `op` is kept for `mx.autograd.get_symbol` (None where no operator ran: indexing, a device
     copy, a custom Function).
     """
@@ -127,8 +130,8 @@ def tracked(*values) -> bool:
 
 def record_call(name: str, inputs: Sequence, results: Sequence, run: Callable, op=None) -> None:
     """Append a node for a call on NDArrays `inputs` that gave NDArrays `results`, whose
-    backward is `run(out_grads, wanted)`, when recording and an input carries a gradient; mark
-    the results as its outputs."""
+    backward is `run(out_grads, wanted, targets)` (see Node), when recording and an input
+    carries a gradient; mark the results as its outputs."""
     parents = [_entry(a) for a in inputs]
     if not _STATE.recording or all(p is None for p in parents):
         return
@@ -152,7 +155,7 @@ def record_op(name: str, op, inputs: Sequence, results: Sequence, all_outputs: l
     outs = list(all_outputs)
     n_visible = op.num_visible_outputs()
 
-    def run(out_grads, wanted):
+    def run(out_grads, wanted, targets):
         if not op.differentiable:
             raise MXNetError("autograd: operator %s (%s) has no gradient, and an input of it "
                              "needs one" % (name, op.name))
@@ -161,7 +164,11 @@ def record_op(name: str, op, inputs: Sequence, results: Sequence, all_outputs: l
             for i in range(n_visible):
                 g = out_grads[i]
                 heads[i] = xp.zeros_like(outs[i]) if g is None else g
-        in_grads = [xp.zeros_like(a) if want else None for a, want in zip(args, wanted)]
+        # an op's backward writes every element of its gradients (the executor hands it
+        # unzeroed planned buffers, and the user's own gradient arrays), so the gradient of a
+        # variable with one reader goes straight into its buffer
+        in_grads = [None if not want else t if t is not None else xp.empty_like(a)
+                    for a, want, t in zip(args, wanted, targets)]
         op.backward(xp, heads, args, outs, in_grads, aux)
         return in_grads + [None] * len(aux)
 
@@ -185,13 +192,34 @@ def _accumulate(grads: dict, key, grad) -> None:
     grads[key] = grad if have is None else have + grad
 
 
-def sweep(heads: list, head_grads: list, retain_graph: bool) -> dict:
+def _direct_targets(nodes: list, heads: list, direct: bool) -> dict:
+    """{Leaf: its gradient buffer} for the 'write' variables exactly one recorded input slot
+    reads (and no head is): their one gradient may be written straight into the buffer."""
+    if not direct:
+        return {}
+    readers: dict = {}
+    for leaf in heads:
+        if isinstance(leaf, Leaf):
+            readers[leaf] = 2
+    for node in nodes:
+        for parent in node.parents:
+            if isinstance(parent, Leaf):
+                readers[parent] = readers.get(parent, 0) + 1
+    return {leaf: leaf.grad._data for leaf, n in readers.items()
+            if n == 1 and leaf.req == "write"}
+
+
+def sweep(heads: list, head_grads: list, retain_graph: bool, direct: bool = False) -> dict:
     """{Leaf: its summed gradient (a backend array)} for the heads' entries and backend head
-    gradients; frees the nodes unless `retain_graph`."""
+    gradients; frees the nodes unless `retain_graph`. With `direct`, the gradient of a 'write'
+    variable with one reader is written into its buffer by the op itself (then the array
+    returned for it is the buffer)."""
     grads: dict = {}
     for entry, grad in zip(heads, head_grads):
         _accumulate(grads, entry, grad)
-    for node in reachable(heads):
+    nodes = reachable(heads)
+    buffers = _direct_targets(nodes, heads, direct)
+    for node in nodes:
         out_grads = [grads.pop((node, i), None) for i in range(node.n_outputs)]
         if all(g is None for g in out_grads):
             continue
@@ -202,7 +230,8 @@ def sweep(heads: list, head_grads: list, retain_graph: bool) -> dict:
         wanted = [p is not None and not (isinstance(p, Leaf) and p.req == "null")
                   for p in node.parents]
         if any(wanted):
-            for parent, grad in zip(node.parents, node.run(out_grads, wanted)):
+            targets = [buffers.get(p) if isinstance(p, Leaf) else None for p in node.parents]
+            for parent, grad in zip(node.parents, node.run(out_grads, wanted, targets)):
                 if parent is not None and grad is not None:
                     _accumulate(grads, parent, grad)
         if not retain_graph:
@@ -213,9 +242,9 @@ def sweep(heads: list, head_grads: list, retain_graph: bool) -> dict:
 def backward(heads: Sequence, head_grads: Sequence, retain_graph: bool = False) -> None:
     """Backward from NDArrays `heads` (gradients `head_grads`: NDArrays, or None for ones),
     writing each reached leaf's gradient buffer as its grad_req says."""
-    for leaf, grad in sweep(*head_entries(heads, head_grads), retain_graph).items():
+    for leaf, grad in sweep(*head_entries(heads, head_grads), retain_graph, True).items():
         target = leaf.grad._data
-        if leaf.req == "null":
+        if leaf.req == "null" or grad is target:  # null, or written there by the op
             continue
         with backend.device_scope(leaf.grad.context):
             if leaf.req == "add":
