@@ -53,14 +53,6 @@ def step():
         mx.nd.sgd_mom_update(p, p.grad, m, lr=0.01, momentum=0.9, out=p)
     return loss.asscalar()
 
-for _ in range(5):
-    step()
-times = []
-for _ in range(steps):
-    start = time.perf_counter()
-    step()
-    times.append(time.perf_counter() - start)
-print(json.dumps({"ms": 1000 * sorted(times)[len(times) // 2]}))
 """
 
 TORCH_STEP = r"""
@@ -87,6 +79,11 @@ def step():
     opt.step()
     return loss.item()
 
+"""
+
+
+#: both scripts end with the same timing: 5 warm-up steps, then the median of `steps`
+TIMING = r"""
 for _ in range(5):
     step()
 times = []
@@ -102,6 +99,7 @@ def one_round(python: str, engine: str, batch: int, steps: int, threads: int) ->
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
                MKL_NUM_THREADS=str(threads))
     code, last = (TORCH_STEP, str(threads)) if engine == "torch" else (MX_STEP, ROOT)
+    code += TIMING
     out = subprocess.run([python, "-c", code, engine, str(batch), str(steps), last], env=env,
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])["ms"]
