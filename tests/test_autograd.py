@@ -281,3 +281,45 @@ def test_gradient_buffers_are_written_in_place_and_shared_readers_summed():
     # y_i = (w v)_i v_i: dw_ij = g_i v_i v_j, dv_j = sum_i g_i w_ij v_i + g_j (w v)_j
     np.testing.assert_allclose(w.grad.asnumpy(), [[0.25, -0.5], [-1.0, 2.0]])
     np.testing.assert_allclose(v.grad.asnumpy(), [-7.0, -12.0])
+
+
+def test_gradients_through_imperative_control_flow_and_custom_ops():
+    def step(data, states):
+        s = states[0] * 0.5 + data
+        return s, [s]
+    d = mx.nd.array(np.arange(6).reshape(3, 2))
+    d.attach_grad()
+    with mx.autograd.record():
+        outs, final = mx.nd.contrib.foreach(step, d, [mx.nd.zeros((2,))])
+        (outs.sum() + final[0].sum()).backward()
+    # s1 = d0, s2 = d0/2 + d1, s3 = d0/4 + d1/2 + d2; the sum of outs plus s3 again
+    np.testing.assert_allclose(d.grad.asnumpy(), [[2.0, 2.0], [2.0, 2.0], [2.0, 2.0]])
+    i = mx.nd.array([1.0])
+    i.attach_grad()
+    with mx.autograd.record():
+        _, last = mx.nd.contrib.while_loop(lambda v: v < 10, lambda v: (v, v * 2), [i],
+                                           max_iterations=10)
+    last[0].backward()  # 1 -> 16 by four doublings
+    assert i.grad.asnumpy().tolist() == [16.0]
+
+    class Cube(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.assign(out_data[0], req[0], in_data[0] ** 3)
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            self.assign(in_grad[0], req[0], 3 * in_data[0] ** 2 * out_grad[0])
+
+    @mx.operator.register("autograd_cube")
+    class CubeProp(mx.operator.CustomOpProp):
+        def infer_shape(self, in_shape):
+            return in_shape, in_shape, []
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return Cube()
+
+    x = mx.nd.array([1.0, -2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Custom(x, op_type="autograd_cube") * 2
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [6.0, 24.0]
