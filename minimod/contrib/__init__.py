@@ -13,17 +13,19 @@
   from PyPI (tensorboardX or mxboard, an optional extra);
 - `mx.contrib.onnx`: `import_model` and `get_model_metadata` (ONNX models read back as a
   symbol with parameters) and `export_model`, the older name of `mx.onnx.export_model`;
-- `mx.contrib.text`: token counting, Vocabulary and pre-trained token embeddings.
+- `mx.contrib.text`: token counting, Vocabulary and pre-trained token embeddings;
+- `mx.contrib.autograd`: MXNet's first autograd interface (`train_section`, `grad_and_loss`
+  ...), over the same tape as `mx.autograd`.
 
-Not here: MXNet's `contrib.autograd`, `contrib.io` (DataLoaderIter, for Gluon data loaders),
+Not here: MXNet's `contrib.io` (DataLoaderIter, for Gluon data loaders),
 `contrib.onnx.import_to_gluon` (no Gluon) and `contrib.quantization`.
 """
 from ..ndarray import contrib as nd
 from ..symbol import contrib as sym
-from . import amp, onnx, svrg_optimization, tensorboard, text
+from . import amp, autograd, onnx, svrg_optimization, tensorboard, text
 
 ndarray = nd
 symbol = sym
 
-__all__ = ["nd", "ndarray", "sym", "symbol", "amp", "onnx", "svrg_optimization",
+__all__ = ["nd", "ndarray", "sym", "symbol", "amp", "autograd", "onnx", "svrg_optimization",
            "tensorboard", "text"]
