@@ -23,6 +23,8 @@ from typing import Iterator
 from .base import MXNetError
 from .ndarray import NDArray, tape, zeros
 from .ndarray.core import wrap
+from .symbol import var as _var
+from .symbol.symbol import make_op_symbol
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
@@ -202,8 +204,6 @@ def get_symbol(x):
     `var0`, `var1` ... and the arrays that carried no gradient `const0`, `const1` ..., in the
     order the tape met them. Calls recorded without an operator (indexing, a device copy, a
     custom Function) have no Symbol form: an error names the first one met."""
-    from . import symbol as sym
-    from .symbol.symbol import make_op_symbol
     entry = x._ag
     if entry is None:
         raise MXNetError("get_symbol: the array was not computed under autograd.record() from "
@@ -213,7 +213,7 @@ def get_symbol(x):
 
     def leaf(key, kind: str):
         if key not in variables:
-            variables[key] = sym.var("%s%d" % (kind, counts[kind]))
+            variables[key] = _var("%s%d" % (kind, counts[kind]))
             counts[kind] += 1
         return variables[key]
 
