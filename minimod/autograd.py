@@ -124,8 +124,8 @@ def backward(heads, head_grads=None, retain_graph: bool = False,
 def grad(heads, variables, head_grads=None, retain_graph: bool | None = None,
          create_graph: bool = False, train_mode: bool = True):  # noqa: A002
     """The gradients of `heads` with respect to `variables` (NDArrays marked by attach_grad),
-    returned as new NDArrays (a variable the heads do not depend on gets zeros); the
-    variables' own `grad` buffers are left alone."""
+    returned as new NDArrays; the variables' own `grad` buffers are left alone. A variable the
+    heads do not depend on is an error, as in MXNet."""
     if create_graph:
         raise NotImplementedError("autograd.grad(create_graph=True): minimod does not record "
                                   "the backward pass, so higher-order gradients are not "
@@ -139,11 +139,19 @@ def grad(heads, variables, head_grads=None, retain_graph: bool | None = None,
                              "attach_grad() on it before recording" % (i, var.shape))
         leaves.append(var._ag)
     entries, grads = tape.head_entries(heads, _head_grads(heads, head_grads))
+    reached = {id(e) for e in entries if isinstance(e, tape.Leaf)}
+    reached.update(id(p) for node in tape.reachable(entries) for p in node.parents
+                   if isinstance(p, tape.Leaf))
+    for i, leaf in enumerate(leaves):
+        if id(leaf) not in reached:
+            raise MXNetError("autograd.grad: cannot differentiate with respect to variable %d "
+                             "(shape %s): the heads do not depend on it"
+                             % (i, variables[i].shape))
     totals = tape.sweep(entries, grads, bool(retain_graph))
     out = []
     for var, leaf in zip(variables, leaves):
         total = totals.get(leaf)
-        if total is None:
+        if total is None:  # reached only through calls no gradient flowed back through
             total = var._xp.zeros_like(var._data)
         out.append(wrap(total.astype(var._data.dtype, copy=False), var.context))
     return out[0] if single else out
