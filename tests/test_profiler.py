@@ -205,3 +205,17 @@ def test_deprecated_names():
     mx.profiler.profiler_set_state("stop")
     mx.profiler.dump_profile()
     assert any(e.get("name") == "_mul_scalar" for e in json.load(open("old.json"))["traceEvents"])
+
+
+def test_defaults_record_everything_as_mxnet_does(monkeypatch):
+    from minimod import profiler
+    # a configuration that names none of the four switches, as a fresh process has
+    monkeypatch.setattr(profiler, "_config", {"filename": "profile.json",
+                                              "aggregate_stats": True})
+    mx.profiler.set_state("run")
+    exe = _executor()
+    exe.forward()
+    mx.profiler.set_state("stop")
+    stats = _stats()
+    assert set(stats["Time"]) == {"api", "operator"}
+    assert "Memory: cpu/0" in stats["Memory"]["Device Storage"]

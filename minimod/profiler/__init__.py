@@ -20,11 +20,11 @@ While the state is 'run' (and not paused) it records, as MXNet's configuration a
   (`Memory: cpu/0`; the bound parameter arrays are outside the pool);
 - always: the user's `Task`, `Frame`, `Event`, `Counter` and `Marker` objects.
 
-`profile_all` turns all of these on; `profile_symbolic` and `profile_imperative` default to on,
-as in MXNet. `aggregate_stats=True` keeps the statistics `dumps()` prints. On a GPU, a profiled
-step waits for the device after each operator so that its time is the operator's own (and the
-executor's CUDA graphs are not replayed while profiling): a profile shows where time goes, not
-how fast an unprofiled step is. `continuous_dump` with `dump_period` (seconds) writes the file
+`profile_all` turns all of these on; each of the four defaults to on, as in MXNet.
+`aggregate_stats=True` keeps the statistics `dumps()` prints. On a GPU, a profiled step waits
+for the device after each operator so that its time is the operator's own (and the executor's
+CUDA graphs are not replayed while profiling): a profile shows where time goes, not how fast
+an unprofiled step is. `continuous_dump` with `dump_period` (seconds) writes the file
 again whenever that much time has passed at a recorded event.
 
 minimod's distributed kvstore runs over MPI without server processes, so

@@ -48,8 +48,8 @@ class Recorder:
         everything = bool(config.get("profile_all"))
         self.symbolic = everything or bool(config.get("profile_symbolic", True))
         self.imperative = everything or bool(config.get("profile_imperative", True))
-        self.api = everything or bool(config.get("profile_api"))
-        self.memory = everything or bool(config.get("profile_memory"))
+        self.api = everything or bool(config.get("profile_api", True))
+        self.memory = everything or bool(config.get("profile_memory", True))
         self.aggregate = bool(config.get("aggregate_stats"))
         self.on = running
 
