@@ -11,9 +11,10 @@ or `(node, output index)`.
 `backward(heads, head_grads)` walks the nodes the heads depend on in reverse recording order
 (recording order is a topological order: a node is appended after its inputs exist), sums the
 gradients reaching each entry, and writes the leaves' totals into their buffers as their
-`grad_req` says ('write' replaces, 'add' accumulates, 'null' leaves it alone). Without
-`retain_graph` the nodes drop their arrays afterwards, and a second backward through them is
-an error naming the node.
+`grad_req` says ('write' replaces, 'add' accumulates, 'null' leaves it alone); a 'write'
+variable that one input slot reads gets its gradient from the op straight into its buffer.
+Without `retain_graph` the nodes drop their arrays afterwards, and a second backward through
+them is an error naming the node.
 
 This is the same arithmetic a bound graph runs (the gradient pass appends `_backward_<op>`
 nodes that call the very same `Op.backward`); the tape only replaces the graph with the order
