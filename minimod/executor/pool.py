@@ -15,7 +15,7 @@ from .. import backend
 from ..context import Context
 from ..ndarray.ndarray import NDArray
 from ..passes.memory import entry_nbytes
-from ..profiler import RECORDER
+from ..profiler import RECORDER, device_name
 
 __all__ = ["MemoryPool", "zeros"]
 
@@ -85,8 +85,8 @@ class MemoryPool:
                 placement[sid] = block
         if changed and RECORDER.on and RECORDER.memory:
             held = sum(b.nbytes for b, c in zip(self.blocks, self.block_contexts) if c == ctx)
-            RECORDER.counter("Device Storage", "Memory: %s/%d" % (ctx.device_type, ctx.device_id),
-                             int(held), kb=True)
+            RECORDER.counter("Device Storage", "Memory: " + device_name(ctx), int(held),
+                             kb=True)
         return changed
 
     @property

@@ -10,29 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import backend
-from ..profiler import RECORDER
+from ..profiler import RECORDER, operator_span
 from .steps import Step
 
 __all__ = ["profiled", "api_span"]
 
 
-def _device_name(ctx) -> str:
-    return "%s/%d" % (ctx.device_type, ctx.device_id)
-
-
 def profiled(step: Step, ctx) -> Step:
     """`step` recording its span while it runs on `ctx`."""
-    inner, name, device = step.run, step.node.op.name, _device_name(ctx)
-    wait = ctx.device_type == "gpu"
-    now, span = RECORDER.now, RECORDER.span
+    inner, name, now = step.run, step.node.op.name, RECORDER.now
 
     def run(xp, is_train):
         start = now()
         inner(xp, is_train)
-        if wait:
-            backend.synchronize(ctx)
-        span("operator", name, start, now(), device)
+        operator_span(name, start, ctx)
     return dataclasses.replace(step, run=run)
 
 

@@ -41,7 +41,7 @@ from ..ops.registry import (
     get_op_class,
     merge_shape,
 )
-from ..profiler import RECORDER
+from ..profiler import RECORDER, operator_span
 from . import tape
 from .core import NDArray, device_scope, wrap
 
@@ -131,10 +131,7 @@ def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
             _run(name, lambda: kernel.forward(xp, data[:n_args], data[n_args:], outs,
                                               tape.is_training()))
     if start is not None:
-        if ctx.device_type == "gpu":
-            backend.synchronize(ctx)
-        RECORDER.span("operator", op.name, start, RECORDER.now(),
-                      "%s/%d" % (ctx.device_type, ctx.device_id))
+        operator_span(op.name, start, ctx)
     results = [wrap(o, ctx) for o in outs[:op.num_visible_outputs()]]
     if tape.tracked(*arrays):
         tape.record_op(name, kernel, arrays, results, outs, xp)

@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import backend
 from ..base import MXNetError
-from ..profiler import RECORDER
+from ..context import Context
+from ..profiler import RECORDER, operator_span
 from . import tape
 
 #: MXNet's error text for a write in place while recording (its tests look for it)
@@ -55,11 +56,7 @@ def profiled_call(op_name: str, routine, args: tuple, kwargs: dict):
     start = RECORDER.now()
     result = routine(*args, **kwargs)
     first = result[0] if isinstance(result, (list, tuple)) else result
-    ctx = getattr(first, "context", None)
-    if ctx is not None and ctx.device_type == "gpu":
-        backend.synchronize(ctx)
-    device = "cpu/0" if ctx is None else "%s/%d" % (ctx.device_type, ctx.device_id)
-    RECORDER.span("operator", op_name, start, RECORDER.now(), device)
+    operator_span(op_name, start, getattr(first, "context", None) or Context("cpu", 0))
     return result
 
 

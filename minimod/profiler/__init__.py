@@ -37,12 +37,14 @@ from __future__ import annotations
 import os
 import time
 
+from .. import backend
 from ..base import MXNetError
 from .recorder import RECORDER, SORT_KEYS
 
 __all__ = ["set_config", "set_state", "get_config", "get_state", "start", "stop", "pause",
            "resume", "dump", "dumps", "profiler_set_config", "profiler_set_state",
-           "dump_profile", "Domain", "Task", "Frame", "Event", "Counter", "Marker", "RECORDER"]
+           "dump_profile", "Domain", "Task", "Frame", "Event", "Counter", "Marker", "RECORDER",
+           "device_name", "operator_span"]
 
 # the keys MXNet 1.9.1's ProfileConfig accepts (an unknown key is an error there too)
 _CONFIG_KEYS = frozenset([
@@ -156,6 +158,20 @@ def dumps(reset: bool = False, format: str = "table", sort_by: str = "total",  #
     if reset:
         RECORDER.clear_stats()
     return text
+
+
+def device_name(ctx) -> str:
+    """A Context as the trace names its process: 'cpu/0', 'gpu/1'."""
+    return "%s/%d" % (ctx.device_type, ctx.device_id)
+
+
+def operator_span(name: str, start: int, ctx) -> None:
+    """Record operator `name`, started at `start` (`RECORDER.now()`), as run on `ctx`: on a
+    GPU after waiting for the device, so that the span is the kernels' time, not their
+    launch's."""
+    if ctx.device_type == "gpu":
+        backend.synchronize(ctx)
+    RECORDER.span("operator", name, start, RECORDER.now(), device_name(ctx))
 
 
 def maybe_dump() -> None:
