@@ -145,9 +145,8 @@ def record_op(name: str, op, inputs: Sequence, results: Sequence, all_outputs: l
               xp) -> None:
     """Record an operator call: `inputs` the NDArrays it read (arguments, then aux states),
     `all_outputs` every array its forward wrote (hidden ones too), `results` the NDArrays the
-    caller got back. Its backward is the op's own."""
-    if not _STATE.recording or all(_entry(a) is None for a in inputs):
-        return
+    caller got back. Its backward is the op's own; `record_call` decides whether the call
+    goes on the tape."""
     if op.no_gradient:
         return  # BlockGrad, argmax, comparisons ...: nothing flows back; results are constants
     n_args = len(op.arguments())
