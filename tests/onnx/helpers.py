@@ -1,4 +1,6 @@
 """Export a symbol, run it in ONNX Runtime, and give both runs' outputs."""
+import os
+
 import numpy as np
 
 import minimod as mx
@@ -48,3 +50,11 @@ def export_and_run(sym, inputs: dict, params: dict, path: str, **kwargs) -> list
     mxonnx.export_model(sym, params, [v.shape for v in inputs.values()],
                         [v.dtype for v in inputs.values()], path, **kwargs)
     return onnx_forward(path, inputs)
+
+
+def export_checkpoint(folder: str, name: str, data_shape: tuple, path: str) -> str:
+    """Export the checkpoint `<folder>/<name>-symbol.json` + `-0000.params` (files MXNet
+    wrote) from its paths to `path`; returns what export_model returns."""
+    return mxonnx.export_model(os.path.join(folder, name + "-symbol.json"),
+                               os.path.join(folder, name + "-0000.params"), [data_shape],
+                               np.float32, path)

@@ -11,7 +11,7 @@ import minimod as mx
 from minimod import onnx as mxonnx
 from minimod.base import MissingDependencyError
 
-from .helpers import export_and_run, minimod_forward, onnx_forward, random_params
+from .helpers import export_and_run, export_checkpoint, minimod_forward, onnx_forward, random_params
 
 pytest.importorskip("onnx", reason="the onnx extra is not installed")
 pytest.importorskip("onnxruntime", reason="onnxruntime (test extra) is not installed")
@@ -27,9 +27,7 @@ GOLDEN = np.load(os.path.join(DATA, "onnx_golden.npz"))
 def test_mxnet_checkpoint_exports_to_mxnet_numbers(name, tmp_path):
     """Files MXNet wrote, exported from their paths: ONNX Runtime gives MXNet's outputs."""
     data = GOLDEN[name + ":data"]
-    path = mxonnx.export_model(os.path.join(DATA, name + "-symbol.json"),
-                               os.path.join(DATA, name + "-0000.params"), [data.shape],
-                               np.float32, str(tmp_path / "model.onnx"))
+    path = export_checkpoint(DATA, name, data.shape, str(tmp_path / "model.onnx"))
     assert path == str(tmp_path / "model.onnx")
     got = onnx_forward(path, {"data": data})
     want = [GOLDEN["%s:out%d" % (name, i)] for i in range(len(got))]

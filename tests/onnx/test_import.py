@@ -12,7 +12,7 @@ import pytest
 import minimod as mx
 from minimod import onnx as mxonnx
 
-from .helpers import export_and_run, minimod_forward, onnx_forward, random_params
+from .helpers import export_and_run, export_checkpoint, minimod_forward, onnx_forward, random_params
 from .test_export_ops import CASES
 
 onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed")
@@ -54,9 +54,7 @@ def test_exported_case_reads_back(case, tmp_path):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_mxnet_checkpoint_round_trip(name, tmp_path):
     data = GOLDEN[name + ":data"]
-    path = mxonnx.export_model(os.path.join(DATA, name + "-symbol.json"),
-                               os.path.join(DATA, name + "-0000.params"), [data.shape],
-                               np.float32, str(tmp_path / "m.onnx"))
+    path = export_checkpoint(DATA, name, data.shape, str(tmp_path / "m.onnx"))
     got = _imported_forward(path, {"data": data})
     for i, g in enumerate(got):
         np.testing.assert_allclose(g, GOLDEN["%s:out%d" % (name, i)], rtol=1e-4, atol=2e-5)
