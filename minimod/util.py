@@ -1,31 +1,35 @@
 """`mx.util`: environment access and MXNet's NumPy-semantics switches.
 
-MXNet 1.9.1 has two array semantics: the legacy one (`mx.nd`, `mx.sym`; a 0 in a shape means
-"unknown") and NumPy's (`mx.np`, `mx.npx`; zero-size and 0-d arrays). minimod has the legacy
-semantics only. So:
+MXNet 1.9.1 has two shape semantics, the legacy one (a 0 in a shape means "unknown") and
+NumPy's (zero-size and 0-d arrays); `minimod.shape_semantics` says what each changes. Both are
+here: `set_np_shape`, `np_shape(active)`, `use_np_shape` and `is_np_shape` switch and query
+them per thread, as MXNet's do.
 
-- the decorators `use_np`, `use_np_shape`, `use_np_array` and `use_np_default_dtype` return
-  what they decorate unchanged: the code runs with the legacy semantics;
-- the queries `is_np_shape`, `is_np_array`, `is_np_default_dtype` answer False;
-- turning NumPy semantics on (`set_np_shape(True)`, `np_shape(True)`, `set_np()`,
-  `np_array(True)`) raises NotImplementedError, since code that asks for them would otherwise
-  run with other shapes than it expects; turning them off is accepted.
+MXNet's NumPy *array* semantics (the `mx.np` / `mx.npx` namespaces and their ndarray type) are
+not part of minimod. So `set_np(array=True)` (its default), `np_array(True)` and
+`set_np_shape`'s siblings that ask for them raise NotImplementedError; `use_np` turns on the
+shape semantics only (there is no `mx.np` array for its array half to switch to), and
+`use_np_array` / `use_np_default_dtype` return what they decorate unchanged.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
 from typing import Optional
 
 from . import backend
+from .shape_semantics import is_np_shape, set_np_shape
 
 __all__ = ["getenv", "setenv", "use_np", "use_np_shape", "use_np_array",
            "use_np_default_dtype", "is_np_shape", "is_np_array", "is_np_default_dtype",
            "set_np_shape", "set_np", "reset_np", "np_shape", "np_array", "set_module",
            "makedirs", "get_gpu_count", "get_gpu_memory"]
 
-_NO_NP = ("minimod has MXNet's legacy array semantics only (mx.nd / mx.sym); NumPy "
-          "semantics (mx.np, np_shape) are not implemented")
+_NO_NP = ("minimod has MXNet's legacy arrays only (mx.nd / mx.sym): MXNet's NumPy array "
+          "semantics (mx.np, mx.npx) are not implemented; NumPy shape semantics are "
+          "(mx.np_shape, mx.set_np_shape, mx.use_np_shape)")
 
 
 def getenv(name: str) -> Optional[str]:
@@ -48,11 +52,31 @@ def _unchanged(func=None):
     return func
 
 
-use_np = use_np_shape = use_np_array = use_np_default_dtype = _unchanged
+use_np_array = use_np_default_dtype = _unchanged
 
 
-def is_np_shape() -> bool:
-    return False
+def _with_np_shape(func):
+    """`func` run with NumPy shape semantics on (the previous state restored after)."""
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        with np_shape(True):
+            return func(*args, **kwargs)
+    return call
+
+
+def use_np_shape(func):
+    """Decorator: run a function, or every method of a class, under NumPy shape semantics."""
+    if inspect.isclass(func):
+        for name, member in list(vars(func).items()):
+            if inspect.isfunction(member):
+                setattr(func, name, _with_np_shape(member))
+        return func
+    if not callable(func):
+        raise TypeError("use_np_shape decorates a function or a class, got %r" % (func,))
+    return _with_np_shape(func)
+
+
+use_np = use_np_shape
 
 
 def is_np_array() -> bool:
@@ -63,28 +87,28 @@ def is_np_default_dtype() -> bool:
     return False
 
 
-def set_np_shape(active: bool) -> bool:
-    """Turn NumPy shape semantics on (refused) or off; returns the previous state (False)."""
-    if active:
-        raise NotImplementedError(_NO_NP)
-    return False
-
-
 def set_np(shape: bool = True, array: bool = True, dtype: bool = False) -> None:
-    if shape or array or dtype:
+    """Turn NumPy shape semantics on or off; the array and dtype semantics (`mx.np`) are not
+    part of minimod, so asking for them raises NotImplementedError."""
+    if array or dtype:
         raise NotImplementedError(_NO_NP)
+    set_np_shape(shape)
 
 
 def reset_np() -> None:
-    """Back to the legacy semantics: what minimod always has."""
+    """Back to the legacy semantics."""
+    set_np_shape(False)
 
 
 @contextlib.contextmanager
 def np_shape(active: bool = True):
-    """`with np_shape(False):` runs the block with the legacy shape semantics (a no-op);
-    `np_shape(True)` raises NotImplementedError."""
-    set_np_shape(active)
-    yield
+    """Run the block with NumPy shape semantics on (`active`) or off; the previous state
+    comes back after it."""
+    previous = set_np_shape(active)
+    try:
+        yield
+    finally:
+        set_np_shape(previous)
 
 
 @contextlib.contextmanager

@@ -435,7 +435,7 @@ CATALOGUE = [
     ("params-unnamed-list", "Files", base.FileFormatError, c_params_unnamed_list,
      "A .params file saved from a list, so it has no arg:/aux: names."),
     ("save-0d", "Files", base.MXNetError, c_save_0d,
-     "MXNet's format cannot hold a 0-d array."),
+     "Under the legacy shape semantics MXNet's record cannot hold a 0-d array."),
     ("save-dtype", "Files", base.MXNetError, c_save_dtype,
      "A dtype MXNet's format has no type flag for."),
     ("states-corrupt", "Files", base.FileFormatError, c_states_corrupt,

@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 
 from ..base import ShapeError
+from ..shape_semantics import api_shape_in, is_np_shape
 
 __all__ = ["HIDDEN_KEYS", "hidden_key", "DTYPE_MX_TO_NP", "DTYPE_NP_TO_MX", "parse_shape_attr"]
 
@@ -35,7 +36,8 @@ def parse_shape_attr(text: str) -> Optional[tuple]:
     """MXNet's `__shape__` attribute as a shape with None for unknown dims, or None if empty.
 
     The frontends write `str(shape)`: "(0, 5)", "(5,)", "[2, 3]", "5" (Python 2 added "L" to
-    long ints). A 0 dim is unknown in MXNet's legacy shapes; -1 is the NumPy-shape spelling.
+    long ints). A 0 dim is unknown in MXNet's legacy shapes and -1 in both; under `mx.np_shape` a
+    0 dim is a zero size and "()" a scalar.
     """
     body = text.strip().strip("()[]")
     dims = [d.strip().rstrip("lL") for d in body.split(",")]
@@ -44,6 +46,6 @@ def parse_shape_attr(text: str) -> Optional[tuple]:
         values = [int(d) for d in dims]
     except ValueError:
         raise ShapeError("shape attribute %r is not a tuple of integers" % (text,)) from None
-    if not values:
+    if not values and not is_np_shape():
         return None
-    return tuple(None if d <= 0 else d for d in values)
+    return api_shape_in(values)

@@ -15,7 +15,8 @@ import json
 
 from ..base import GraphError, MXNetError
 from ..ops.registry import create_op
-from .attrs import HIDDEN_KEYS
+from ..shape_semantics import is_np_shape, np_shape_off
+from .attrs import HIDDEN_KEYS, parse_shape_attr
 from .graph import Entry, Graph, Node
 
 __all__ = ["graph_to_json", "graph_from_json", "MXNET_VERSION"]
@@ -91,8 +92,17 @@ def _graph_text(graph: Graph, base: int, top: bool) -> str:
         '%s"heads": %s' % (pad, _entries(heads, base + 2)),
     ]
     if top:
-        parts.append('%s"attrs": {"mxnet_version": ["int", %d]}' % (pad, MXNET_VERSION))
+        parts.append(_top_attrs(pad))
     return "{\n%s\n%s}" % (", \n".join(parts), " " * base)
+
+
+def _top_attrs(pad: str) -> str:
+    """The graph's own attributes; a graph written under NumPy shapes says so (its 0 dims are
+    sizes), and MXNet spreads that two-key object over lines."""
+    if not is_np_shape():
+        return '%s"attrs": {"mxnet_version": ["int", %d]}' % (pad, MXNET_VERSION)
+    return ('%s"attrs": {\n%s  "is_np_shape": ["int", 1], \n%s  "mxnet_version": ["int", %d]\n%s}'
+            % (pad, pad, pad, MXNET_VERSION, pad))
 
 
 def _node_attrs(spec: dict, legacy: bool, where: str) -> dict:
@@ -195,10 +205,25 @@ def graph_from_json(text: str) -> tuple:
     nodes: list = []
     for nid, spec in enumerate(doc["nodes"]):
         nodes.append(_node(spec, nid, nodes, legacy))
+    if is_np_shape() and "is_np_shape" not in (doc.get("attrs") or {}):
+        _unknown_dims_as_numpy(nodes)
     if not doc["heads"]:
         raise GraphError("symbol JSON: 'heads' is empty (a symbol needs an output)")
     return tuple(_entry(raw, nodes, len(nodes), "head %d" % k)
                  for k, raw in enumerate(doc["heads"]))
+
+
+def _unknown_dims_as_numpy(nodes: list) -> None:
+    """Loading, under NumPy shapes, a graph written under the legacy ones: the 0 dims its
+    variables declare meant "unknown", so they become -1 (written as MXNet writes them)."""
+    for node in nodes:
+        text = node.attrs.get("__shape__") if node.op is None else None
+        if text:
+            with np_shape_off():
+                dims = parse_shape_attr(text)
+            if dims is not None:
+                node.attrs["__shape__"] = "[%s]" % ",".join(
+                    "-1" if d is None else str(d) for d in dims)
 
 
 def _node(spec, nid: int, nodes: list, legacy: bool) -> Node:

@@ -9,6 +9,8 @@ GEMM's result, the bias added along its rows.
 """
 from __future__ import annotations
 
+import math
+
 from ..backend import sum_into
 from ..ops.dense import FullyConnected
 from .layout import BatchLast, form_of
@@ -24,7 +26,7 @@ def _layout(op) -> tuple:
 
 def _cols(op, x, data_last: bool):
     """The data as (k, N), features by samples: a view, whichever way it is stored."""
-    return x.reshape(-1, x.shape[-1]) if data_last else op._as_2d(x).T
+    return x.reshape(math.prod(x.shape[:-1]), x.shape[-1]) if data_last else op._as_2d(x).T
 
 
 @form_of(FullyConnected)
@@ -77,7 +79,7 @@ def bind_forward(op, xp, inputs, aux, out):
         bias = None if op.attrs.no_bias else inputs[2][:, None]
     else:
         a, b = _cols(op, x, data_last).T, weight.T  # (N, k) . (k, num_hidden)
-        y2 = y.reshape(a.shape[0], -1)
+        y2 = y.reshape(a.shape[0], b.shape[1])  # sizes spelt out: a zero-size batch too
         bias = None if op.attrs.no_bias else inputs[2]
     if bias is None:
         def run(xp, is_train):
@@ -106,7 +108,7 @@ def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
     elif data_last:  # dx^T = weight^T . g^T, stored (k, N)
         dx_a, dx_b, dx2 = weight.T, g_t, dx.reshape(-1, dx.shape[-1])
     else:
-        dx_a, dx_b, dx2 = g_t.T, weight, dx.reshape(g_t.shape[1], -1)
+        dx_a, dx_b, dx2 = g_t.T, weight, dx.reshape(g_t.shape[1], weight.shape[1])
     # the bias gradient: a matrix-vector product along the rows of a batch-last g
     ones = xp.ones(g.shape[1], dtype=g.dtype) if db is not None and out_last else None
 

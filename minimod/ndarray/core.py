@@ -36,6 +36,7 @@ from ..base import DTypeError, MXNetError, ShapeError
 from ..context import Context
 from ..ops.helpers import cast
 from ..profiler import RECORDER
+from ..shape_semantics import is_np_shape
 from . import recorded, tape
 from .array_base import NDArrayBase, _is_backend_array
 from .differentiable import Differentiable
@@ -348,8 +349,8 @@ class NDArray(NDArrayBase, Differentiable):
                 index = _index_to_backend(key, self._xp, self._ctx)
             result = data[index]
             view_shape = tuple(result.shape) if _is_backend_array(result) else ()
-            if one_element or not view_shape:
-                result = self._xp.asarray(result).reshape((1,))
+            if one_element or not view_shape:  # a scalar: shape (1,), or () under np_shape
+                result = self._xp.asarray(result).reshape(() if is_np_shape() else (1,))
         out = wrap(result, self._ctx)
         if tape.tracked(self):
             recorded.record_getitem(self, index, view_shape, out)
@@ -357,6 +358,8 @@ class NDArray(NDArrayBase, Differentiable):
 
     def __setitem__(self, key, value) -> None:
         self._check_writable()
+        if isinstance(key, slice) and key == slice(None) and not self._data.ndim:
+            key = Ellipsis  # x[:] = v on a 0-d array (np_shape) writes its one element
         if (key is None or key is Ellipsis) and isinstance(value, NDArray) \
                 and value.shape == self.shape:
             value.copyto(self)  # x[...] = v is v.copyto(x), which the tape may record

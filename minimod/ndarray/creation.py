@@ -9,9 +9,10 @@ import weakref
 import numpy as np
 
 from .. import backend
-from ..base import MXNetError
+from ..base import MXNetError, ShapeError
 from ..context import Context, current_context
 from ..ops.helpers import cast
+from ..shape_semantics import is_np_shape, legacy_zero_size_error
 from .array_base import _is_backend_array
 from .core import NDArray, as_backend_operand, device_scope, wrap
 from .imperative import invoke
@@ -49,10 +50,15 @@ def array(source_array, ctx: Context | None = None, dtype: DTypeLike = None) -> 
         return wrap(cast(backend.xp_for(ctx), data, kind), ctx)
 
 
-def _filled(shape: ShapeLike, ctx, dtype, fill, stype=None, out=None) -> NDArray:
+def _filled(shape: ShapeLike, ctx, dtype, fill, stype=None, out=None,
+            name: str = "") -> NDArray:
+    """An array of `fill`; `name` (zeros, ones) refuses zero-size and 0-d shapes in MXNet's
+    legacy shape semantics, as MXNet's operators do (`empty` and `full` take them)."""
     if stype not in (None, "default"):
         raise MXNetError(f"storage type {stype!r} is not supported: minimod arrays are dense")
     shape = _normalize_shape(shape)
+    if name and (0 in shape or not shape) and not is_np_shape():
+        raise ShapeError(legacy_zero_size_error("mx.nd.%s: the requested array" % name, shape))
     if out is not None:
         out[:] = fill
         return out
@@ -65,13 +71,13 @@ def _filled(shape: ShapeLike, ctx, dtype, fill, stype=None, out=None) -> NDArray
 def zeros(shape: ShapeLike, ctx: Context | None = None, dtype: DTypeLike = None,
           stype: str | None = None, **kwargs) -> NDArray:
     """A new array of zeros (dtype default float32, ctx default current context)."""
-    return _filled(shape, ctx, dtype, 0, stype, kwargs.get("out"))
+    return _filled(shape, ctx, dtype, 0, stype, kwargs.get("out"), name="zeros")
 
 
 def ones(shape: ShapeLike, ctx: Context | None = None, dtype: DTypeLike = None,
          stype: str | None = None, **kwargs) -> NDArray:
     """A new array of ones (dtype default float32, ctx default current context)."""
-    return _filled(shape, ctx, dtype, 1, stype, kwargs.get("out"))
+    return _filled(shape, ctx, dtype, 1, stype, kwargs.get("out"), name="ones")
 
 
 def empty(shape: ShapeLike, ctx: Context | None = None, dtype: DTypeLike = None,

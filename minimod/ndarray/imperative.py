@@ -8,7 +8,8 @@ what the same node computes in a bound graph:
 1. the arguments are sorted as `mx.sym.<op>` sorts them (`ops.registry.call_arguments`):
    inputs by position or name, parameters after them, `clip(x, 0, 1)`;
 2. the op infers its output shapes and dtypes from the inputs' (a mismatch names the input and
-   both shapes);
+   both shapes); in MXNet's legacy shape semantics an input with a 0 dim is refused, as its
+   shape counts as unknown (`minimod.shape_semantics`);
 3. the outputs are allocated on the inputs' device (all inputs must share one), or `out=`
    receives the result;
 4. the op's forward runs in training mode only under `autograd.record()` (or
@@ -42,6 +43,7 @@ from ..ops.registry import (
     merge_shape,
 )
 from ..profiler import RECORDER, operator_span
+from ..shape_semantics import is_np_shape, legacy_zero_size_error
 from . import tape
 from .core import NDArray, device_scope, wrap
 
@@ -117,6 +119,8 @@ def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
     """Run operator instance `op` once on NDArrays `arrays` (its arguments, then its aux
     states); `name` names the call in errors and on the autograd tape."""
     ctx = _device(name, arrays, ctx_param)
+    if not is_np_shape():
+        _refuse_zero_size(name, op, arrays)
     data = [a._data for a in arrays]
     n_args = len(op.arguments())
     xp = backend.xp_for(ctx)
@@ -138,6 +142,14 @@ def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
     if out is not None:
         return _write_out(name, results, out)
     return results[0] if len(results) == 1 else results
+
+
+def _refuse_zero_size(name: str, op, arrays: list) -> None:
+    """In the legacy shape semantics a 0 dim means "unknown": MXNet refuses such inputs."""
+    for slot, array in zip(op.arguments() + op.aux_states(), arrays):
+        if 0 in array.shape:
+            raise ShapeError(legacy_zero_size_error("mx.nd.%s: input '%s'" % (name, slot),
+                                                    array.shape))
 
 
 def _run(name: str, compute: Callable[[], Any]) -> Any:

@@ -7,10 +7,9 @@ Layout (all little-endian)::
 
 Record versions read here:
 
-* V2 (magic 0xF993FAC9), the one MXNet 1.9.1 writes and the only one minimod writes:
-  i32 stype, [sparse: storage shape], shape (i32 ndim, i64 dims), i32 dev_type, i32 dev_id,
-  i32 type_flag, [sparse: per aux array i32 type + shape], raw C-order data, [sparse: raw aux].
-  ndim 0 is a "none" array and the record ends after the shape.
+* V2 (magic 0xF993FAC9), MXNet 1.9.1's default: i32 stype, [sparse: storage shape], shape
+  (i32 ndim, i64 dims), i32 dev_type, i32 dev_id, i32 type_flag, [sparse: per aux array i32
+  type + shape], raw C-order data, [sparse: raw aux]. ndim 0: a "none" array, nothing follows.
 * V3 (0xF993FACA): like V2, written under NumPy shape semantics: ndim -1 is "none", ndim 0 is a
   scalar of shape ().
 * V1 (0xF993FAC8): shape (i32 ndim, i64 dims), dev_type, dev_id, type_flag, raw data.
@@ -20,11 +19,11 @@ Sparse records (row_sparse, csr) are read and densified: the result is an ordina
 holding the same values. "none" records load as None. Records always load into CPU memory and
 then move to the saved GPU when one exists, else stay on cpu(0) (MXNet does the same).
 
-Writing: dense V2 records with dev_type 1 / dev_id 0 (MXNet's `.params` convention). 0-d arrays
-cannot be written: MXNet's V2 format has no scalar shape (MXNet writes a record it cannot read
-back), so minimod refuses them with a clear error. Files are written to a temporary file in the
-target directory, flushed and fsynced, and renamed over the target, so a crash never leaves a
-half-written file.
+Writing: dense V2 records with dev_type 1 / dev_id 0 (MXNet's `.params` convention), V3 under
+`mx.np_shape(True)`. V2 has no scalar shape (MXNet writes a 0-d record it cannot read back), so
+minimod refuses 0-d arrays there. As in MXNet, V3 loads only under NumPy shape semantics and V2
+only under the legacy ones (else MXNetError says which to use). Files are written to a temporary
+file, fsynced and renamed over the target: a crash never leaves a half-written file.
 
 Reading is safe on hostile input. Every size read from a header (array count, ndim, dims, name
 lengths) is checked against the bytes that remain before anything is allocated, products of
@@ -49,23 +48,12 @@ import numpy as np
 from .. import backend
 from ..base import FileFormatError, MXNetError, atomic_write
 from ..context import Context
+from ..shape_semantics import is_np_shape
 from .ndarray import NDArray, wrap
 
-__all__ = [
-    "LIST_MAGIC",
-    "V1_MAGIC",
-    "V2_MAGIC",
-    "V3_MAGIC",
-    "load",
-    "load_from_bytes",
-    "load_frombuffer",
-    "naming_file",
-    "read_file",
-    "read_record",
-    "save",
-    "save_to_bytes",
-    "write_record",
-]
+__all__ = ["LIST_MAGIC", "V1_MAGIC", "V2_MAGIC", "V3_MAGIC", "load", "load_from_bytes",
+           "load_frombuffer", "naming_file", "read_file", "read_record", "save", "save_to_bytes",
+           "write_record"]
 
 LIST_MAGIC = 0x112
 V1_MAGIC = 0xF993FAC8
@@ -91,6 +79,10 @@ Loaded = Union[list[Optional[NDArray]], dict[str, Optional[NDArray]]]
 
 class _FormatError(Exception):
     """Malformed bytes; the public functions turn it into MXNetError with the source named."""
+
+
+class _SemanticsMismatch(Exception):
+    """A record written under the other shape semantics (raised as MXNetError)."""
 
 
 class _Reader:
@@ -216,11 +208,20 @@ def _read_legacy(reader: _Reader, magic: int) -> NDArray | None:
     return _place(_read_values(reader, flag, shape, "array data"), dev_type, dev_id)
 
 
+_SEMANTICS_MISMATCH = {  # keyed by "the record is V3"
+    True: "the array was saved under NumPy shape semantics and loads only under them: load "
+          "it inside `with mx.np_shape(True):` (or under `@mx.use_np_shape`)",
+    False: "the array was saved under the legacy shape semantics and does not load under "
+           "NumPy shape semantics: load it inside `with mx.np_shape(False):`"}
+
+
 def _read(reader: _Reader) -> NDArray | None:
     magic = reader.u32("record magic")
     if magic not in (V2_MAGIC, V3_MAGIC):
         return _read_legacy(reader, magic)
     np_shape = magic == V3_MAGIC
+    if np_shape != is_np_shape():
+        raise _SemanticsMismatch(_SEMANTICS_MISMATCH[np_shape])
     stype = reader.i32("storage type")
     if stype not in _AUX_COUNT:
         raise _FormatError(f"unknown storage type {stype}")
@@ -241,6 +242,18 @@ def _read(reader: _Reader) -> NDArray | None:
     return _place(_densify(stype, shape, values, aux), dev_type, dev_id)
 
 
+@contextlib.contextmanager
+def _decoding(source: str, problem: str):
+    """Malformed bytes as FileFormatError, a record of the other shape semantics as
+    MXNetError, both naming `source`."""
+    try:
+        yield
+    except _FormatError as err:
+        raise FileFormatError(f"{source}: {problem}: {err}") from None
+    except _SemanticsMismatch as err:
+        raise MXNetError(f"{source}: {err}") from None
+
+
 def read_record(buf: bytes, offset: int = 0,
                 source: str = "<bytes>") -> tuple[NDArray | None, int]:
     """Decode one NDArray record of `buf` starting at `offset`.
@@ -249,24 +262,26 @@ def read_record(buf: bytes, offset: int = 0,
     MXNetError naming `source` when the bytes are truncated or malformed.
     """
     reader = _Reader(buf, offset)
-    try:
+    with _decoding(source, "malformed NDArray record"):
         array = _read(reader)
-    except _FormatError as err:
-        raise FileFormatError(f"{source}: malformed NDArray record: {err}") from None
     return array, reader.pos
 
 
 def write_record(array: NDArray) -> bytes:
-    """One dense V2 record for `array` (dev_type 1, dev_id 0), as MXNet writes it."""
+    """One dense record for `array` (dev_type 1, dev_id 0), as MXNet writes it: V2, or V3
+    under NumPy shape semantics."""
     data = backend.asnumpy(array._data if isinstance(array, NDArray) else array)
     flag = _DTYPE_TO_FLAG.get(data.dtype.type)
     if flag is None:
         raise MXNetError("cannot save dtype {}: MXNet files hold {}".format(
             data.dtype.name, ", ".join(dt.name for dt in _FLAG_TO_DTYPE.values())))
-    if data.ndim == 0:
-        raise MXNetError("cannot save a 0-d array: MXNet's format has no scalar shape "
-                         "(reshape it to (1,) first)")
-    header = struct.pack(f"<Iii{data.ndim}qiii", V2_MAGIC, 0, data.ndim, *data.shape,
+    np_shape = is_np_shape()
+    if data.ndim == 0 and not np_shape:
+        raise MXNetError("cannot save a 0-d array under the legacy shape semantics (their "
+                         "record has no scalar shape): save it under `mx.np_shape(True)` or "
+                         "reshape it to (1,)")
+    magic = V3_MAGIC if np_shape else V2_MAGIC
+    header = struct.pack(f"<Iii{data.ndim}qiii", magic, 0, data.ndim, *data.shape,
                          1, 0, flag)
     body = np.ascontiguousarray(data, dtype=_FLAG_TO_DTYPE[flag]).tobytes()
     return header + body
@@ -306,7 +321,7 @@ def load_from_bytes(buf: bytes, source: str = "<bytes>") -> Loaded:
     name count that does not match the array count.
     """
     reader = _Reader(buf)
-    try:
+    with _decoding(source, "corrupt NDArray file"):
         magic, _reserved = reader.unpack("<QQ", "file header")
         if magic != LIST_MAGIC:
             raise _FormatError(f"not an NDArray list file (header 0x{magic:X}, "
@@ -328,8 +343,6 @@ def load_from_bytes(buf: bytes, source: str = "<bytes>") -> Loaded:
                 raise _FormatError(f"name {k} is not UTF-8") from err
         if reader.pos != len(buf):
             raise _FormatError(f"{len(buf) - reader.pos} unexpected bytes after the last name")
-    except _FormatError as err:
-        raise FileFormatError(f"{source}: corrupt NDArray file: {err}") from None
     return dict(zip(names, arrays)) if names else arrays
 
 

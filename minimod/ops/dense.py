@@ -5,6 +5,7 @@ Its bound fast paths and its batch-last form live in `minimod.kernels.dense`.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from ..backend import matmul, sum_into
 from ..base import ShapeError
@@ -85,14 +86,18 @@ class FullyConnected(Op):
         return k, tuple(data[:-1]) + (self.attrs.num_hidden,)
 
     def _as_2d(self, x):
-        return x.reshape(x.shape[0], -1) if self.attrs.flatten else x.reshape(-1, x.shape[-1])
+        """x as (rows, features); with sizes spelt out, a zero-size batch reshapes too."""
+        if self.attrs.flatten:
+            return x.reshape(x.shape[0], math.prod(x.shape[1:]))
+        return x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
 
     def forward(self, xp, inputs, aux, out, is_train):
         x2 = self._as_2d(inputs[0])
         y = out[0]
         direct = y.flags.c_contiguous and y.dtype == x2.dtype
         if direct:
-            y2 = y.reshape(x2.shape[0], -1)  # a view: the GEMM writes straight into out
+            # a view: the GEMM writes straight into out
+            y2 = y.reshape(x2.shape[0], self.attrs.num_hidden)
             matmul(xp, x2, inputs[1].T, out=y2)
         else:
             y2 = matmul(xp, x2, inputs[1].T)
@@ -105,11 +110,11 @@ class FullyConnected(Op):
         x, weight = inputs[0], inputs[1]
         dx, dw = in_grads[0], in_grads[1]
         db = None if self.attrs.no_bias else in_grads[2]
-        g2 = out_grads[0].reshape(-1, self.attrs.num_hidden)
+        g2 = out_grads[0].reshape(math.prod(out_grads[0].shape[:-1]), self.attrs.num_hidden)
         # where the gradient array takes the GEMM's result as it is, the GEMM writes into it
         if dx is not None:
             if dx.flags.c_contiguous and dx.dtype == g2.dtype:
-                matmul(xp, g2, weight, out=dx.reshape(g2.shape[0], -1))
+                matmul(xp, g2, weight, out=dx.reshape(g2.shape[0], weight.shape[1]))
             else:
                 dx[...] = matmul(xp, g2, weight).reshape(x.shape)
         if dw is not None:

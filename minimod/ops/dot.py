@@ -125,6 +125,8 @@ class BatchDotOp(Op):
             raise ShapeError("input 'lhs' has shape %s and input 'rhs' has %s: the contracted "
                              "dims %d and %d differ" % (fmt_shape(lhs), fmt_shape(rhs),
                                                         k_lhs, k_rhs))
+        if k_lhs is None or k_rhs is None:  # as MXNet: no output until both k are known
+            return in_shapes, out_shapes
         self.set_out(out_shapes, 0, tuple(batch) + (m, n))
         return in_shapes, out_shapes
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..base import ShapeError
-from .registry import Op, fmt_shape, register
+from .registry import Op, fmt_shape, register, shape_is_known
 
 __all__ = ["ClipOp", "ClipAttrs", "WhereOp", "SmoothL1Op", "HardSigmoidOp"]
 
@@ -61,14 +61,22 @@ class WhereOp(_ConditionArgs):
     backward_outputs = ()
 
     def infer_shape(self, in_shapes, out_shapes):
+        if not shape_is_known(in_shapes[0]):  # as MXNet: nothing until condition is known
+            return in_shapes, out_shapes
+        cond = in_shapes[0]
+        full = next((s for s in (in_shapes[1], in_shapes[2], out_shapes[0]) if s is not None),
+                    None)
+        if full is None:  # a 1-D condition may go with x of any rank: wait for x's
+            return in_shapes, out_shapes
+        if len(cond) == len(full):  # condition has x's shape
+            self.same_shape(in_shapes, out_shapes, in_idx=(0, 1, 2), out_idx=(0,))
+            return in_shapes, out_shapes
         self.same_shape(in_shapes, out_shapes, in_idx=(1, 2), out_idx=(0,))
-        cond, full = in_shapes[0], in_shapes[1]
-        if cond is not None and full is not None and len(cond) != len(full):
-            if len(cond) != 1:
-                raise ShapeError("input 'condition' has shape %s but x has %s: it must have x's "
-                                 "shape or be 1-D over x's first axis"
-                                 % (fmt_shape(cond), fmt_shape(full)))
-            self.set_in(in_shapes, 0, full[:1], "a 1-D condition over x's first axis")
+        if len(cond) != 1:
+            raise ShapeError("input 'condition' has shape %s but x has %s: it must have x's "
+                             "shape or be 1-D over x's first axis"
+                             % (fmt_shape(cond), fmt_shape(full)))
+        self.set_in(in_shapes, 0, out_shapes[0][:1], "a 1-D condition over x's first axis")
         return in_shapes, out_shapes
 
     def infer_type(self, in_types, out_types):

@@ -12,6 +12,7 @@ import dataclasses
 from typing import Literal, Optional
 
 from ..base import OpParamError, ShapeError
+from ..shape_semantics import is_np_shape
 from .helpers import axis_index, broadcast_shape, like_infer_type, prod_or_none, reduce_to_shape
 from .registry import Op, fmt_shape, register
 
@@ -172,6 +173,16 @@ class BroadcastLikeOp(Op):
 
 # ----------------------------------------------------------------------------- tile / repeat
 
+def check_reps(reps) -> None:
+    """tile's reps: at least 1 each; a 0 (an empty result) only under NumPy shape semantics,
+    where 0 is a size, as MXNet decides."""
+    low = 0 if is_np_shape() else 1
+    if any(r is None or r < low for r in reps):
+        raise OpParamError("operator tile: reps=%s must be %s" % (
+            tuple(reps), "non-negative" if low == 0 else
+            "positive (0 only under mx.np_shape(True), where zero-size arrays exist)"))
+
+
 @register
 class Tile(Op):
     """Repeat the whole array `reps[i]` times along axis i (NumPy's tile).
@@ -190,8 +201,7 @@ class Tile(Op):
 
     def __init__(self, attrs=None):
         super().__init__(attrs)
-        if any(r is None or r < 1 for r in self.attrs.reps):
-            raise OpParamError("operator tile: reps=%s must be positive" % (self.attrs.reps,))
+        check_reps(self.attrs.reps)
 
     def _aligned(self, ndim: int) -> tuple:
         reps = self.attrs.reps
@@ -207,7 +217,7 @@ class Tile(Op):
         self.set_out(out_shapes, 0, tuple(None if d is None else d * r
                                           for d, r in zip(padded, reps)))
         out = out_shapes[0]
-        back = tuple(None if o is None else o // r for o, r in zip(out, reps))
+        back = tuple(None if o is None or not r else o // r for o, r in zip(out, reps))
         self.set_in(in_shapes, 0, back[rank - len(data):], "output %s" % fmt_shape(out))
         return in_shapes, out_shapes
 

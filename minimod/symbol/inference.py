@@ -1,8 +1,9 @@
 """Shape and dtype inference as `Symbol.infer_shape` / `infer_type` answer it.
 
 The passes work with None for what is unknown (`minimod.passes.infer`); MXNet's API speaks 0
-for an unknown dim and () for an unknown shape, and takes the known shapes and dtypes
-positionally (in argument order) or by input name. This module translates both ways.
+for an unknown dim and () for an unknown shape (-1 and None under `mx.np_shape`), and takes the
+known shapes and dtypes positionally (in argument order) or by input name. This module
+translates both ways.
 """
 from __future__ import annotations
 
@@ -11,26 +12,20 @@ from typing import Optional
 import numpy as np
 
 from ..base import MXNetError, ShapeError
+from ..shape_semantics import api_shape_in, api_shape_out
 
 __all__ = ["to_api_shape", "from_api_shape", "inferred_shapes", "inferred_types"]
 
 
-def to_api_shape(shape) -> tuple:
-    """Internal shape (None = unknown) as MXNet reports it: 0 for unknown dims, () if unknown."""
-    if shape is None:
-        return ()
-    return tuple(0 if d is None else int(d) for d in shape)
+def to_api_shape(shape):
+    """Internal shape (None = unknown) as MXNet reports it: in the legacy semantics 0 for an
+    unknown dim and () for an unknown shape, under `np_shape` -1 and None."""
+    return api_shape_out(shape)
 
 
 def from_api_shape(shape) -> Optional[tuple]:
-    if shape is None:
-        return None
-    if isinstance(shape, int):
-        shape = (shape,)
-    shape = tuple(shape)
-    if not shape:
-        return None
-    return tuple(None if d == 0 else int(d) for d in shape)
+    """A shape given to `infer_shape` as the internal one (see `minimod.shape_semantics`)."""
+    return api_shape_in(shape)
 
 
 def _known_shapes(symbol, args, kwargs) -> dict:

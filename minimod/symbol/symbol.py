@@ -33,6 +33,7 @@ from ..ops.registry import (
     param_text,
     shape_is_known,
 )
+from ..shape_semantics import is_np_shape
 from .compose import composed, is_atomic
 from .fluent import FLUENT_METHODS
 from .inference import inferred_shapes, inferred_types, to_api_shape
@@ -344,8 +345,9 @@ class Symbol:
         arg, out, aux = inferred_shapes(self, args, kwargs)
         if not all(shape_is_known(s) for s in arg + out + aux):
             unknown = [n for n, s in zip(self.list_arguments(), arg) if not shape_is_known(s)]
-            warnings.warn("Cannot decide shape for the following arguments (0s in shape means "
+            warnings.warn("Cannot decide shape for the following arguments (%ss in shape means "
                           "unknown dimensions). Consider providing them as input:\n\t"
+                          % (-1 if is_np_shape() else 0)
                           + "\n\t".join("%s: %s" % (n, to_api_shape(s))
                                         for n, s in zip(self.list_arguments(), arg)
                                         if n in unknown), stacklevel=2)

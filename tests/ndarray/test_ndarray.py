@@ -133,7 +133,7 @@ def test_asnumpy_asscalar_item():
 def test_bool():
     assert not nd.array([0])
     assert nd.array([2])
-    assert not nd.zeros((0,))
+    assert not nd.array(np.zeros((0,)))
     with pytest.raises(ValueError, match="ambiguous"):
         bool(a23())
 

@@ -486,7 +486,9 @@ def test_add_n_slots_and_shapes():
 
 def test_where_condition_shapes():
     op = create_op("where")
-    assert infer(op, [None, (2, 3), None]) == ([None, (2, 3), (2, 3)], [(2, 3)])
+    # as MXNet: nothing is inferred until the condition's shape is known
+    assert infer(op, [None, (2, 3), None]) == ([None, (2, 3), None], [None])
+    assert infer(op, [(2, 3), (2, None), None]) == ([(2, 3)] * 3, [(2, 3)])
     assert infer(op, [(2,), (2, 3), None])[0][0] == (2,)
     with pytest.raises(ShapeError):
         infer(op, [(3,), (2, 3), None])

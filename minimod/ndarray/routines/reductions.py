@@ -35,6 +35,12 @@ def _reduce(fn: Callable, name: str) -> Callable:
                 out: NDArray | None = None, **_ignored) -> NDArray:
         xp, x = data._xp, data._data
         axes = _axes(x.ndim, axis, exclude)
+        if x.size == 0 and name in ("max", "min"):
+            reduced = range(x.ndim) if axes is None else axes
+            if any(x.shape[a] == 0 for a in reduced):
+                raise MXNetError("mx.nd.%s: cannot reduce an array of shape %s over a "
+                                 "zero-size axis: %s of nothing is undefined"
+                                 % (name, tuple(x.shape), name))
         with np.errstate(all="ignore"), device_scope(data.context):
             result = fn(xp, x, axes, keepdims)
             if result.dtype != x.dtype:

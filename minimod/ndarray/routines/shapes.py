@@ -9,6 +9,7 @@ import numbers
 from collections.abc import Sequence
 
 from ...base import MXNetError, ShapeError
+from ...ops.tiling import check_reps
 from ..core import NDArray, as_backend_operand, device_scope, wrap
 from ..imperative import invoke
 from .common import _at_least_1d, _result, recorded
@@ -130,6 +131,7 @@ def slice_axis(data: NDArray, axis: int, begin: int, end: int | None,
 
 @recorded("tile")
 def tile(data: NDArray, reps: Sequence[int], out: NDArray | None = None) -> NDArray:
+    check_reps(tuple(reps))
     with device_scope(data.context):
         return _result(data._xp.tile(data._data, tuple(reps)), data, out)
 
