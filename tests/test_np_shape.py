@@ -147,3 +147,11 @@ def test_numpy_array_semantics_are_refused_clearly():
         mx.util.set_np()
     mx.util.set_np(shape=True, array=False)
     assert mx.is_np_shape()
+
+
+def test_simple_bind_refuses_unknown_dims_by_name():
+    net = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=3, name="fc")
+    with pytest.raises(MXNetError, match=r"'data' is given shape \(0, 4\).*np_shape"):
+        net.simple_bind(mx.cpu(), data=(0, 4))  # MXNet: 0 is unknown in the legacy semantics
+    with mx.np_shape(True), pytest.raises(MXNetError, match=r"'data' is given shape \(-1, 4\)"):
+        net.simple_bind(mx.cpu(), data=(-1, 4))

@@ -22,11 +22,12 @@ from typing import Mapping, Optional
 import numpy as np
 
 from .. import backend
-from ..base import BindError
+from ..base import BindError, ShapeError
 from ..context import Context
 from ..ndarray.ndarray import NDArray
 from ..passes import Plan, compile_graph, default_options, normalize_grad_req, placement_for
 from ..passes.memory import entry_nbytes
+from ..shape_semantics import api_shape_in, is_np_shape
 from .executor import Executor
 from .flat_params import flat_buffers
 from .placing import context_of, variable_contexts
@@ -106,6 +107,13 @@ def _known_inputs(graph, arg_names: list, shapes: Optional[Mapping], type_dict) 
         raise TypeError("simple_bind: a shape is a tuple of ints; got %s"
                         % ", ".join("%s=%r" % kv for kv in bad.items()))
     shapes = {k: tuple(v) for k, v in shapes.items()}
+    for name, shape in shapes.items():
+        if any(d is None for d in api_shape_in(shape)):
+            raise ShapeError("simple_bind: '%s' is given shape %s, with a dim that means "
+                             "unknown (%s); give every dim%s" % (
+                                 name, shape, "-1" if is_np_shape() else "0 or -1",
+                                 "" if is_np_shape() else " (a zero-size batch needs "
+                                 "mx.np_shape(True))"))
     type_dict = {k: np.dtype(v) for k, v in (type_dict or {}).items() if k in inputs}
     return shapes, type_dict
 
