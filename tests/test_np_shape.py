@@ -155,3 +155,34 @@ def test_simple_bind_refuses_unknown_dims_by_name():
         net.simple_bind(mx.cpu(), data=(0, 4))  # MXNet: 0 is unknown in the legacy semantics
     with mx.np_shape(True), pytest.raises(MXNetError, match=r"'data' is given shape \(-1, 4\)"):
         net.simple_bind(mx.cpu(), data=(-1, 4))
+
+
+def test_layers_take_a_zero_size_batch():
+    assert cases.zero_batch(mx) == GOLDEN["zero_batch"]
+
+
+def test_zero_size_batch_trains_with_zero_gradients():
+    """A bound convolutional net and its imperative twin, 0 samples: no kernel runs, every
+    parameter gradient is 0 and nothing is NaN (MXNet leaves them unallocated)."""
+    data = mx.sym.var("data")
+    net = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name="conv")
+    net = mx.sym.BatchNorm(mx.sym.Activation(net, act_type="relu"), name="bn")
+    net = mx.sym.FullyConnected(mx.sym.Pooling(net, kernel=(2, 2), stride=(2, 2),
+                                               pool_type="max"), num_hidden=2, name="fc")
+    net = mx.sym.SoftmaxOutput(net, name="softmax")
+    with mx.np_shape(True):
+        exe = net.simple_bind(mx.cpu(), data=(0, 3, 8, 8), softmax_label=(0,))
+        for grad in exe.grad_arrays:
+            grad[:] = 5
+        exe.forward(is_train=True)
+        exe.backward()
+        assert exe.outputs[0].shape == (0, 2)
+        for name in ("conv_weight", "conv_bias", "bn_gamma", "fc_weight"):
+            assert not exe.grad_dict[name].asnumpy().any(), name
+        x = mx.nd.zeros((0, 3))
+        w = mx.nd.ones((2, 3))
+        w.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.FullyConnected(x, w, num_hidden=2, no_bias=True)
+        y.backward()
+        assert w.grad.shape == (2, 3) and not w.grad.asnumpy().any()

@@ -8,7 +8,8 @@ the op's reference `forward` (for a gradient node, its forward op's `backward`).
 made here, once per memory plan; the op is never asked which way to go, and running a step
 costs one call. A step whose outputs the memory plan put where their values already lie (a
 reshape's output in its input's bytes, a leading-axis split's parts inside its input, a join
-whose inputs were written into their places: `MemoryPlan.idle_nodes`) runs nothing.
+whose inputs were written into their places: `MemoryPlan.idle_nodes`) runs nothing, and so does
+a node whose outputs hold no element (a zero-size batch; its gradient step writes zeros).
 
 In a plan placed over several devices (`Plan.devices`), each step runs with the array module
 of its own device, inside that device's scope where it differs from the executor's (a GPU
@@ -25,6 +26,7 @@ from typing import Callable, NamedTuple
 
 from .. import backend, kernels
 from ..graph import Node
+from ..ops.helpers import empty_result, zero_grads
 
 __all__ = ["Step", "StepLists", "bind_steps"]
 
@@ -98,6 +100,10 @@ def bind_run(xp, op, ins: list, outs: list) -> Callable:
     if op.is_backward:
         fwd = op.fwd_op
         arrays = op.split_arrays(ins, outs)
+        # no output element (seen in the head gradients, or in the outputs of a loss head
+        # that takes none): every gradient is 0
+        if empty_result(fwd, arrays[0]) or empty_result(fwd, arrays[2]):
+            return lambda xp, is_train: zero_grads(arrays[3])
         fast = kernels.bind_backward(xp, fwd, *arrays)
         if fast is not None:
             return fast
@@ -109,6 +115,8 @@ def bind_run(xp, op, ins: list, outs: list) -> Callable:
         return run_backward
     n_args = len(op.arguments())
     args, aux = ins[:n_args], ins[n_args:]
+    if empty_result(op, outs):  # a zero-size batch: nothing to compute
+        return _nothing_to_do
     fast = kernels.bind_forward(xp, op, args, aux, outs)
     if fast is not None:
         return fast

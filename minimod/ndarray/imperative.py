@@ -34,6 +34,7 @@ from .. import backend
 from ..base import BindError, MXNetError, ShapeError, mxnet_error_from
 from ..context import Context, current_context
 from ..kernels import device_variant
+from ..ops.helpers import empty_result
 from ..ops.registry import (
     VariadicOp,
     call_arguments,
@@ -132,8 +133,9 @@ def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
         else:
             outs = _allocate(name, op, arrays, ctx)
             kernel = device_variant(op, ctx, data[0].dtype if data else None)
-            _run(name, lambda: kernel.forward(xp, data[:n_args], data[n_args:], outs,
-                                              tape.is_training()))
+            if not empty_result(op, outs):  # a zero-size batch has nothing to compute
+                _run(name, lambda: kernel.forward(xp, data[:n_args], data[n_args:], outs,
+                                                  tape.is_training()))
     if start is not None:
         operator_span(op.name, start, ctx)
     results = [wrap(o, ctx) for o in outs[:op.num_visible_outputs()]]

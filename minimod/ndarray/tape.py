@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 
 from .. import backend
 from ..base import MXNetError
+from ..ops.helpers import empty_result, zero_grads
 
 __all__ = ["Leaf", "Node", "is_recording", "is_training", "set_recording", "set_training",
            "tracked", "record_op", "record_call", "reachable", "sweep", "head_entries",
@@ -169,7 +170,10 @@ def record_op(name: str, op, inputs: Sequence, results: Sequence, all_outputs: l
         # variable with one reader goes straight into its buffer
         in_grads = [None if not want else t if t is not None else xp.empty_like(a)
                     for a, want, t in zip(args, wanted, targets)]
-        op.backward(xp, heads, args, outs, in_grads, aux)
+        if empty_result(op, outs):  # no output element: every gradient is 0
+            zero_grads(in_grads)
+        else:
+            op.backward(xp, heads, args, outs, in_grads, aux)
         return in_grads + [None] * len(aux)
 
     record_call(name, inputs, results, run, op)

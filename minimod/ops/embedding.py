@@ -83,7 +83,7 @@ class Embedding(_ScratchMixin, Op):
         y = out[0]
         rows = self._indices(xp, inputs[0]).reshape(-1)
         if y.flags.c_contiguous:
-            take_rows(xp, inputs[1], rows, y.reshape(rows.shape[0], -1))
+            take_rows(xp, inputs[1], rows, y.reshape(rows.shape[0], inputs[1].shape[1]))
         else:
             y[...] = inputs[1][rows].reshape(y.shape)
 

@@ -263,3 +263,14 @@ def define_op(namespace: dict, base, name: str, aliases: tuple, doc: str, member
     register(cls)
     namespace[cls.__name__] = cls
     return cls
+
+
+def empty_result(op, outputs) -> bool:
+    """True when every visible output of `op` holds no element (a zero-size batch, which
+    `mx.np_shape(True)` allows): there is nothing to compute, and every input's gradient is
+    zero, since no output depends on it. The executor and the imperative calls then run no
+    kernel (`zero_grads` stands in for the backward), so ops need no zero-size special case.
+    `outputs` may be the outputs or their gradients; slots left None are not looked at."""
+    visible = [o for o in outputs[:op.num_visible_outputs()] if o is not None]
+    return bool(visible) and all(o.size == 0 for o in visible)
+

@@ -12,6 +12,7 @@ softmax_cross_entropy is an ordinary op (scalar loss, normal backward with the h
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Literal
 
 from ..backend import max_into, sum_into
@@ -154,10 +155,10 @@ class SoftmaxOutput(_ScratchMixin, Op):
     def _views(self, out):
         """(probabilities, class axis) in the 2-D or 3-D layout the mode computes in."""
         if self.mode == "flat":
-            return out.reshape(out.shape[0], -1), 1
+            return out.reshape(out.shape[0], math.prod(out.shape[1:])), 1
         if self.mode == "preserve":
-            return out.reshape(-1, out.shape[-1]), 1
-        return out.reshape(out.shape[0], out.shape[1], -1), 1
+            return out.reshape(math.prod(out.shape[:-1]), out.shape[-1]), 1
+        return out.reshape(out.shape[0], out.shape[1], math.prod(out.shape[2:])), 1
 
     def forward(self, xp, inputs, aux, out, is_train):
         x = inputs[0]
@@ -166,7 +167,8 @@ class SoftmaxOutput(_ScratchMixin, Op):
         elif self.mode == "preserve":
             softmax_into(xp, x, -1, out[0], self)
         else:
-            softmax_into(xp, x.reshape(x.shape[0], -1), 1, out[0].reshape(x.shape[0], -1), self)
+            flat = (x.shape[0], math.prod(x.shape[1:]))  # sizes spelt out: a zero-size batch too
+            softmax_into(xp, x.reshape(flat), 1, out[0].reshape(flat), self)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         g = data_grad(in_grads)

@@ -56,7 +56,7 @@ def input_gates(xp, attrs, x, w, res, scratch):
     gh = w["wh"].shape[0]
     gates = res["gates"] if "gates" in res else scratch(xp, "gates", (steps, batch, gh),
                                                           x.dtype)
-    backend.matmul(xp, x.reshape(steps * batch, -1), w["wx"].T,
+    backend.matmul(xp, x.reshape(steps * batch, x.shape[2]), w["wx"].T,
                    out=gates.reshape(steps * batch, gh))
     gates += w["bx"]
     if attrs.mode != "gru":

@@ -160,3 +160,78 @@ def saved(mx, path):
                 result["%s_loaded_%s" % (kind, "np" if mode else "legacy")] = _attempt(
                     lambda: [_values(a) for a in mx.nd.load("%s.%s" % (path, kind))])
     return result
+
+
+def zero_batch(mx):
+    """Output shapes of layers and routines given a batch of 0 samples (NumPy shapes)."""
+    def z(*shape):
+        return mx.nd.zeros(shape)
+
+    def o(*shape):
+        return mx.nd.ones(shape)
+
+    cases = {
+        "Convolution": lambda: mx.nd.Convolution(
+            z(0, 3, 8, 8), o(4, 3, 3, 3), o(4), kernel=(3, 3), num_filter=4),
+        "Deconvolution": lambda: mx.nd.Deconvolution(
+            z(0, 3, 8, 8), o(3, 4, 3, 3), kernel=(3, 3), num_filter=4, no_bias=True),
+        "Pooling": lambda: mx.nd.Pooling(
+            z(0, 3, 8, 8), kernel=(2, 2), stride=(2, 2), pool_type='max'),
+        "Pooling_global": lambda: mx.nd.Pooling(
+            z(0, 3, 8, 8), kernel=(2, 2), global_pool=True, pool_type='avg'),
+        "BatchNorm": lambda: mx.nd.BatchNorm(z(0, 3, 4, 4), o(3), z(3), z(3), o(3)),
+        "LayerNorm": lambda: mx.nd.LayerNorm(z(0, 5), o(5), z(5)),
+        "Activation": lambda: mx.nd.Activation(z(0, 5), act_type='relu'),
+        "LeakyReLU": lambda: mx.nd.LeakyReLU(z(0, 5), act_type='leaky'),
+        "softmax": lambda: mx.nd.softmax(z(0, 5)),
+        "log_softmax": lambda: mx.nd.log_softmax(z(0, 5)),
+        "SoftmaxOutput": lambda: mx.nd.SoftmaxOutput(z(0, 5), z(0)),
+        "Embedding": lambda: mx.nd.Embedding(z(0, 4), o(10, 3), input_dim=10, output_dim=3),
+        "Dropout": lambda: mx.nd.Dropout(z(0, 5), p=0.5),
+        "Reshape": lambda: mx.nd.Reshape(z(0, 6), shape=(0, 2, 3)),
+        "transpose": lambda: mx.nd.transpose(z(0, 2, 3)),
+        "Flatten": lambda: mx.nd.Flatten(z(0, 2, 3)),
+        "sum_axis1": lambda: mx.nd.sum(z(0, 5), axis=1),
+        "mean_axis1": lambda: mx.nd.mean(z(0, 5), axis=1),
+        "argmax_axis1": lambda: mx.nd.argmax(z(0, 5), axis=1),
+        "slice_axis": lambda: mx.nd.slice_axis(z(0, 5), axis=1, begin=1, end=3),
+        "take": lambda: mx.nd.take(o(5, 3), z(0)),
+        "pick": lambda: mx.nd.pick(z(0, 5), z(0), axis=1),
+        "one_hot": lambda: mx.nd.one_hot(z(0), 4),
+        "broadcast_add": lambda: mx.nd.broadcast_add(z(0, 5), o(1, 5)),
+        "elemwise_add": lambda: z(0, 5) + z(0, 5),
+        "dot": lambda: mx.nd.dot(z(0, 5), o(5, 3)),
+        "batch_dot": lambda: mx.nd.batch_dot(z(0, 2, 5), o(0, 5, 3)),
+        "SliceChannel": lambda: mx.nd.SliceChannel(z(0, 4), num_outputs=2),
+        "stack": lambda: mx.nd.stack(z(0, 3), z(0, 3)),
+        "expand_dims": lambda: mx.nd.expand_dims(z(0, 3), axis=1),
+        "clip": lambda: mx.nd.clip(z(0, 3), 0, 1),
+        "cast": lambda: mx.nd.Cast(z(0, 3), dtype='int32'),
+        "topk": lambda: mx.nd.topk(z(0, 5), k=2),
+        "sort": lambda: mx.nd.sort(z(0, 5)),
+        "LinearRegressionOutput": lambda: mx.nd.LinearRegressionOutput(z(0, 3), z(0, 3)),
+        "L2Normalization": lambda: mx.nd.L2Normalization(z(0, 3)),
+        "RNN_lstm": lambda: mx.nd.RNN(
+            z(4, 0, 3), o(4 * 2 * (3 + 2) + 2 * 4 * 2), z(1, 0, 2), z(1, 0, 2), state_size=2,
+            num_layers=1, mode="lstm"),
+        "SequenceMask": lambda: mx.nd.SequenceMask(z(3, 0, 2)),
+        "where": lambda: mx.nd.where(z(0, 3), z(0, 3), z(0, 3)),
+        "repeat": lambda: mx.nd.repeat(z(0, 3), repeats=2, axis=1),
+        "tile": lambda: mx.nd.tile(z(0, 3), reps=(2, 1)),
+        "pad": lambda: mx.nd.pad(
+            z(0, 1, 3, 3), mode='constant', pad_width=(0, 0, 0, 0, 1, 1, 1, 1)),
+        "UpSampling": lambda: mx.nd.UpSampling(z(0, 2, 3, 3), scale=2, sample_type='nearest'),
+        "smooth_l1": lambda: mx.nd.smooth_l1(z(0, 3), scalar=1.0),
+        "norm_axis": lambda: mx.nd.norm(z(0, 3), axis=1),
+        "squeeze": lambda: mx.nd.squeeze(z(0, 1, 3), axis=1),
+        "swapaxes": lambda: mx.nd.swapaxes(z(0, 3), 0, 1),
+        "gather_nd": lambda: mx.nd.gather_nd(o(3, 3), z(2, 0)),
+        "reverse": lambda: mx.nd.reverse(z(0, 3), axis=0),
+    }
+    result = {}
+    with mx.np_shape(True):
+        for name, make in cases.items():
+            outs = make()
+            outs = outs if isinstance(outs, (list, tuple)) else [outs]
+            result[name] = [list(a.shape) for a in outs]
+    return result
