@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     basic,
     boxes,
     deformable,
+    hawkes,
     modulated_deformable,
     multibox,
     norm,
