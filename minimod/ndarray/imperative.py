@@ -48,7 +48,7 @@ from ..shape_semantics import is_np_shape, legacy_zero_size_error
 from . import tape
 from .core import NDArray, device_scope, wrap
 
-__all__ = ["invoke", "run_op", "op_function", "FLUENT"]
+__all__ = ["invoke", "run_op", "op_function", "refuse_zero_size", "FLUENT"]
 
 #: MXNet's NDArray methods that are operators without a routine here (`x.log10()` is
 #: `mx.nd.log10(x)`); routines.METHODS has the others
@@ -121,7 +121,7 @@ def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
     states); `name` names the call in errors and on the autograd tape."""
     ctx = _device(name, arrays, ctx_param)
     if not is_np_shape():
-        _refuse_zero_size(name, op, arrays)
+        refuse_zero_size(name, arrays, op.arguments() + op.aux_states())
     data = [a._data for a in arrays]
     n_args = len(op.arguments())
     xp = backend.xp_for(ctx)
@@ -146,11 +146,13 @@ def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
     return results[0] if len(results) == 1 else results
 
 
-def _refuse_zero_size(name: str, op, arrays: list) -> None:
-    """In the legacy shape semantics a 0 dim means "unknown": MXNet refuses such inputs."""
-    for slot, array in zip(op.arguments() + op.aux_states(), arrays):
+def refuse_zero_size(name: str, arrays, slots=None) -> None:
+    """In the legacy shape semantics a 0 dim means "unknown", and MXNet refuses an input with
+    one: so does `mx.nd.<name>` (naming the input's slot when `slots` gives them)."""
+    for k, array in enumerate(arrays):
         if 0 in array.shape:
-            raise ShapeError(legacy_zero_size_error("mx.nd.%s: input '%s'" % (name, slot),
+            what = "input '%s'" % slots[k] if slots else "an input"
+            raise ShapeError(legacy_zero_size_error("mx.nd.%s: %s" % (name, what),
                                                     array.shape))
 
 

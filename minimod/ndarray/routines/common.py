@@ -7,12 +7,11 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from ...base import ShapeError
 from ...profiler import RECORDER
-from ...shape_semantics import is_np_shape, legacy_zero_size_error
+from ...shape_semantics import is_np_shape
 from .. import tape
 from ..core import NDArray, wrap
-from ..imperative import invoke
+from ..imperative import invoke, refuse_zero_size
 from ..recorded import profiled_call
 
 
@@ -25,7 +24,7 @@ def recorded(op_name: str, variadic: bool = False) -> Callable:
         @functools.wraps(routine)
         def call(*args, **kwargs):
             if not is_np_shape():
-                refuse_zero_size(op_name, args, kwargs)
+                refuse_zero_size(op_name, _arrays_in(args, kwargs))
             if tape.tracked(*args, *kwargs.values()):
                 if variadic and len(args) == 1 and isinstance(args[0], (list, tuple)):
                     args = tuple(args[0])
@@ -37,14 +36,13 @@ def recorded(op_name: str, variadic: bool = False) -> Callable:
     return decorate
 
 
-def refuse_zero_size(name: str, args: tuple, kwargs: dict) -> None:
-    """In the legacy shape semantics a 0 dim means "unknown": MXNet refuses such inputs."""
+def _arrays_in(args: tuple, kwargs: dict) -> list:
+    """The NDArrays a routine was given, those inside a list argument included."""
+    found = []
     for value in (*args, *kwargs.values()):
         items = value if isinstance(value, (list, tuple)) else (value,)
-        for item in items:
-            if isinstance(item, NDArray) and 0 in item.shape:
-                raise ShapeError(legacy_zero_size_error("mx.nd.%s: an input" % name,
-                                                        item.shape))
+        found.extend(item for item in items if isinstance(item, NDArray))
+    return found
 
 
 def _result(data, like: NDArray, out: NDArray | None) -> NDArray:
