@@ -271,6 +271,11 @@ def empty_result(op, outputs) -> bool:
     zero, since no output depends on it. The executor and the imperative calls then run no
     kernel (`zero_grads` stands in for the backward), so ops need no zero-size special case.
     `outputs` may be the outputs or their gradients; slots left None are not looked at."""
-    visible = [o for o in outputs[:op.num_visible_outputs()] if o is not None]
-    return bool(visible) and all(o.size == 0 for o in visible)
+    seen = False
+    for out in outputs[:op.num_visible_outputs()]:
+        if out is not None:
+            if out.size:  # the common case answers at the first output
+                return False
+            seen = True
+    return seen
 
