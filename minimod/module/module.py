@@ -31,6 +31,7 @@ from ..executor.group import DataParallelExecutorGroup
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
 from .base_module import BaseModule, _call_accepting, _check_input_names, _parse_data_desc, _require
+from .sparse_grads import lazy_row_sources, update_lazily
 from .updates import (
     _create_kvstore,
     _initialize_kvstore,
@@ -104,6 +105,8 @@ class Module(BaseModule):
         self._update_on_kvstore = None
         self._updater = None
         self._update_plan = flat.NO_PLAN  # the fast update's plan of the bound executors
+        #: weights MXNet updates lazily (row-sparse gradients): `sparse_grads.lazy_row_sources`
+        self._lazy_sources: dict = {}
         self._preload_opt_states = None
         self._grad_req = None
         self._exec_group = None
@@ -349,6 +352,8 @@ class Module(BaseModule):
                     % (optimizer.rescale_grad, rescale_grad), stacklevel=2)
             if not optimizer.idx2name:
                 optimizer.idx2name = idx2name.copy()
+        self._lazy_sources = lazy_row_sources(self.symbol, optimizer, kvstore,
+                                              update_on_kvstore)
         self._optimizer = optimizer
         self._kvstore = kvstore
         self._update_on_kvstore = update_on_kvstore
@@ -377,6 +382,8 @@ class Module(BaseModule):
         self._kvstore = shared_module._kvstore
         self._update_on_kvstore = shared_module._update_on_kvstore
         self._updater = shared_module._updater
+        self._lazy_sources = lazy_row_sources(self.symbol, self._optimizer, self._kvstore,
+                                              self._update_on_kvstore)
         self.optimizer_initialized = True
 
     # ------------------------------------------------------------------ computation
@@ -445,10 +452,13 @@ class Module(BaseModule):
         _require(self.binded and self.params_initialized and self.optimizer_initialized,
                  "update: call init_optimizer before update")
         self._params_dirty = True
+        group = self._exec_group
+        if self._lazy_sources:  # MXNet's row-sparse updates (module/sparse_grads.py)
+            update_lazily(group, self._updater, self._kvstore, self._lazy_sources)
+            return
         if flat.update_params(self._flat_plan(), self._kvstore, self._updater,
                               self._update_on_kvstore):
             return
-        group = self._exec_group
         if self._update_on_kvstore:
             _update_params_on_kvstore(group.param_arrays, group.grad_arrays, self._kvstore,
                                       group.param_names)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import backend
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from .adaptive import FTML, AdaDelta, AdaGrad, Adam, Adamax, Ftrl, RMSProp
@@ -43,6 +44,27 @@ def _copy_state(state):
     if isinstance(state, list):
         return [_copy_state(item) for item in state]
     return state
+
+
+def _rows_of(state, rows):
+    """A copy of rows `rows` of every array in `state` (an NDArray, a tuple or list of them, or
+    None)."""
+    if isinstance(state, NDArray):
+        with backend.device_scope(state.context):
+            return NDArray(state._data[rows], state.context)
+    if isinstance(state, (tuple, list)):
+        return type(state)(_rows_of(item, rows) for item in state)
+    return state
+
+
+def _put_rows(state, part, rows) -> None:
+    """Write the rows `_rows_of` took back into `state`."""
+    if isinstance(state, NDArray):
+        with backend.device_scope(state.context):
+            state._data[rows] = part._data
+    elif isinstance(state, (tuple, list)):
+        for item, item_part in zip(state, part):
+            _put_rows(item, item_part, rows)
 
 
 class Updater:
@@ -87,6 +109,24 @@ class Updater:
         else:
             for idx, g, w in zip(indices, grads, weights):
                 opt.update_multi_precision(idx, w, g, states[idx])
+
+    def update_rows(self, index: Any, grad: NDArray, weight: NDArray, rows) -> None:
+        """MXNet's lazy update of a row-sparse gradient: the optimizer's own update applied to
+        rows `rows` (sorted backend int64 indices) of the weight, the gradient and the state,
+        which are gathered, updated and written back; the other rows keep their values and
+        states. The update is counted as any other (one call per step)."""
+        self.optimizer._set_current_context(weight.context.device_id)
+        if index not in self.states:
+            self.states[index] = self.optimizer.create_state_multi_precision(index, weight)
+            self.states_synced[index] = True
+        elif not self.states_synced[index]:
+            self.states[index] = _rehome(self.states[index], weight.context)
+            self.states_synced[index] = True
+        part_weight, part_state = _rows_of(weight, rows), _rows_of(self.states[index], rows)
+        self.optimizer.update_multi_precision(index, part_weight, _rows_of(grad, rows),
+                                              part_state)
+        _put_rows(weight, part_weight, rows)
+        _put_rows(self.states[index], part_state, rows)
 
     def _aggregated(self, indices, grads, weights) -> None:
         # MXNet's grouping: by dtype (first-seen order), chunks of aggregate_num.

@@ -1,0 +1,135 @@
+"""Parameters that MXNet trains with a row-sparse gradient, and MXNet's lazy update of them.
+
+In MXNet, `Embedding(sparse_grad=True)` and `contrib.SparseEmbedding` give their weight a
+row-sparse gradient: only the rows the batch looks up. SGD (and ccSGD, LARS, LBSGD) and Adam,
+with their default `lazy_update=True`, then update only those rows: the others keep their
+values, their momentum and their Adam moments, and get no weight decay that step. Every other
+optimizer, and these with `lazy_update=False`, update the whole table as for a dense gradient
+(each case checked against MXNet 1.9.1 in tests/module/test_sparse_grad.py).
+
+minimod's gradients are dense, and the rows are known from the batch: the embedding's
+`data` input holds them (clipped to the table, as the lookup clips). So where MXNet's update
+is lazy, Module updates such a weight with `Updater.update_rows`: the optimizer's own update
+on the gathered rows of weight, gradient and state, written back (SGD, ccSGD and Adam, whose
+lazy updates are their dense formula row by row). The rows are the union over the devices'
+batches, as MXNet's kvstore sums row-sparse gradients. Refused with what to change instead:
+LARS and LBSGD (their step is scaled by norms of the whole table), a kvstore that runs the
+optimizer itself (several devices with `update_on_kvstore`, or `dist_*`), and an embedding
+whose indices are computed inside the graph rather than given as an input.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+from .. import optimizer as opt
+from ..base import MXNetError
+
+__all__ = ["sparse_grad_params", "lazy_row_sources", "update_lazily"]
+
+_SPARSE_GRAD_OPS = {"Embedding": lambda op: op.attrs.sparse_grad,
+                    "_contrib_SparseEmbedding": lambda op: True}
+
+
+def _sparse_lookups(symbol) -> dict:
+    """weight name -> [(data node, input_dim)] of the embeddings that read it with a sparse
+    gradient, for the weights nothing else reads (a weight that another node also reads gets
+    a dense gradient in MXNet too)."""
+    lookups, dense = {}, set()
+    for node in symbol._graph.nodes:
+        if node.op is None:
+            continue
+        is_sparse = _SPARSE_GRAD_OPS.get(node.op.name, lambda op: False)(node.op)
+        for slot, entry in enumerate(node.inputs):
+            if entry.node.op is not None:
+                continue
+            if is_sparse and slot == 1:
+                lookups.setdefault(entry.node.name, []).append(
+                    (node.inputs[0].node, node.op.attrs.input_dim))
+            else:
+                dense.add(entry.node.name)
+    return {name: found for name, found in lookups.items() if name not in dense}
+
+
+def sparse_grad_params(symbol) -> list:
+    """Names of the variables that MXNet gives a row-sparse gradient."""
+    return sorted(_sparse_lookups(symbol))
+
+
+def _lazy_form(optimizer, name: str) -> str:
+    """How MXNet's update of parameter `name` with a row-sparse gradient differs from the
+    dense one: "" (it does not), "rows" (the dense formula on the batch's rows), or why it
+    cannot be written so."""
+    if not getattr(optimizer, "lazy_update", False):
+        return ""
+    if isinstance(optimizer, opt.Adam) and type(optimizer) is opt.Adam:
+        return "rows"
+    if isinstance(optimizer, opt.SGD):
+        if type(optimizer) not in (opt.SGD, opt.ccSGD):
+            return "%s scales its lazy step by norms of the whole table" % (
+                type(optimizer).__name__)
+        wd = optimizer.wd * optimizer.wd_mult.get(name, 1.0)
+        return "rows" if optimizer.momentum or wd else ""
+    return ""
+
+
+def lazy_row_sources(symbol, optimizer, kvstore, update_on_kvstore: bool) -> dict:
+    """param name -> [(data input name, input_dim)] for the parameters Module must update
+    lazily under `optimizer`; raises MXNetError, saying what to change, where minimod cannot
+    give MXNet's lazy numbers."""
+    sources = {}
+    for name, lookups in _sparse_lookups(symbol).items():
+        form = _lazy_form(optimizer, name)
+        if not form:
+            continue
+        why = form if form != "rows" else ""
+        if not why and (update_on_kvstore or "dist" in getattr(kvstore, "type", "")):
+            why = "the update runs inside the kvstore, which minimod gives dense gradients"
+        computed = [data.name for data, _ in lookups if data.op is not None]
+        if not why and computed:
+            why = "its indices are computed in the graph ('%s'), not an input" % computed[0]
+        if why:
+            raise MXNetError(
+                "init_optimizer: '%s' is the weight of an Embedding with sparse_grad=True, "
+                "and %s with lazy_update=True updates only the rows each batch looks up; "
+                "minimod cannot here (%s). Pass lazy_update=False to the optimizer (MXNet's "
+                "dense update, the same numbers in both) or build the Embedding with "
+                "sparse_grad=False" % (name, type(optimizer).__name__, why))
+        sources[name] = [(data.name, input_dim) for data, input_dim in lookups]
+    return sources
+
+
+def _batch_rows(execs, lookups: list):
+    """The sorted table rows the last batch looked up on the executors `execs`, as a host
+    array."""
+    found = []
+    for exe in execs:
+        for data_name, input_dim in lookups:
+            ids = backend.asnumpy(exe.arg_dict[data_name]._data).astype("int64").ravel()
+            found.append(ids.clip(0, input_dim - 1))
+    return np.unique(np.concatenate(found))  # the rows are few: the union is taken on the host
+
+
+def update_lazily(group, updater, kvstore, sources: dict) -> None:
+    """Module.update where some weights have lazy row-sparse updates (`sources`, from
+    `lazy_row_sources`): the gradients are summed in the kvstore when there is one, the lazy
+    weights are updated on their batch's rows (with a kvstore, the union over the devices, as
+    it sums row-sparse gradients; without, each device's own), the others as `_update_params`
+    updates them."""
+    names = group.param_names
+    live = [i for i, grads in enumerate(group.grad_arrays) if grads[0] is not None]
+    if kvstore and live:
+        kvstore.pushpull([names[i] for i in live], [group.grad_arrays[i] for i in live])
+    num_device = len(group.contexts)
+    for index in live:
+        weights, grads = group.param_arrays[index], group.grad_arrays[index]
+        lookups = sources.get(names[index])
+        summed = _batch_rows(group.execs, lookups) if lookups and kvstore else None
+        for k, (weight, grad) in enumerate(zip(weights, grads)):
+            key = index * num_device + k
+            with backend.device_scope(weight.context):
+                if lookups is None:
+                    updater(key, grad, weight)
+                    continue
+                rows = summed if kvstore else _batch_rows(group.execs[k:k + 1], lookups)
+                updater.update_rows(key, grad, weight, backend.to_context(rows, weight.context))
