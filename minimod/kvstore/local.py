@@ -208,6 +208,21 @@ class KVStore(KVStoreBase):
                 else:
                     stored._data[...] = merged._data
 
+    def push_rows(self, key, value: list, rows) -> None:
+        """Push the gradients `value` of one key whose update is MXNet's lazy row-sparse one
+        (`minimod.module.sparse_grads`): summed as `push` sums them, then the updater updates
+        only rows `rows` (host int64 indices) of the stored value."""
+        if "dist" in self.type:  # the rows would have to be gathered from every worker
+            raise MXNetError("push_rows: a %s store cannot update row-sparse gradients" % self.type)
+        merged = self._reduce(key, value)
+        stored = self._store[key]
+        with backend.device_scope(stored.context):
+            if self._updater is None:
+                stored._data[...] = merged._data
+            else:
+                self._updater.update_rows(key, merged, stored,
+                                          backend.to_context(rows, stored.context))
+
     def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
         if out is None:
             raise MXNetError("pull needs `out` arrays to write into")

@@ -454,7 +454,8 @@ class Module(BaseModule):
         self._params_dirty = True
         group = self._exec_group
         if self._lazy_sources:  # MXNet's row-sparse updates (module/sparse_grads.py)
-            update_lazily(group, self._updater, self._kvstore, self._lazy_sources)
+            update_lazily(group, self._updater, self._kvstore, self._update_on_kvstore,
+                          self._lazy_sources)
             return
         if flat.update_params(self._flat_plan(), self._kvstore, self._updater,
                               self._update_on_kvstore):

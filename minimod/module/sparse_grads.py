@@ -13,9 +13,10 @@ is lazy, Module updates such a weight with `Updater.update_rows`: the optimizer'
 on the gathered rows of weight, gradient and state, written back (SGD, ccSGD and Adam, whose
 lazy updates are their dense formula row by row). The rows are the union over the devices'
 batches, as MXNet's kvstore sums row-sparse gradients. Refused with what to change instead:
-LARS and LBSGD (their step is scaled by norms of the whole table), a kvstore that runs the
-optimizer itself (several devices with `update_on_kvstore`, or `dist_*`), and an embedding
-whose indices are computed inside the graph rather than given as an input.
+LARS and LBSGD (their step is scaled by norms of the whole table), a `dist_*` kvstore or one
+written in Python that runs the optimizer itself (minimod's 'local' and 'device' stores update
+the rows through `push_rows`), and an embedding whose indices are computed inside the graph
+rather than given as an input.
 """
 from __future__ import annotations
 
@@ -83,8 +84,9 @@ def lazy_row_sources(symbol, optimizer, kvstore, update_on_kvstore: bool) -> dic
         if not form:
             continue
         why = form if form != "rows" else ""
-        if not why and (update_on_kvstore or "dist" in getattr(kvstore, "type", "")):
-            why = "the update runs inside the kvstore, which minimod gives dense gradients"
+        if not why and kvstore is not None and ("dist" in kvstore.type or (
+                update_on_kvstore and not hasattr(kvstore, "push_rows"))):
+            why = "the update runs inside a %s kvstore, which takes no rows" % kvstore.type
         computed = [data.name for data, _ in lookups if data.op is not None]
         if not why and computed:
             why = "its indices are computed in the graph ('%s'), not an input" % computed[0]
@@ -110,14 +112,25 @@ def _batch_rows(execs, lookups: list):
     return np.unique(np.concatenate(found))  # the rows are few: the union is taken on the host
 
 
-def update_lazily(group, updater, kvstore, sources: dict) -> None:
+def update_lazily(group, updater, kvstore, update_on_kvstore: bool, sources: dict) -> None:
     """Module.update where some weights have lazy row-sparse updates (`sources`, from
     `lazy_row_sources`): the gradients are summed in the kvstore when there is one, the lazy
     weights are updated on their batch's rows (with a kvstore, the union over the devices, as
-    it sums row-sparse gradients; without, each device's own), the others as `_update_params`
-    updates them."""
+    it sums row-sparse gradients; without, each device's own), the others as
+    `_update_params` / `_update_params_on_kvstore` update them. With `update_on_kvstore` the
+    store updates the lazy weights through `push_rows`."""
     names = group.param_names
     live = [i for i, grads in enumerate(group.grad_arrays) if grads[0] is not None]
+    if update_on_kvstore:
+        for i in live:
+            lookups = sources.get(names[i])
+            if lookups is None:
+                kvstore.pushpull(names[i], group.grad_arrays[i], out=group.param_arrays[i])
+            else:
+                kvstore.push_rows(names[i], group.grad_arrays[i],
+                                  _batch_rows(group.execs, lookups))
+                kvstore.pull(names[i], out=group.param_arrays[i])
+        return
     if kvstore and live:
         kvstore.pushpull([names[i] for i in live], [group.grad_arrays[i] for i in live])
     num_device = len(group.contexts)

@@ -62,10 +62,32 @@ def test_norm_scaled_lazy_updates_are_refused_with_the_fix(name, params):
                                                              lazy_update=False))
 
 
-def test_kvstore_updates_and_computed_indices_are_refused():
-    mod = module(mx, contexts=[mx.cpu(0), mx.cpu(1)])  # 'local' then updates in the store
-    with pytest.raises(MXNetError, match="inside the kvstore"):
-        mod.init_optimizer(kvstore="local", optimizer="sgd",
+def test_a_kvstore_that_updates_takes_the_rows_of_every_device():
+    got = train(mx, "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.1}, devices=2,
+                wide=True, in_store=True)
+    np.testing.assert_allclose(got, GOLDEN["in_store"], rtol=1e-6, atol=1e-7)
+
+
+def test_stores_without_rows_and_computed_indices_are_refused():
+    class PlainStore(mx.kv.KVStoreBase):  # a store written in Python: no push_rows
+        type = "plainstore"
+
+        def broadcast(self, key, value, out, priority=0):
+            for o in out:
+                value.copyto(o)
+
+        def pushpull(self, key, value, out=None, priority=0):
+            pass
+
+        def is_capable(self, capability):
+            return True
+
+        def set_optimizer(self, optimizer):
+            pass
+
+    mod = module(mx, contexts=[mx.cpu(0), mx.cpu(1)])
+    with pytest.raises(MXNetError, match="takes no rows"):
+        mod.init_optimizer(kvstore=PlainStore(), optimizer="sgd",
                            optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
     data = mx.sym.var("data")
     emb = mx.sym.Embedding(data + 1, input_dim=6, output_dim=2, sparse_grad=True, name="emb")

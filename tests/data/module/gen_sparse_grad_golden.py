@@ -15,6 +15,8 @@ from sparse_grad_cases import CASES, train  # noqa: E402
 
 golden = {"case%d" % k: train(mx, name, params) for k, (name, params) in enumerate(CASES)}
 golden["wide"] = train(mx, "adam", {"learning_rate": 0.1, "wd": 0.1}, wide=True)
+golden["in_store"] = train(mx, "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.1},
+                           devices=2, wide=True, in_store=True)
 path = os.path.join(HERE, "sparse_grad_golden.npz")
 np.savez_compressed(path + ".tmp.npz", **golden)
 os.replace(path + ".tmp.npz", path)

@@ -38,12 +38,13 @@ def module(mx, sparse_grad=True, contexts=None, batch=2):
     return mod
 
 
-def train(mx, optimizer, params, sparse_grad=True, devices=1, wide=False):
+def train(mx, optimizer, params, sparse_grad=True, devices=1, wide=False, in_store=False):
     """The table after the three batches; `wide`: each batch twice as large (the second half
-    looks up other rows); with several devices, the gradients are summed in a 'local' kvstore
-    and the devices update (MXNET_UPDATE_ON_KVSTORE=0)."""
+    looks up other rows); with several devices, the gradients are summed in a 'local' kvstore,
+    which updates the weights (`in_store`) or leaves that to the devices
+    (MXNET_UPDATE_ON_KVSTORE=0)."""
     mod = module(mx, sparse_grad, [mx.cpu(k) for k in range(devices)], 4 if wide else 2)
-    os.environ["MXNET_UPDATE_ON_KVSTORE"] = "0" if devices > 1 else "1"
+    os.environ["MXNET_UPDATE_ON_KVSTORE"] = "1" if in_store else "0"
     try:
         mod.init_optimizer(kvstore="local", optimizer=optimizer, optimizer_params=dict(params))
     finally:
