@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from .. import backend
 from ..base import MXNetError, atomic_write
 from ..context import cpu
@@ -244,7 +246,32 @@ class KVStore(KVStoreBase):
         self.pull(key, out, priority)
 
     def row_sparse_pull(self, key, out=None, priority: int = 0, row_ids=None) -> None:
-        self.pull(key, out, priority)
+        """Pull only the rows `row_ids` names (an NDArray of row indices, or one per `out`
+        array). MXNet writes them into row-sparse `out` arrays; minimod's arrays are dense, so
+        each `out` receives the dense view of that result: those rows of the stored value, and
+        zeros in the others."""
+        if out is None or row_ids is None:
+            raise MXNetError("row_sparse_pull needs `out` arrays and the `row_ids` to pull")
+        keys, outs = _key_list(key, out)
+        ids = row_ids if isinstance(row_ids, (list, tuple)) else [row_ids]
+        targets = [t for ts in outs for t in ts]
+        if len(ids) == 1:
+            ids = ids * len(targets)
+        if len(ids) != len(targets):
+            raise MXNetError("row_sparse_pull: %d row_ids for %d out arrays"
+                             % (len(ids), len(targets)))
+        owners = [k for k, ts in zip(keys, outs) for _ in ts]
+        for k, target, rows in zip(owners, targets, ids):
+            stored = self.stored(k)
+            if target.shape != stored.shape:
+                raise MXNetError("row_sparse_pull of key %r: out has shape %s, stored value %s"
+                                 % (k, target.shape, stored.shape))
+            index = np.unique(backend.asnumpy(rows._data).astype(np.int64).ravel())
+            with backend.device_scope(target.context):
+                target._data[...] = 0
+                values = stored._data[backend.to_context(index, stored.context)]
+                target._data[backend.to_context(index, target.context)] = backend.to_context(
+                    values, target.context)
 
     # ------------------------------------------------------------------ updates
     def set_optimizer(self, optimizer) -> None:
