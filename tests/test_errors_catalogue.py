@@ -230,6 +230,31 @@ def c_save_0d():
     mx.nd.save("scalar.params", [mx.nd.array(np.float32(1.0).reshape(()))])
 
 
+def c_legacy_zero_size():
+    mx.nd.zeros((0, 3))
+
+
+def c_simple_bind_unknown_dim():
+    mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc").simple_bind(
+        mx.cpu(), data=(0, 4))
+
+
+def c_load_other_semantics():
+    with mx.np_shape(True):
+        mx.nd.save("np_shape.params", [mx.nd.ones(())])
+    mx.nd.load("np_shape.params")
+
+
+def c_sparse_grad_lazy():
+    emb = mx.sym.Embedding(mx.sym.var("data"), input_dim=5, output_dim=2, sparse_grad=True,
+                           name="emb")
+    mod = mx.mod.Module(mx.sym.LinearRegressionOutput(emb, name="lro"),
+                        label_names=["lro_label"])
+    mod.bind(data_shapes=[("data", (2,))], label_shapes=[("lro_label", (2, 2))])
+    mod.init_params()
+    mod.init_optimizer(optimizer="lars", optimizer_params={"momentum": 0.9})
+
+
 def c_save_dtype():
     mx.nd.save("complex.params", [mx.nd.NDArray(np.ones(2, dtype=np.complex64), mx.cpu())])
 
@@ -413,6 +438,11 @@ CATALOGUE = [
      "An output that is not a loss needs its head gradient passed to backward()."),
     ("param-shape", "Executor", base.BindError, c_param_shape,
      "A parameter array whose shape differs from the bound argument."),
+    ("legacy-zero-size", "Executor", base.ShapeError, c_legacy_zero_size,
+     "A zero-size (or 0-d) array outside NumPy shape semantics, where MXNet reads a 0 dim as "
+     "unknown."),
+    ("simple-bind-unknown-dim", "Executor", base.ShapeError, c_simple_bind_unknown_dim,
+     "simple_bind given a dim that means unknown (0 in the legacy semantics, -1)."),
     # Module
     ("module-call-order", "Module", base.MXNetError, c_module_order,
      "Module methods called before the steps they depend on."),
@@ -420,6 +450,9 @@ CATALOGUE = [
      "init_params(arg_params=...) without some parameter and allow_missing=False."),
     ("fit-empty-iterator", "Module", base.MXNetError, c_fit_empty_iterator,
      "The training iterator gave no batch (empty, or not reset)."),
+    ("sparse-grad-lazy", "Module", base.MXNetError, c_sparse_grad_lazy,
+     "An optimizer whose lazy row-sparse update minimod cannot reproduce for a sparse_grad "
+     "embedding; the message gives the fix."),
     # Files
     ("checkpoint-missing", "Files", base.FileFormatError, c_params_missing_file,
      "load_checkpoint for an epoch or prefix with no symbol or params file."),
@@ -436,6 +469,8 @@ CATALOGUE = [
      "A .params file saved from a list, so it has no arg:/aux: names."),
     ("save-0d", "Files", base.MXNetError, c_save_0d,
      "Under the legacy shape semantics MXNet's record cannot hold a 0-d array."),
+    ("load-other-semantics", "Files", base.MXNetError, c_load_other_semantics,
+     "A file saved under one shape semantics, loaded under the other (MXNet's rule)."),
     ("save-dtype", "Files", base.MXNetError, c_save_dtype,
      "A dtype MXNet's format has no type flag for."),
     ("states-corrupt", "Files", base.FileFormatError, c_states_corrupt,
