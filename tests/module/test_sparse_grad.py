@@ -110,3 +110,29 @@ def test_which_weights_get_sparse_gradients():
     # a weight that something else reads too gets a dense gradient, as in MXNet
     both = net + mx.sym.FullyConnected(shared, num_hidden=2, name="fc")
     assert sparse_grad_params(both) == ["a_weight", "b_weight"]
+
+
+def test_bucketing_modules_update_lazily_in_every_bucket():
+    def sym_gen(seq_len):
+        data, label = mx.sym.var("data"), mx.sym.var("softmax_label")
+        emb = mx.sym.Embedding(data, input_dim=20, output_dim=4, sparse_grad=True, name="emb")
+        pred = mx.sym.FullyConnected(mx.sym.reshape(emb, (-1, 4)), num_hidden=20, name="fc")
+        return (mx.sym.SoftmaxOutput(pred, mx.sym.reshape(label, (-1,)), name="softmax"),
+                ("data",), ("softmax_label",))
+
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=5)
+    mod.bind(data_shapes=[("data", (2, 5))], label_shapes=[("softmax_label", (2, 5))])
+    mod.init_params(mx.init.Constant(0.1))
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
+                                                          "momentum": 0.9, "wd": 0.01})
+    rng = np.random.RandomState(0)
+    for key in (5, 3, 5, 3):  # tokens 0-9 only: rows 10-19 are never looked up
+        ids = mx.nd.array(rng.randint(0, 10, (2, key)))
+        mod.forward(mx.io.DataBatch([ids], [ids], bucket_key=key,
+                                    provide_data=[mx.io.DataDesc("data", (2, key))],
+                                    provide_label=[mx.io.DataDesc("softmax_label", (2, key))]),
+                    is_train=True)
+        mod.backward()
+        mod.update()
+    table = mod.get_params()[0]["emb_weight"].asnumpy()
+    assert (table[10:] == np.float32(0.1)).all() and (table[:10] != np.float32(0.1)).any()
