@@ -12,9 +12,11 @@ import minimod as mx
 from minimod.base import MXNetError
 from minimod.module.sparse_grads import sparse_grad_params
 
+from ..conftest import needs_gpu
+
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "module")
 sys.path.insert(0, HERE)
-from sparse_grad_cases import CASES, module, train  # noqa: E402
+from sparse_grad_cases import BATCHES, CASES, module, train  # noqa: E402
 
 GOLDEN = np.load(os.path.join(HERE, "sparse_grad_golden.npz"))
 
@@ -136,3 +138,18 @@ def test_bucketing_modules_update_lazily_in_every_bucket():
         mod.update()
     table = mod.get_params()[0]["emb_weight"].asnumpy()
     assert (table[10:] == np.float32(0.1)).all() and (table[:10] != np.float32(0.1)).any()
+
+
+@needs_gpu
+def test_lazy_updates_on_a_gpu_give_mxnets_numbers():
+    """The rows and states gathered and written back on the device (the CPU goldens)."""
+    name, params = CASES[2]  # SGD with momentum and weight decay, multi-precision
+    mod = module(mx, contexts=[mx.gpu(0)])
+    mod.init_optimizer(optimizer=name, optimizer_params=dict(params))
+    for batch in BATCHES:
+        mod.forward(mx.io.DataBatch([mx.nd.array(batch)], [mx.nd.ones((2, 2))]),
+                    is_train=True)
+        mod.backward()
+        mod.update()
+    np.testing.assert_allclose(mod.get_params()[0]["emb_weight"].asnumpy(), GOLDEN["case2"],
+                               rtol=1e-5, atol=1e-6)
