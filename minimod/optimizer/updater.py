@@ -50,8 +50,9 @@ def _rows_of(state, rows):
     """A copy of rows `rows` of every array in `state` (an NDArray, a tuple or list of them, or
     None)."""
     if isinstance(state, NDArray):
-        with backend.device_scope(state.context):
-            return NDArray(state._data[rows], state.context)
+        with backend.device_scope(state.context):  # take: faster than fancy indexing
+            return NDArray(backend.array_module_of(state._data).take(state._data, rows, axis=0),
+                           state.context)
     if isinstance(state, (tuple, list)):
         return type(state)(_rows_of(item, rows) for item in state)
     return state
