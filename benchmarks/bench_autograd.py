@@ -15,11 +15,11 @@ median step time. Prints the per-round ratios and their medians. By hand, never 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
+
+import fresh_rounds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -82,27 +82,9 @@ def step():
 """
 
 
-#: both scripts end with the same timing: 5 warm-up steps, then the median of `steps`
-TIMING = r"""
-for _ in range(5):
-    step()
-times = []
-for _ in range(steps):
-    start = time.perf_counter()
-    step()
-    times.append(time.perf_counter() - start)
-print(json.dumps({"ms": 1000 * sorted(times)[len(times) // 2]}))
-"""
-
-
 def one_round(python: str, engine: str, batch: int, steps: int, threads: int) -> float:
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads))
-    code, last = (TORCH_STEP, str(threads)) if engine == "torch" else (MX_STEP, ROOT)
-    code += TIMING
-    out = subprocess.run([python, "-c", code, engine, str(batch), str(steps), last], env=env,
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["ms"]
+    code, last = (TORCH_STEP, threads) if engine == "torch" else (MX_STEP, ROOT)
+    return fresh_rounds.one_round(python, code, [engine, batch, steps, last], threads)
 
 
 def main(argv=None) -> None:

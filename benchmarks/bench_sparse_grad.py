@@ -18,11 +18,11 @@ being asynchronous). Prints the per-round times and the medians. By hand, never 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
+
+import fresh_rounds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -83,26 +83,9 @@ def step():
     count[0] += 1
 """
 
-TIMING = r"""
-for _ in range(5):
-    step()
-times = []
-for _ in range(steps):
-    start = time.perf_counter()
-    step()
-    times.append(time.perf_counter() - start)
-print(json.dumps({"ms": 1000 * sorted(times)[len(times) // 2]}))
-"""
-
-
 def one_round(python: str, engine: str, sparse: bool, steps: int, threads: int) -> float:
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads))
-    code, last = (TORCH_STEP, str(threads)) if engine == "torch" else (MX_STEP, ROOT)
-    out = subprocess.run([python, "-c", code + TIMING, engine, "1" if sparse else "0",
-                          str(steps), last], env=env, capture_output=True, text=True,
-                         check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["ms"]
+    code, last = (TORCH_STEP, threads) if engine == "torch" else (MX_STEP, ROOT)
+    return fresh_rounds.one_round(python, code, [engine, int(sparse), steps, last], threads)
 
 
 def main(argv=None) -> None:
