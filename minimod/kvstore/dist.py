@@ -297,6 +297,22 @@ class DistKVStore(KVStore):
             for grad, target in zip(merged, stored):
                 target._data[...] = grad._data
 
+    def row_union(self, rows):
+        """The sorted union of every worker's `rows` (host int64): one allgather."""
+        if self._size == 1:
+            return rows
+        every = self._collective("allgather(rows)", self._comm.allgather, rows)
+        return np.unique(np.concatenate(every))
+
+    def push_rows(self, key, value: list, rows) -> None:
+        """A lazy row-sparse update (`minimod.module.sparse_grads`) on every replica: the
+        gradients summed across devices and workers as `push` sums them, the updater applied
+        to the union of every worker's rows."""
+        plan = self._plan([key])
+        self._sum_into(plan[0].view(0), key, value, plan[0].ctx)
+        self._sum_groups(plan)
+        self._update_rows(key, NDArray(plan[0].view(0), plan[0].ctx), self.row_union(rows))
+
     def _sum_into(self, slot, key, vals: list, home) -> None:
         """Sum this worker's values of `key` (one per device) into `slot` on `home`."""
         shape = self._store[key].shape

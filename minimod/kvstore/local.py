@@ -214,9 +214,11 @@ class KVStore(KVStoreBase):
         """Push the gradients `value` of one key whose update is MXNet's lazy row-sparse one
         (`minimod.module.sparse_grads`): summed as `push` sums them, then the updater updates
         only rows `rows` (host int64 indices) of the stored value."""
-        if "dist" in self.type:  # the rows would have to be gathered from every worker
-            raise MXNetError("push_rows: a %s store cannot update row-sparse gradients" % self.type)
-        merged = self._reduce(key, value)
+        self._update_rows(key, self._reduce(key, value), rows)
+
+    def _update_rows(self, key, merged: NDArray, rows) -> None:
+        """Store the summed gradient `merged` of `key`: the updater updates rows `rows` of the
+        stored value (without an updater, the sum is stored as push stores it)."""
         stored = self._store[key]
         with backend.device_scope(stored.context):
             if self._updater is None:
@@ -224,6 +226,11 @@ class KVStore(KVStoreBase):
             else:
                 self._updater.update_rows(key, merged, stored,
                                           backend.to_context(rows, stored.context))
+
+    def row_union(self, rows):
+        """The rows `rows` (host int64, sorted) together with every other worker's: here, a
+        store of one process, `rows` itself."""
+        return rows
 
     def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
         if out is None:

@@ -13,10 +13,10 @@ is lazy, Module updates such a weight with `Updater.update_rows`: the optimizer'
 on the gathered rows of weight, gradient and state, written back (SGD, ccSGD and Adam, whose
 lazy updates are their dense formula row by row). The rows are the union over the devices'
 batches, as MXNet's kvstore sums row-sparse gradients. Refused with what to change instead:
-LARS and LBSGD (their step is scaled by norms of the whole table), a `dist_*` kvstore or one
-written in Python that runs the optimizer itself (minimod's 'local' and 'device' stores update
-the rows through `push_rows`), and an embedding whose indices are computed inside the graph
-rather than given as an input.
+LARS and LBSGD (their step is scaled by norms of the whole table), a kvstore written in
+Python that runs the optimizer itself (minimod's 'local', 'device' and 'dist_sync' stores
+update the rows through `push_rows`, a dist store on the union of every worker's rows), and
+an embedding whose indices are computed inside the graph rather than given as an input.
 """
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def lazy_row_sources(symbol, optimizer, kvstore, update_on_kvstore: bool) -> dic
         if not form:
             continue
         why = form if form != "rows" else ""
-        if not why and kvstore is not None and ("dist" in kvstore.type or (
-                update_on_kvstore and not hasattr(kvstore, "push_rows"))):
+        if not why and kvstore is not None and not hasattr(kvstore, "push_rows") and (
+                update_on_kvstore or "dist" in kvstore.type):
             why = "the update runs inside a %s kvstore, which takes no rows" % kvstore.type
         computed = [data.name for data, _ in lookups if data.op is not None]
         if not why and computed:
@@ -122,22 +122,23 @@ def update_lazily(group, updater, kvstore, update_on_kvstore: bool, sources: dic
     names = group.param_names
     live = [i for i, grads in enumerate(group.grad_arrays) if grads[0] is not None]
     if update_on_kvstore:
-        for i in live:
-            lookups = sources.get(names[i])
-            if lookups is None:
-                kvstore.pushpull(names[i], group.grad_arrays[i], out=group.param_arrays[i])
-            else:
-                kvstore.push_rows(names[i], group.grad_arrays[i],
-                                  _batch_rows(group.execs, lookups))
-                kvstore.pull(names[i], out=group.param_arrays[i])
+        dense = [i for i in live if names[i] not in sources]
+        if dense:  # one call for them all, as Module makes it
+            kvstore.pushpull([names[i] for i in dense], [group.grad_arrays[i] for i in dense],
+                             out=[group.param_arrays[i] for i in dense])
+        for i in (i for i in live if names[i] in sources):
+            kvstore.push_rows(names[i], group.grad_arrays[i],
+                              _batch_rows(group.execs, sources[names[i]]))
+            kvstore.pull(names[i], out=group.param_arrays[i])
         return
     if kvstore and live:
         kvstore.pushpull([names[i] for i in live], [group.grad_arrays[i] for i in live])
+    union = getattr(kvstore, "row_union", lambda rows: rows)
     num_device = len(group.contexts)
     for index in live:
         weights, grads = group.param_arrays[index], group.grad_arrays[index]
         lookups = sources.get(names[index])
-        summed = _batch_rows(group.execs, lookups) if lookups and kvstore else None
+        summed = union(_batch_rows(group.execs, lookups)) if lookups and kvstore else None
         for k, (weight, grad) in enumerate(zip(weights, grads)):
             key = index * num_device + k
             with backend.device_scope(weight.context):

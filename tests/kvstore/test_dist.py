@@ -91,3 +91,20 @@ def test_dist_store_in_one_process_is_a_store_of_one_worker(tmp_path):
 def test_unsupported_dist_types_say_to_use_dist_sync(name):
     with pytest.raises(mx.MXNetError, match="'dist_sync'"):
         mx.kv.create(name)
+
+
+@pytest.mark.parametrize("opt,on_kvstore", [("sgd", "1"), ("adam", "1"), ("sgd", "0")])
+def test_sparse_grad_embeddings_update_every_workers_rows(tmp_path, opt, on_kvstore):
+    """Two workers whose batches look up disjoint halves of the table end with the table of one
+    process on the whole batches: gradients summed, the union of the rows updated lazily (a
+    replica updating only its own worker's rows would differ from the other)."""
+    import dist_sparse_worker
+    rc, out, _ = launch(["-n", "2", "--timeout", "60", "--", "python",
+                         os.path.join(HERE, "dist_sparse_worker.py"), str(tmp_path),
+                         "dist_sync", opt], timeout=90,
+                        env={"MXNET_UPDATE_ON_KVSTORE": on_kvstore})
+    assert rc == 0, out
+    ranks = [np.load(tmp_path / ("table-rank%d.npy" % r)) for r in range(2)]
+    one = dist_sparse_worker.train(str(tmp_path), "local", opt, as_workers=2)
+    np.testing.assert_array_equal(ranks[0], ranks[1])
+    np.testing.assert_allclose(ranks[0], one, rtol=1e-5, atol=1e-6)
