@@ -24,8 +24,9 @@ GOLDEN = np.load(os.path.join(HERE, "sparse_grad_golden.npz"))
 @pytest.mark.parametrize("k", range(len(CASES)), ids=[c[0] for c in CASES])
 def test_updates_give_mxnets_numbers(k):
     name, params = CASES[k]
-    np.testing.assert_allclose(train(mx, name, params), GOLDEN["case%d" % k], rtol=1e-6,
-                               atol=1e-7)
+    with np.errstate(invalid="ignore"):  # Adamax divides 0 by 0 in rows never looked up
+        table = train(mx, name, params)
+    np.testing.assert_allclose(table, GOLDEN["case%d" % k], rtol=1e-6, atol=1e-7)
 
 
 def test_a_batch_that_repeats_rows_gives_mxnets_numbers():

@@ -21,6 +21,13 @@ CASES = [
     ("adagrad", {"learning_rate": 0.1}),
     ("rmsprop", {"learning_rate": 0.1}),
     ("nag", {"learning_rate": 0.1, "momentum": 0.9}),
+    ("signum", {"learning_rate": 0.1, "momentum": 0.9}),
+    ("ftrl", {"learning_rate": 0.1}),
+    ("adamax", {"learning_rate": 0.1}),  # NaN in rows no batch touched: Adamax has no epsilon
+    ("nadam", {"learning_rate": 0.1}),
+    ("adadelta", {}),
+    ("ftml", {"learning_rate": 0.1}),
+    ("lamb", {"learning_rate": 0.1}),
 ]
 BATCHES = [np.array([[0, 1], [1, 2]]), np.array([[3, 3], [0, 0]]), np.array([[1, 1], [2, 0]])]
 
