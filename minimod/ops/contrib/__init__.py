@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     norm,
     proposal,
     psroi,
+    quantization,
     resize,
     roi,
     straight_through,
