@@ -1,5 +1,5 @@
-"""contrib.quantize / contrib.dequantize (minimod/ops/contrib/quantization.py) bit for bit
-against MXNet 1.9.1 (tests/data/contrib/quantize_golden.npz)."""
+"""contrib.quantize, quantize_v2, dequantize and requantize (minimod/ops/contrib/quantization.py)
+bit for bit against MXNet 1.9.1 (tests/data/contrib/quantize_golden.npz)."""
 import os
 import sys
 
@@ -8,6 +8,8 @@ import pytest
 
 import minimod as mx
 from minimod.base import MXNetError
+
+from ..conftest import needs_gpu
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "contrib")
 sys.path.insert(0, HERE)
@@ -21,6 +23,14 @@ def test_codes_ranges_and_values_are_mxnets():
     assert sorted(got) == sorted(GOLDEN.files)
     for key in GOLDEN.files:
         assert got[key].dtype == GOLDEN[key].dtype, key
+        np.testing.assert_array_equal(got[key], GOLDEN[key], err_msg=key)
+
+
+@needs_gpu
+def test_on_a_gpu_too():
+    with mx.gpu(0):
+        got = run(mx)
+    for key in GOLDEN.files:
         np.testing.assert_array_equal(got[key], GOLDEN[key], err_msg=key)
 
 
@@ -52,3 +62,7 @@ def test_dtypes_are_checked_by_name():
                                mx.nd.array([1.0]))
     with pytest.raises(MXNetError, match="input 'data' must be int8 or uint8"):
         mx.nd.contrib.dequantize(mx.nd.ones(3), mx.nd.array([0.0]), mx.nd.array([1.0]))
+    with pytest.raises(MXNetError, match="input 'data' must be int32"):
+        mx.nd.contrib.requantize(mx.nd.ones(3), mx.nd.array([0.0]), mx.nd.array([1.0]))
+    with pytest.raises(MXNetError, match="min_calib_range and max_calib_range go together"):
+        mx.nd.contrib.quantize_v2(mx.nd.ones(3), min_calib_range=0.0)
