@@ -26,7 +26,7 @@ import contextlib
 import threading
 from typing import Optional
 
-__all__ = ["is_np_shape", "set_np_shape", "api_shape_in", "api_shape_out", "np_shape_off",
+__all__ = ["is_np_shape", "set_np_shape", "api_shape_in", "api_shape_out", "np_shape",
            "legacy_zero_size_error"]
 
 _STATE = threading.local()
@@ -45,9 +45,10 @@ def set_np_shape(active: bool) -> bool:
 
 
 @contextlib.contextmanager
-def np_shape_off():
-    """Read shapes with the legacy semantics inside this block (a file written under them)."""
-    previous = set_np_shape(False)
+def np_shape(active: bool = True):
+    """Run the block with NumPy shape semantics on (`active`) or off; the previous state
+    comes back after it (`mx.np_shape`)."""
+    previous = set_np_shape(active)
     try:
         yield
     finally:

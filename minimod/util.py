@@ -20,7 +20,7 @@ import os
 from typing import Optional
 
 from . import backend
-from .shape_semantics import is_np_shape, set_np_shape
+from .shape_semantics import is_np_shape, np_shape, set_np_shape
 
 __all__ = ["getenv", "setenv", "use_np", "use_np_shape", "use_np_array",
            "use_np_default_dtype", "is_np_shape", "is_np_array", "is_np_default_dtype",
@@ -98,17 +98,6 @@ def set_np(shape: bool = True, array: bool = True, dtype: bool = False) -> None:
 def reset_np() -> None:
     """Back to the legacy semantics."""
     set_np_shape(False)
-
-
-@contextlib.contextmanager
-def np_shape(active: bool = True):
-    """Run the block with NumPy shape semantics on (`active`) or off; the previous state
-    comes back after it."""
-    previous = set_np_shape(active)
-    try:
-        yield
-    finally:
-        set_np_shape(previous)
 
 
 @contextlib.contextmanager

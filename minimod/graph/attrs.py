@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 
 from ..base import ShapeError
-from ..shape_semantics import api_shape_in, is_np_shape
+from ..shape_semantics import api_shape_in
 
 __all__ = ["HIDDEN_KEYS", "hidden_key", "DTYPE_MX_TO_NP", "DTYPE_NP_TO_MX", "parse_shape_attr"]
 
@@ -46,6 +46,4 @@ def parse_shape_attr(text: str) -> Optional[tuple]:
         values = [int(d) for d in dims]
     except ValueError:
         raise ShapeError("shape attribute %r is not a tuple of integers" % (text,)) from None
-    if not values and not is_np_shape():
-        return None
-    return api_shape_in(values)
+    return api_shape_in(values)  # no dims: an unknown shape, or a scalar under np_shape

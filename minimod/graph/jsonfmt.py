@@ -15,7 +15,7 @@ import json
 
 from ..base import GraphError, MXNetError
 from ..ops.registry import create_op
-from ..shape_semantics import is_np_shape, np_shape_off
+from ..shape_semantics import is_np_shape, np_shape
 from .attrs import HIDDEN_KEYS, parse_shape_attr
 from .graph import Entry, Graph, Node
 
@@ -219,7 +219,7 @@ def _unknown_dims_as_numpy(nodes: list) -> None:
     for node in nodes:
         text = node.attrs.get("__shape__") if node.op is None else None
         if text:
-            with np_shape_off():
+            with np_shape(False):  # the file's own, legacy semantics
                 dims = parse_shape_attr(text)
             if dims is not None:
                 node.attrs["__shape__"] = "[%s]" % ",".join(

@@ -7,25 +7,12 @@ translates both ways.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 from ..base import MXNetError, ShapeError
-from ..shape_semantics import api_shape_in, api_shape_out
+from ..shape_semantics import api_shape_in
 
-__all__ = ["to_api_shape", "from_api_shape", "inferred_shapes", "inferred_types"]
-
-
-def to_api_shape(shape):
-    """Internal shape (None = unknown) as MXNet reports it: in the legacy semantics 0 for an
-    unknown dim and () for an unknown shape, under `np_shape` -1 and None."""
-    return api_shape_out(shape)
-
-
-def from_api_shape(shape) -> Optional[tuple]:
-    """A shape given to `infer_shape` as the internal one (see `minimod.shape_semantics`)."""
-    return api_shape_in(shape)
+__all__ = ["inferred_shapes", "inferred_types"]
 
 
 def _known_shapes(symbol, args, kwargs) -> dict:
@@ -38,12 +25,12 @@ def _known_shapes(symbol, args, kwargs) -> dict:
                              % (len(args), len(arg_names)))
         for name, shape in zip(arg_names, args):
             if shape is not None:
-                known[name] = from_api_shape(shape)
+                known[name] = api_shape_in(shape)
     for name, shape in kwargs.items():
         if name not in input_names:
             raise ShapeError("infer_shape: '%s' is not an input of the symbol (inputs: %s)"
                              % (name, ", ".join(input_names)))
-        known[name] = from_api_shape(shape)
+        known[name] = api_shape_in(shape)
     return known
 
 

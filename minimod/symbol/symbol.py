@@ -33,10 +33,10 @@ from ..ops.registry import (
     param_text,
     shape_is_known,
 )
-from ..shape_semantics import is_np_shape
+from ..shape_semantics import api_shape_out, is_np_shape
 from .compose import composed, is_atomic
 from .fluent import FLUENT_METHODS
-from .inference import inferred_shapes, inferred_types, to_api_shape
+from .inference import inferred_shapes, inferred_types
 from .naming import current_attr_scope, current_name_manager
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "make_op_symbol"]
@@ -348,17 +348,17 @@ class Symbol:
             warnings.warn("Cannot decide shape for the following arguments (%ss in shape means "
                           "unknown dimensions). Consider providing them as input:\n\t"
                           % (-1 if is_np_shape() else 0)
-                          + "\n\t".join("%s: %s" % (n, to_api_shape(s))
+                          + "\n\t".join("%s: %s" % (n, api_shape_out(s))
                                         for n, s in zip(self.list_arguments(), arg)
                                         if n in unknown), stacklevel=2)
             return None, None, None
-        return ([to_api_shape(s) for s in arg], [to_api_shape(s) for s in out],
-                [to_api_shape(s) for s in aux])
+        return ([api_shape_out(s) for s in arg], [api_shape_out(s) for s in out],
+                [api_shape_out(s) for s in aux])
 
     def infer_shape_partial(self, *args, **kwargs):
         arg, out, aux = inferred_shapes(self, args, kwargs)
-        return ([to_api_shape(s) for s in arg], [to_api_shape(s) for s in out],
-                [to_api_shape(s) for s in aux])
+        return ([api_shape_out(s) for s in arg], [api_shape_out(s) for s in out],
+                [api_shape_out(s) for s in aux])
 
     def infer_type(self, *args, **kwargs):
         """(arg_types, out_types, aux_types) as numpy type classes; Nones if incomplete."""
