@@ -23,12 +23,12 @@ def recorded(op_name: str, variadic: bool = False) -> Callable:
     def decorate(routine: Callable) -> Callable:
         @functools.wraps(routine)
         def call(*args, **kwargs):
-            if not is_np_shape():
-                refuse_zero_size(op_name, _arrays_in(args, kwargs))
-            if tape.tracked(*args, *kwargs.values()):
+            if tape.tracked(*args, *kwargs.values()):  # run_op refuses zero-size inputs
                 if variadic and len(args) == 1 and isinstance(args[0], (list, tuple)):
                     args = tuple(args[0])
                 return invoke(op_name, args, kwargs)
+            if not is_np_shape():
+                refuse_zero_size(op_name, _arrays_in(args, kwargs))
             if RECORDER.on and RECORDER.imperative:
                 return profiled_call(op_name, routine, args, kwargs)
             return routine(*args, **kwargs)

@@ -28,7 +28,7 @@ import dataclasses
 from typing import Literal, Optional
 
 from ...base import DTypeError, OpParamError
-from ..helpers import dtype_of
+from ..helpers import dtype_of, zero_grads
 from ..registry import Op, register
 
 
@@ -61,9 +61,7 @@ class _RangedOp(Op):
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         """Zero for every input, as MXNet's gradient of these ops."""
-        for grad in in_grads:
-            if grad is not None:
-                grad.fill(0)
+        zero_grads(in_grads)
 
 
 @register
@@ -173,8 +171,7 @@ class QuantizeV2(Op):
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         """Zero, as MXNet's gradient of this op."""
-        if in_grads[0] is not None:
-            in_grads[0].fill(0)
+        zero_grads(in_grads)
 
 
 @register
