@@ -25,6 +25,7 @@ import numpy as np
 from .. import backend
 from .. import optimizer as opt
 from ..base import MXNetError
+from .updates import _update_params, _update_params_on_kvstore
 
 __all__ = ["sparse_grad_params", "lazy_row_sources", "update_lazily"]
 
@@ -114,36 +115,32 @@ def _batch_rows(execs, lookups: list):
 
 def update_lazily(group, updater, kvstore, update_on_kvstore: bool, sources: dict) -> None:
     """Module.update where some weights have lazy row-sparse updates (`sources`, from
-    `lazy_row_sources`): the gradients are summed in the kvstore when there is one, the lazy
-    weights are updated on their batch's rows (with a kvstore, the union over the devices, as
-    it sums row-sparse gradients; without, each device's own), the others as
-    `_update_params` / `_update_params_on_kvstore` update them. With `update_on_kvstore` the
-    store updates the lazy weights through `push_rows`."""
+    `lazy_row_sources`): the other weights go through `_update_params_on_kvstore` /
+    `_update_params` as in any step; the lazy ones are summed in the kvstore when there is one
+    and updated on their batch's rows (with a kvstore, the union over the devices and workers,
+    as it sums row-sparse gradients; without, each device's own). With `update_on_kvstore`
+    the store updates them through `push_rows`."""
     names = group.param_names
-    live = [i for i, grads in enumerate(group.grad_arrays) if grads[0] is not None]
+    lazy = [i for i, grads in enumerate(group.grad_arrays)
+            if grads[0] is not None and names[i] in sources]
+    others = [[None] * len(grads) if i in lazy else grads  # updates.py skips a None gradient
+              for i, grads in enumerate(group.grad_arrays)]
     if update_on_kvstore:
-        dense = [i for i in live if names[i] not in sources]
-        if dense:  # one call for them all, as Module makes it
-            kvstore.pushpull([names[i] for i in dense], [group.grad_arrays[i] for i in dense],
-                             out=[group.param_arrays[i] for i in dense])
-        for i in (i for i in live if names[i] in sources):
+        _update_params_on_kvstore(group.param_arrays, others, kvstore, names)
+        for i in lazy:
             kvstore.push_rows(names[i], group.grad_arrays[i],
                               _batch_rows(group.execs, sources[names[i]]))
             kvstore.pull(names[i], out=group.param_arrays[i])
         return
-    if kvstore and live:
-        kvstore.pushpull([names[i] for i in live], [group.grad_arrays[i] for i in live])
-    union = getattr(kvstore, "row_union", lambda rows: rows)
     num_device = len(group.contexts)
-    for index in live:
-        weights, grads = group.param_arrays[index], group.grad_arrays[index]
-        lookups = sources.get(names[index])
-        summed = union(_batch_rows(group.execs, lookups)) if lookups and kvstore else None
-        for k, (weight, grad) in enumerate(zip(weights, grads)):
-            key = index * num_device + k
+    _update_params(group.param_arrays, others, updater, num_device, kvstore, names)
+    if kvstore and lazy:
+        kvstore.pushpull([names[i] for i in lazy], [group.grad_arrays[i] for i in lazy])
+    union = getattr(kvstore, "row_union", lambda rows: rows)
+    for i in lazy:
+        summed = union(_batch_rows(group.execs, sources[names[i]])) if kvstore else None
+        for k, (weight, grad) in enumerate(zip(group.param_arrays[i], group.grad_arrays[i])):
+            rows = summed if kvstore else _batch_rows(group.execs[k:k + 1], sources[names[i]])
             with backend.device_scope(weight.context):
-                if lookups is None:
-                    updater(key, grad, weight)
-                    continue
-                rows = summed if kvstore else _batch_rows(group.execs[k:k + 1], lookups)
-                updater.update_rows(key, grad, weight, backend.to_context(rows, weight.context))
+                updater.update_rows(i * num_device + k, grad, weight,
+                                    backend.to_context(rows, weight.context))

@@ -95,12 +95,7 @@ class Updater:
         opt._set_current_context(weights[0].context.device_id)
         states = self.states
         for idx, w in zip(indices, weights):
-            if idx not in states:
-                states[idx] = opt.create_state_multi_precision(idx, w)
-                self.states_synced[idx] = True
-            elif not self.states_synced[idx]:
-                states[idx] = _rehome(states[idx], w.context)
-                self.states_synced[idx] = True
+            self._ready_state(idx, w)
         if (isinstance(opt, _Builtin) and not opt.replaces_update
                 and not opt.replaces_update_multi_precision
                 and not (opt.aggregate_num > 0 and len({w.dtype for w in weights}) > 1)):
@@ -111,18 +106,23 @@ class Updater:
             for idx, g, w in zip(indices, grads, weights):
                 opt.update_multi_precision(idx, w, g, states[idx])
 
-    def update_rows(self, index: Any, grad: NDArray, weight: NDArray, rows) -> None:
-        """MXNet's lazy update of a row-sparse gradient: the optimizer's own update applied to
-        rows `rows` (sorted backend int64 indices) of the weight, the gradient and the state,
-        which are gathered, updated and written back; the other rows keep their values and
-        states. The update is counted as any other (one call per step)."""
-        self.optimizer._set_current_context(weight.context.device_id)
+    def _ready_state(self, index: Any, weight: NDArray) -> None:
+        """The state of key `index` made on its first sight, or moved to `weight`'s device once
+        after states were loaded."""
         if index not in self.states:
             self.states[index] = self.optimizer.create_state_multi_precision(index, weight)
             self.states_synced[index] = True
         elif not self.states_synced[index]:
             self.states[index] = _rehome(self.states[index], weight.context)
             self.states_synced[index] = True
+
+    def update_rows(self, index: Any, grad: NDArray, weight: NDArray, rows) -> None:
+        """MXNet's lazy update of a row-sparse gradient: the optimizer's own update applied to
+        rows `rows` (sorted backend int64 indices) of the weight, the gradient and the state,
+        which are gathered, updated and written back; the other rows keep their values and
+        states. The update is counted as any other (one call per step)."""
+        self.optimizer._set_current_context(weight.context.device_id)
+        self._ready_state(index, weight)
         part_weight, part_state = _rows_of(weight, rows), _rows_of(self.states[index], rows)
         self.optimizer.update_multi_precision(index, part_weight, _rows_of(grad, rows),
                                               part_state)
