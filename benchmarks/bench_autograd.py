@@ -24,14 +24,7 @@ import fresh_rounds
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-MX_STEP = r"""
-import json, sys, time
-import numpy as np
-if sys.argv[1] == "mxnet":
-    import mxnet as mx
-else:
-    sys.path.insert(0, sys.argv[4])
-    import minimod as mx
+MX_STEP = fresh_rounds.MX_IMPORT + r"""
 batch, steps = int(sys.argv[2]), int(sys.argv[3])
 rs = np.random.RandomState(0)
 x = mx.nd.array(rs.uniform(-1, 1, (batch, 784)))

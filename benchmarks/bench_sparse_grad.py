@@ -27,14 +27,7 @@ import fresh_rounds
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-MX_STEP = r"""
-import json, sys, time
-import numpy as np
-if sys.argv[1] == "mxnet":
-    import mxnet as mx
-else:
-    sys.path.insert(0, sys.argv[4])
-    import minimod as mx
+MX_STEP = fresh_rounds.MX_IMPORT + r"""
 sparse, steps = sys.argv[2] == "1", int(sys.argv[3])
 data = mx.sym.var("data")
 emb = mx.sym.Embedding(data, input_dim=50000, output_dim=128, sparse_grad=sparse, name="emb")

@@ -2,13 +2,26 @@
 in a new interpreter per library per round, timed the same way in each.
 
 A step script defines `step()` and reads `steps` from its argv; `TIMING`, appended to it,
-runs 5 warm-up steps and prints the median time of `steps` more as JSON.
+runs 5 warm-up steps and prints the median time of `steps` more as JSON. The scripts run by
+MXNet or minimod start with `MX_IMPORT`.
 """
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+
+#: the opening of a step script that MXNet or minimod runs: argv[1] names the library, and
+#: argv[4] is minimod's checkout
+MX_IMPORT = r"""
+import json, sys, time
+import numpy as np
+if sys.argv[1] == "mxnet":
+    import mxnet as mx
+else:
+    sys.path.insert(0, sys.argv[4])
+    import minimod as mx
+"""
 
 TIMING = r"""
 for _ in range(5):
