@@ -35,11 +35,13 @@ from .. import backend
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from .local import KVStore, _key_list
+from .sparse_values import refuse_sparse
 
 __all__ = ["DistKVStore", "create_dist", "worker_rank", "PROGRESS"]
 
 _SYNC_TYPES = ("dist_sync", "dist_device_sync")
 _WORLD = {"rank": 0, "size": 1}
+
 
 
 class _Progress:
@@ -261,6 +263,7 @@ class DistKVStore(KVStore):
     # ------------------------------------------------------------------ data
     def init(self, key, value) -> None:
         keys, values = _key_list(key, value)
+        refuse_sparse("init", values)
         for k in keys:
             if k in self._store:
                 raise MXNetError("duplicate init of key %r" % (k,))
@@ -279,6 +282,7 @@ class DistKVStore(KVStore):
 
     def push(self, key, value, priority: int = 0) -> None:
         keys, values = _key_list(key, value)
+        refuse_sparse("push", values)
         plan = self._plan(keys)
         by_key = dict(zip(keys, values))
         for group in plan:

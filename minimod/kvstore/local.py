@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from .. import backend
 from ..base import MXNetError, atomic_write
 from ..context import cpu
 from ..ndarray.ndarray import NDArray
 from .base import KVStoreBase
 from .compression import create_compression
+from .sparse_values import all_row_sparse, check_row_sparse_out, pull_rows, sum_row_sparse
 
 __all__ = ["KVStore"]
 
@@ -55,6 +54,7 @@ class KVStore(KVStoreBase):
         self._updater = None
         self._compression = None
         self._sums: dict = {}  # allreduce's totals, by (home, shape, dtype)
+        self._key_type = None  # int or str, set by the first key seen
         #: the flat copies of stored values that `minimod.flat` keeps with this store, by
         #: (keys, dtype, home); the stored value of each of their keys is a view of one
         self.flat_copies: dict = {}
@@ -116,14 +116,24 @@ class KVStore(KVStoreBase):
             return None
         return nccl.get_reducer(contexts)
 
-    def init(self, key, value) -> None:
+    def _keys(self, key, value):
+        """`_key_list`, and MXNet's rule that one store takes int keys or str keys, not both."""
         keys, values = _key_list(key, value)
+        kind = type(keys[0]) if keys else None
+        if self._key_type is None:
+            self._key_type = kind
+        elif kind is not None and kind is not self._key_type:
+            raise MXNetError("this kvstore has %s keys; %r is a %s (a store takes int keys or "
+                             "str keys, not both)" % (self._key_type.__name__, keys[0],
+                                                      kind.__name__))
+        return keys, values
+
+    def init(self, key, value) -> None:
+        keys, values = self._keys(key, value)
         for k, vals in zip(keys, values):
             if k in self._store:
                 raise MXNetError("duplicate init of key %r" % (k,))
-            src = vals[0]
-            home = self._home(src)
-            self._store[k] = NDArray(backend.to_context(src._data, home, copy=True), home)
+            self._store[k] = vals[0].copyto(self._home(vals[0]))  # keeps its storage type
 
     def __contains__(self, key) -> bool:
         """Whether `key` has been initialised in the store."""
@@ -149,6 +159,8 @@ class KVStore(KVStoreBase):
     def _reduce(self, key, values: list) -> NDArray:
         stored = self.stored(key)
         home = stored.context
+        if all_row_sparse(values):
+            return sum_row_sparse(values, home)
         xp = backend.xp_for(home)
         with backend.device_scope(home):  # every addition runs on the home device
             parts = [backend.to_context(v._data, home) for v in values]
@@ -200,7 +212,7 @@ class KVStore(KVStoreBase):
             backend.copy_into(array._data, total._data)
 
     def push(self, key, value, priority: int = 0) -> None:
-        keys, values = _key_list(key, value)
+        keys, values = self._keys(key, value)
         for k, vals in zip(keys, values):
             merged = self._reduce(k, vals)
             stored = self._store[k]
@@ -208,7 +220,7 @@ class KVStore(KVStoreBase):
                 if self._updater is not None:
                     self._updater(k, merged, stored)
                 else:
-                    stored._data[...] = merged._data
+                    merged.copyto(stored)
 
     def push_rows(self, key, value: list, rows) -> None:
         """Push the gradients `value` of one key whose update is MXNet's lazy row-sparse one
@@ -235,14 +247,17 @@ class KVStore(KVStoreBase):
     def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
         if out is None:
             raise MXNetError("pull needs `out` arrays to write into")
-        keys, outs = _key_list(key, out)
+        keys, outs = self._keys(key, out)
         for k, targets in zip(keys, outs):
             stored = self.stored(k)
             for target in targets:
                 if target.shape != stored.shape:
                     raise MXNetError("pull of key %r: out has shape %s, stored value %s"
                                      % (k, target.shape, stored.shape))
-                backend.copy_into(target._data, stored._data)
+                if target.stype == "default":
+                    backend.copy_into(target._data, stored._data)
+                elif not ignore_sparse:  # MXNet skips sparse outs unless told otherwise
+                    stored.copyto(target)
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
         self.push(key, value, priority)
@@ -253,14 +268,14 @@ class KVStore(KVStoreBase):
         self.pull(key, out, priority)
 
     def row_sparse_pull(self, key, out=None, priority: int = 0, row_ids=None) -> None:
-        """Pull only the rows `row_ids` names (an NDArray of row indices, or one per `out`
-        array). MXNet writes them into row-sparse `out` arrays; minimod's arrays are dense, so
-        each `out` receives the dense view of that result: those rows of the stored value, and
-        zeros in the others."""
+        """Pull only the rows `row_ids` names (an NDArray of row numbers, or one per `out`
+        array) into row-sparse `out` arrays (sparse_values.py)."""
         if out is None or row_ids is None:
             raise MXNetError("row_sparse_pull needs `out` arrays and the `row_ids` to pull")
-        keys, outs = _key_list(key, out)
+        keys, outs = self._keys(key, out)
         ids = row_ids if isinstance(row_ids, (list, tuple)) else [row_ids]
+        ids = [i for group in ids for i in (group if isinstance(group, (list, tuple))
+                                             else [group])]
         targets = [t for ts in outs for t in ts]
         if len(ids) == 1:
             ids = ids * len(targets)
@@ -269,16 +284,12 @@ class KVStore(KVStoreBase):
                              % (len(ids), len(targets)))
         owners = [k for k, ts in zip(keys, outs) for _ in ts]
         for k, target, rows in zip(owners, targets, ids):
+            check_row_sparse_out(k, [target])
             stored = self.stored(k)
             if target.shape != stored.shape:
                 raise MXNetError("row_sparse_pull of key %r: out has shape %s, stored value %s"
                                  % (k, target.shape, stored.shape))
-            index = np.unique(backend.asnumpy(rows._data).astype(np.int64).ravel())
-            with backend.device_scope(target.context):
-                target._data[...] = 0
-                values = stored._data[backend.to_context(index, stored.context)]
-                target._data[backend.to_context(index, target.context)] = backend.to_context(
-                    values, target.context)
+            pull_rows(k, stored, target, rows)
 
     # ------------------------------------------------------------------ updates
     def set_optimizer(self, optimizer) -> None:

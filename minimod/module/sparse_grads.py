@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
-from .. import optimizer as opt
 from ..base import MXNetError
+from ..optimizer.base import _Builtin
 from .updates import _update_params, _update_params_on_kvstore
 
 __all__ = ["sparse_grad_params", "lazy_row_sources", "update_lazily"]
@@ -60,19 +60,13 @@ def sparse_grad_params(symbol) -> list:
 
 def _lazy_form(optimizer, name: str) -> str:
     """How MXNet's update of parameter `name` with a row-sparse gradient differs from the
-    dense one: "" (it does not), "rows" (the dense formula on the batch's rows), or why it
-    cannot be written so."""
-    if not getattr(optimizer, "lazy_update", False):
+    dense one: the optimizer's `_sparse_form` ("" when it does not, "rows" for the dense
+    formula on the batch's rows, else why it cannot be written so)."""
+    if not isinstance(optimizer, _Builtin):
         return ""
-    if isinstance(optimizer, opt.Adam) and type(optimizer) is opt.Adam:
-        return "rows"
-    if isinstance(optimizer, opt.SGD):
-        if type(optimizer) not in (opt.SGD, opt.ccSGD):
-            return "%s scales its lazy step by norms of the whole table" % (
-                type(optimizer).__name__)
-        wd = optimizer.wd * optimizer.wd_mult.get(name, 1.0)
-        return "rows" if optimizer.momentum or wd else ""
-    return ""
+    form = optimizer._sparse_form(optimizer.wd * optimizer.wd_mult.get(name, 1.0))
+    # AdaGrad with weight decay, which MXNet refuses on a row-sparse gradient, updates densely
+    return form if form == "rows" or getattr(optimizer, "lazy_update", False) else ""
 
 
 def lazy_row_sources(symbol, optimizer, kvstore, update_on_kvstore: bool) -> dict:

@@ -231,6 +231,9 @@ class NDArray(NDArrayBase, Differentiable):
             raise ShapeError(f"copyto: source shape {self.shape} does not match destination "
                              f"shape {other.shape}")
         other._check_writable()
+        if other.stype != "default":  # a sparse destination keeps its storage type
+            other._store_dense(backend.to_context(self._data, other._ctx))
+            return other
         backend.copy_into(other._data, self._data)
         if tape.tracked(self):
             recorded.record_copy(self, other)  # MXNet records the copy: `other` joins the tape
@@ -251,12 +254,6 @@ class NDArray(NDArrayBase, Differentiable):
             return recorded.call("Cast", self, dtype=np.dtype(kind).name)
         with device_scope(self._ctx):
             return wrap(cast(self._xp, self._data, kind), self._ctx)
-
-    def tostype(self, stype: str) -> NDArray:
-        """Storage conversion: only 'default' (dense) exists in minimod; returns a copy."""
-        if stype != "default":
-            raise MXNetError(f"storage type {stype!r} is not supported: minimod arrays are dense")
-        return self.copy()
 
     def reshape(self, *shape, **kwargs) -> NDArray:
         """A view with a new shape: `reshape((2, 3))`, `reshape(2, 3)` or `reshape(shape=...)`.

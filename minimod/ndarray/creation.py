@@ -17,6 +17,9 @@ from .array_base import _is_backend_array
 from .core import NDArray, as_backend_operand, device_scope, wrap
 from .imperative import invoke
 from .rules import _MX_DTYPES, DTypeLike, ShapeLike, _normalize_shape, normalize_dtype
+from .sparse import BaseSparseNDArray
+from .sparse import array as sparse_array
+from .sparse import zeros as sparse_zeros
 
 
 def _resolve_ctx(ctx: Context | None) -> Context:
@@ -29,6 +32,9 @@ def array(source_array, ctx: Context | None = None, dtype: DTypeLike = None) -> 
     dtype defaults to the source's dtype for an NDArray and to float32 for anything else
     (NumPy float64/int64 become float32, as in MXNet). ctx defaults to the current context.
     """
+    if isinstance(source_array, BaseSparseNDArray) \
+            or type(source_array).__module__.startswith("scipy.sparse"):
+        return sparse_array(source_array, ctx, dtype)  # as MXNet: sparse in, sparse out
     ctx = _resolve_ctx(ctx)
     if isinstance(source_array, NDArray):
         kind = normalize_dtype(dtype, default=source_array.dtype)
@@ -55,7 +61,12 @@ def _filled(shape: ShapeLike, ctx, dtype, fill, stype=None, out=None,
     """An array of `fill`; `name` (zeros, ones) refuses zero-size and 0-d shapes in MXNet's
     legacy shape semantics, as MXNet's operators do (`empty` and `full` take them)."""
     if stype not in (None, "default"):
-        raise MXNetError(f"storage type {stype!r} is not supported: minimod arrays are dense")
+        if fill != 0:
+            raise MXNetError(f"mx.nd.{name or 'full'}: storage type {stype!r} is for zeros and "
+                             "empty only; make a dense array and convert it with tostype")
+        if out is not None:
+            raise MXNetError("mx.nd.zeros: out= takes dense arrays only (stype=%r)" % stype)
+        return sparse_zeros(stype, shape, ctx, dtype)
     shape = _normalize_shape(shape)
     if name and (0 in shape or not shape) and not is_np_shape():
         raise ShapeError(legacy_zero_size_error("mx.nd.%s: the requested array" % name, shape))

@@ -1,8 +1,10 @@
 """Storage-type conversion: `cast_storage`.
 
-MXNet keeps arrays dense ('default'), row-sparse or CSR. minimod's arrays are dense only, so
-`cast_storage(data, stype='default')` is a copy (the gradient passes through) and the sparse
-storage types are refused with an error that says so, when the node is made.
+MXNet keeps arrays dense ('default'), row-sparse or CSR. minimod's NDArrays take all three
+(`mx.nd.cast_storage` and `tostype` convert them, minimod.ndarray.sparse), but its executors
+keep a graph's arrays dense, so in a graph `cast_storage(data, stype='default')` is a copy (the
+gradient passes through) and the sparse storage types are refused with an error that says so,
+when the node is made.
 """
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ class CastStorage(Op):
         super().__init__(attrs)
         if self.attrs.stype != "default":
             raise OpParamError("operator cast_storage: stype=%r is a sparse storage type; "
-                               "minimod's arrays are dense ('default') only"
+                               "minimod's executors keep a graph's arrays dense ('default'): "
+                               "convert NDArrays with mx.nd.cast_storage or tostype"
                                % self.attrs.stype)
 
     def forward(self, xp, inputs, aux, out, is_train):

@@ -41,6 +41,9 @@ class Adam(_Builtin):
     def create_state(self, index: Any, weight: NDArray) -> State:
         return (self._zeros(weight), self._zeros(weight))
 
+    def _sparse_form(self, wd: float, weight_stype: str = "default") -> str:
+        return "rows" if self.lazy_update and type(self) is Adam else ""
+
     def _step(self, index, w, g, state, lr, wd):
         t = self._index_update_count[index]
         lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
@@ -64,6 +67,11 @@ class AdaGrad(_Builtin):
 
     def create_state(self, index: Any, weight: NDArray) -> State:
         return self._zeros(weight, np.float32)
+
+    def _sparse_form(self, wd: float, weight_stype: str = "default") -> str:
+        # lazy, but with wd = 0 the dense update leaves a row without gradient as it is
+        return "" if not wd else ("MXNet's AdaGrad takes no weight decay with a row_sparse "
+                                  "gradient; set wd=0 or pass a dense gradient")
 
     def _step(self, index, w, g, state, lr, wd):
         xp = _xp(w)
@@ -256,6 +264,9 @@ class Ftrl(_Builtin):
 
     def create_state(self, index: Any, weight: NDArray) -> State:
         return (self._zeros(weight, np.float32), self._zeros(weight, np.float32))
+
+    def _sparse_form(self, wd: float, weight_stype: str = "default") -> str:
+        return "rows" if weight_stype == "row_sparse" else ""  # MXNet's lazy FTRL
 
     def _step(self, index, w, g, state, lr, wd):
         ftrl(w, g, state[0]._data, state[1]._data, lr, wd, self.lamda1, self.beta,

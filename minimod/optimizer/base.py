@@ -39,6 +39,7 @@ from .. import backend
 from ..lr_scheduler import LRScheduler
 from ..ndarray.ndarray import NDArray, zeros
 from ..ndarray.update_steps import clip_on, scratch_arrays
+from . import sparse_update
 
 __all__ = ["Optimizer", "State", "create", "register"]
 
@@ -319,6 +320,9 @@ class _Builtin(Optimizer):
             cls.update_multi_precision is not _Builtin.update_multi_precision)
 
     def update(self, index: Any, weight: NDArray, grad: NDArray, state: State) -> None:
+        if sparse_update.has_sparse(weight, grad, state):
+            sparse_update.update(self, index, weight, grad, state)
+            return
         indices, weights, grads, states = _as_lists(index, weight, grad, state)
         self._update_count(indices)
         lrs, wds = self._get_lrs(indices), self._get_wds(indices)
@@ -329,6 +333,9 @@ class _Builtin(Optimizer):
                                state: State) -> None:
         if self.replaces_update and not self._direct_multi_precision:
             Optimizer.update_multi_precision(self, index, weight, grad, state)
+            return
+        if sparse_update.has_sparse(weight, grad, state):
+            sparse_update.update(self, index, weight, grad, state)
             return
         indices, weights, grads, states = _as_lists(index, weight, grad, state)
         self._update_count(indices)
@@ -346,6 +353,12 @@ class _Builtin(Optimizer):
 
     def _step(self, index, w, g, state, lr: float, wd: float) -> None:
         raise NotImplementedError
+
+    def _sparse_form(self, wd: float, weight_stype: str = "default") -> str:
+        """How MXNet's update with a row_sparse gradient differs from the dense one
+        (sparse_update.py): "" (it does not), "rows" (the dense formula on the gradient's
+        rows only), or why minimod cannot give it, with what to change."""
+        return ""
 
     def _flat_step(self, index, w, g, state):
         """`step(lr, wd)` updating one run of a flat buffer (weight, gradient and state are

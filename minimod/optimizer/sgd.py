@@ -58,6 +58,13 @@ class SGD(_Builtin):
     def create_state(self, index: Any, weight: NDArray) -> State:
         return self._zeros(weight) if self.momentum != 0.0 else None
 
+    def _sparse_form(self, wd: float, weight_stype: str = "default") -> str:
+        if not self.lazy_update:
+            return ""
+        if type(self) not in (SGD, ccSGD):
+            return "%s scales its lazy step by norms of the whole table" % type(self).__name__
+        return "rows" if self.momentum or wd else ""  # else lazy and dense agree
+
     def _step(self, index, w, g, state, lr, wd):
         mom = state._data if isinstance(state, NDArray) else None
         sgd_mom(w, g, mom, lr, wd, self.momentum, self.rescale_grad, self.clip_gradient,

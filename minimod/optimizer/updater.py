@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import backend
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from .adaptive import FTML, AdaDelta, AdaGrad, Adam, Adamax, Ftrl, RMSProp
 from .base import Optimizer, State, _Builtin, create
 from .sgd import DCASGD, NAG, SGD, Signum, ccSGD
+from .sparse_update import put_rows, rows_of
 from .states import _decode_states, _encode_native, _restore_counters, dump_states_mxnet
 
 __all__ = ["Updater", "get_updater"]
@@ -44,28 +44,6 @@ def _copy_state(state):
     if isinstance(state, list):
         return [_copy_state(item) for item in state]
     return state
-
-
-def _rows_of(state, rows):
-    """A copy of rows `rows` of every array in `state` (an NDArray, a tuple or list of them, or
-    None)."""
-    if isinstance(state, NDArray):
-        with backend.device_scope(state.context):  # take: faster than fancy indexing
-            return NDArray(backend.array_module_of(state._data).take(state._data, rows, axis=0),
-                           state.context)
-    if isinstance(state, (tuple, list)):
-        return type(state)(_rows_of(item, rows) for item in state)
-    return state
-
-
-def _put_rows(state, part, rows) -> None:
-    """Write the rows `_rows_of` took back into `state`."""
-    if isinstance(state, NDArray):
-        with backend.device_scope(state.context):
-            state._data[rows] = part._data
-    elif isinstance(state, (tuple, list)):
-        for item, item_part in zip(state, part):
-            _put_rows(item, item_part, rows)
 
 
 class Updater:
@@ -123,11 +101,11 @@ class Updater:
         states. The update is counted as any other (one call per step)."""
         self.optimizer._set_current_context(weight.context.device_id)
         self._ready_state(index, weight)
-        part_weight, part_state = _rows_of(weight, rows), _rows_of(self.states[index], rows)
-        self.optimizer.update_multi_precision(index, part_weight, _rows_of(grad, rows),
+        part_weight, part_state = rows_of(weight, rows), rows_of(self.states[index], rows)
+        self.optimizer.update_multi_precision(index, part_weight, rows_of(grad, rows),
                                               part_state)
-        _put_rows(weight, part_weight, rows)
-        _put_rows(self.states[index], part_state, rows)
+        put_rows(weight, part_weight, rows)
+        put_rows(self.states[index], part_state, rows)
 
     def _aggregated(self, indices, grads, weights) -> None:
         # MXNet's grouping: by dtype (first-seen order), chunks of aggregate_num.

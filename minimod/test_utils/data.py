@@ -13,6 +13,7 @@ import numpy as np
 from .. import backend
 from ..base import MXNetError
 from ..context import Context, current_context
+from ..ndarray import sparse
 from ..ndarray.ndarray import NDArray
 from ..ndarray.ndarray import array as nd_array
 
@@ -93,17 +94,65 @@ def random_sample(population, k: int) -> list:
 
 def rand_ndarray(shape, stype: str = "default", density=None, dtype=None, modifier_func=None,
                  shuffle_csr_indices: bool = False, distribution=None, ctx=None) -> NDArray:
-    """A dense NDArray of standard-normal values on `ctx` (default: the default context).
-
-    Sparse storage types ('row_sparse', 'csr') are not implemented in minimod: they raise."""
+    """A random NDArray on `ctx` (default: the default context): standard-normal values
+    when dense; for 'row_sparse' and 'csr', `rand_sparse_ndarray`'s array."""
     if stype != "default":
-        raise MXNetError("rand_ndarray(stype=%r): minimod has dense storage only" % (stype,))
+        return rand_sparse_ndarray(shape, stype, density=density, dtype=dtype,
+                                   modifier_func=modifier_func,
+                                   shuffle_csr_indices=shuffle_csr_indices,
+                                   distribution=distribution, ctx=ctx)[0]
     return nd_array(random_arrays(tuple(shape)), ctx=ctx or default_context(), dtype=dtype)
 
 
-def rand_sparse_ndarray(shape, stype, *args, **kwargs):
-    """Sparse test data: not available, minimod has dense storage only."""
-    raise MXNetError("rand_sparse_ndarray(stype=%r): minimod has dense storage only" % (stype,))
+def rand_sparse_ndarray(shape, stype: str, density=None, dtype=None, distribution=None,
+                        data_init=None, rsp_indices=None, modifier_func=None,
+                        shuffle_csr_indices: bool = False, ctx=None):
+    """A random sparse array and its components, as MXNet's helper returns them.
+
+    'row_sparse': each row is stored with probability `density` (default: a uniform draw),
+    or the rows `rsp_indices`; values uniform in [0, 1). Returns (array, (values, indices)).
+    'csr' (2-D): each element is stored with probability `density`, values uniform in
+    [0, 1); `shuffle_csr_indices` permutes the column indices within each row. Returns
+    (array, (indptr, indices, values)). `data_init` sets every stored value, `modifier_func`
+    maps each one."""
+    density = np.random.rand() if density is None else density
+    dtype = dtype or default_dtype()
+    ctx = ctx or default_context()
+    if distribution not in (None, "uniform"):
+        raise MXNetError("rand_sparse_ndarray: distribution %r is not implemented (uniform)"
+                         % (distribution,))
+    shape = tuple(shape)
+    if stype == "row_sparse":
+        if rsp_indices is not None:
+            indices = np.asarray(rsp_indices, dtype=np.int64)
+        else:
+            indices = np.argwhere(np.random.rand(shape[0]) < density).reshape(-1)
+        values = _stored_values(np.random.rand(indices.shape[0], *shape[1:]), dtype,
+                                data_init, modifier_func)
+        array = sparse.row_sparse_array((values, indices), shape=shape, dtype=dtype, ctx=ctx)
+        return array, (values, indices)
+    if stype != "csr":
+        raise MXNetError("rand_sparse_ndarray: unknown storage type %r" % (stype,))
+    if len(shape) != 2:
+        raise MXNetError("rand_sparse_ndarray: csr arrays are 2-D, not shape %s" % (shape,))
+    mask = np.random.rand(*shape) < density
+    rows, cols = np.nonzero(mask)
+    values = _stored_values(np.random.rand(rows.shape[0]), dtype, data_init, modifier_func)
+    indptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))]).astype(np.int64)
+    if shuffle_csr_indices:  # a random order of the columns within each row
+        cols = cols[np.lexsort((np.random.rand(cols.shape[0]), rows))]
+    array = sparse.csr_matrix((values, cols, indptr), shape=shape, dtype=dtype, ctx=ctx)
+    return array, (array.indptr, array.indices, array.data)
+
+
+def _stored_values(values: np.ndarray, dtype, data_init, modifier_func) -> np.ndarray:
+    values = values.astype(dtype)
+    if data_init is not None:
+        values.fill(data_init)
+    if modifier_func is not None:
+        values = np.vectorize(modifier_func, otypes=[values.dtype])(values) if values.size \
+            else values
+    return values
 
 
 def np_reduce(data: np.ndarray, axis, keepdims: bool, numpy_reduce_func) -> np.ndarray:

@@ -602,8 +602,8 @@ def test_internals_seed_code_uses_resolve_with_mxnet_names():
     for attr in ("set_optimizer", "set_gradient_compression", "save_optimizer_states",
                  "load_optimizer_states", "row_sparse_pull", "pushpull", "broadcast", "init"):
         assert callable(getattr(kv, attr)), attr
-    kv.init("w", nd.ones((3, 2)) * 2)
-    out = nd.zeros((3, 2))
+    kv.init("w", (nd.ones((3, 2)) * 2).tostype("row_sparse"))
+    out = nd.zeros((3, 2), stype="row_sparse")
     kv.row_sparse_pull("w", out, row_ids=nd.arange(0, 3, dtype="int64"))
     np.testing.assert_array_equal(out.asnumpy(), np.full((3, 2), 2.0))
 

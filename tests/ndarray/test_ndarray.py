@@ -67,8 +67,9 @@ def test_creation_functions():
     assert nd.empty((2, 2)).dtype is np.float32
     assert nd.full((2,), 3).asnumpy().tolist() == [3.0, 3.0]
     assert nd.full((2,), 3, dtype="int32").dtype is np.int32
-    with pytest.raises(MXNetError):
-        nd.zeros((2,), stype="row_sparse")
+    assert nd.zeros((2, 2), stype="row_sparse").stype == "row_sparse"
+    with pytest.raises(MXNetError, match="zeros and empty only"):
+        nd.ones((2, 2), stype="csr")
     with pytest.raises(DTypeError):
         nd.zeros((2,), dtype="complex64")
 
@@ -157,8 +158,9 @@ def test_copy_copyto_as_in_context_astype():
     assert a.astype("float32") is not a
     assert a.astype(np.int32).dtype is np.int32
     assert a.tostype("default").asnumpy().tolist() == a.asnumpy().tolist()
-    with pytest.raises(MXNetError):
-        a.tostype("csr")
+    assert a.tostype("csr").stype == "csr"
+    with pytest.raises(MXNetError, match="unknown storage type"):
+        a.tostype("coo")
     a.wait_to_read()
     nd.waitall()
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Callable
 
 from ..core import NDArray
+from ..sparse import cast_to
 from .elementwise import (
     abs,
     add,
@@ -122,6 +123,7 @@ from .shapes import (
 
 __all__ = [
     "METHODS",
+    "cast_storage",
     "histogram",
     "abs",
     "add",
@@ -221,7 +223,13 @@ def _method_broadcast_to(data: NDArray, shape: Sequence[int]) -> NDArray:
     return broadcast_to(data, shape)
 
 
+def cast_storage(data: NDArray, stype: str = "default") -> NDArray:
+    """A copy of `data` stored as `stype` ('default', 'row_sparse' or 'csr'; see mx.nd.sparse)."""
+    return cast_to(data, stype)
+
+
 METHODS: dict[str, Callable] = {
+    "tostype": cast_to,
     "sum": sum, "mean": mean, "max": max, "min": min, "prod": prod, "nansum": nansum,
     "norm": norm, "argmax": argmax, "argmin": argmin, "topk": topk, "sort": sort,
     "argsort": argsort, "pick": pick, "take": take, "one_hot": one_hot, "clip": clip,

@@ -1,8 +1,12 @@
-"""Products: dot (a contraction over one axis) and batch_dot (matrix products of batches)."""
+"""Products: dot (a contraction over one axis) and batch_dot (matrix products of batches).
+
+`dot` of a sparse operand is `mx.nd.sparse.dot`, as in MXNet (the storage type of the result
+follows the operands')."""
 from __future__ import annotations
 
 from ...base import ShapeError
 from ..core import NDArray, device_scope
+from ..sparse.products import dot as sparse_dot
 from .common import _at_least_1d, _result, recorded
 
 
@@ -11,6 +15,8 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool
         out: NDArray | None = None, **_ignored) -> NDArray:
     """Sum over the last axis of lhs and the first axis of rhs (after optional transposes,
     which reverse all axes): shape lhs.shape[:-1] + rhs.shape[1:]; 1-D . 1-D gives (1,)."""
+    if out is None and (lhs.stype != "default" or rhs.stype != "default"):
+        return sparse_dot(lhs, rhs, transpose_a, transpose_b, _ignored.get("forward_stype"))
     xp = lhs._xp
     a = lhs._data.transpose() if transpose_a else lhs._data
     b = rhs._data.transpose() if transpose_b else rhs._data

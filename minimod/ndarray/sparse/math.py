@@ -1,0 +1,99 @@
+"""The arithmetic operators of sparse NDArrays, with MXNet's storage type for each result.
+
+What keeps a sparse result, as MXNet's operators do:
+
+* `sparse * scalar`, `sparse / scalar`, `-sparse`: the operand's storage type;
+* `a + b`, `a - b`, `a * b` of two arrays of one sparse type: that type (row-sparse on the
+  union of the stored rows, for `*` too); `sparse * dense`: the sparse operand's type (a
+  row-sparse one keeps its rows).
+
+Everything else falls back to dense storage, as in MXNet: the operation reads the dense view of
+each sparse operand and returns a dense array. The sparse operands are reached through their
+own methods (`_like`, `_encode`, `_set_components`), so this module does not import the classes
+(arrays.py, whose operators call it).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ...base import ShapeError
+from ..core import NDArray, binary_op, device_scope
+from ..rules import _BINARY, _scalar_as
+from . import codec
+
+__all__ = ["binary", "inplace", "negative"]
+
+_SAME_TYPE_OPS = ("add", "subtract", "multiply")
+
+
+def _is_scalar(value) -> bool:
+    return isinstance(value, (numbers.Number, np.generic))
+
+
+def binary(name: str, lhs, rhs):
+    """`lhs <name> rhs` (one operand at least sparse) with MXNet's result storage type."""
+    if _is_scalar(lhs) or _is_scalar(rhs):
+        array, scalar = (rhs, lhs) if _is_scalar(lhs) else (lhs, rhs)
+        if name == "multiply" or (name == "divide" and array is lhs):
+            return _scale(name, array, scalar)
+        return binary_op(name, lhs, rhs)
+    if not (isinstance(lhs, NDArray) and isinstance(rhs, NDArray)):
+        return binary_op(name, lhs, rhs)  # its own error for the operand type
+    if lhs.shape != rhs.shape or name not in _SAME_TYPE_OPS:
+        return binary_op(name, lhs, rhs)
+    if lhs.dtype != rhs.dtype or lhs.context != rhs.context:
+        return binary_op(name, lhs, rhs)  # its own error for the mismatch
+    if lhs.stype == rhs.stype == "row_sparse":
+        return _rsp_rsp(name, lhs, rhs)
+    if name == "multiply" and "row_sparse" in (lhs.stype, rhs.stype) \
+            and "default" in (lhs.stype, rhs.stype):
+        sparse, dense = (lhs, rhs) if lhs.stype == "row_sparse" else (rhs, lhs)
+        with device_scope(sparse.context):
+            rows = sparse._aux[0]
+            values = sparse._values * sparse._xp.take(dense._data, rows, axis=0)
+        return sparse._like(values, (rows.copy(),))
+    if lhs.stype == rhs.stype or name == "multiply":
+        sparse = lhs if lhs.stype != "default" else rhs
+        return sparse._encode(binary_op(name, lhs, rhs)._data)
+    return binary_op(name, lhs, rhs)
+
+
+def _scale(name: str, array, scalar):
+    xp = array._xp
+    factor = _scalar_as(xp, scalar, array.dtype)
+    with np.errstate(all="ignore"), device_scope(array.context):
+        values = _BINARY[name](xp, array._values, factor).astype(array.dtype, copy=False)
+    return array._like(values, [a.copy() for a in array._aux])
+
+
+def _rsp_rsp(name: str, lhs, rhs):
+    xp = lhs._xp
+    with device_scope(lhs.context):
+        rows = codec.row_union(xp, lhs._aux[0], rhs._aux[0])  # for `*` too, as MXNet
+        row_shape = lhs.shape[1:]
+        a = codec.rsp_gather(xp, lhs._values, lhs._aux[0], rows, row_shape)
+        b = codec.rsp_gather(xp, rhs._values, rhs._aux[0], rows, row_shape)
+        values = _BINARY[name](xp, a, b).astype(lhs.dtype, copy=False)
+    return lhs._like(values, (rows,))
+
+
+def negative(array):
+    """-array, in its storage type."""
+    with device_scope(array.context):
+        return array._like(-array._values, [a.copy() for a in array._aux])
+
+
+def inplace(target, name: str, other):
+    """`target <name>= other`: the result stored back into `target` in its storage type."""
+    target._check_writable()
+    result = binary(name, target, other)
+    if result.shape != target.shape:
+        raise ShapeError("in-place %s would change shape %s to %s"
+                         % (name, target.shape, result.shape))
+    if result.stype == target.stype:
+        target._set_components(result._values, result._aux, result.shape)
+    else:
+        target._store_dense(result._data)
+    return target

@@ -1,0 +1,152 @@
+"""Sparse NDArrays (minimod.ndarray.sparse): the formats, creation, conversions, writes, and
+the arithmetic and products with MXNet 1.9.1's numbers and result storage types
+(tests/data/sparse/sparse_golden.npz, written by gen_sparse_golden.py under MXNet)."""
+import json
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+import minimod as mx
+from minimod.base import MXNetError, ShapeError
+
+GOLDEN = np.load(os.path.join(os.path.dirname(__file__), "..", "data", "sparse",
+                              "sparse_golden.npz"))
+META = json.loads(str(GOLDEN["meta"]))
+sp = mx.nd.sparse
+
+
+def rsp(name):
+    return mx.nd.array(GOLDEN[name]).tostype("row_sparse")
+
+
+def test_row_sparse_components_and_round_trip():
+    x = np.zeros((4, 2, 3), np.float32)
+    x[[1, 3]] = np.arange(12).reshape(2, 2, 3) + 1
+    a = mx.nd.array(x).tostype("row_sparse")
+    assert isinstance(a, sp.RowSparseNDArray) and a.stype == "row_sparse"
+    assert a.shape == (4, 2, 3) and a.dtype is np.float32 and a.size == 24 and len(a) == 4
+    assert a.indices.asnumpy().tolist() == [1, 3] and a.indices.dtype is np.int64
+    np.testing.assert_array_equal(a.data.asnumpy(), x[[1, 3]])
+    np.testing.assert_array_equal(a.asnumpy(), x)
+    back = a.tostype("default")
+    assert back.stype == "default" and type(back) is mx.nd.NDArray
+    np.testing.assert_array_equal(back.asnumpy(), x)
+    a.data[:] = 0  # a copy, as MXNet's
+    np.testing.assert_array_equal(a.asnumpy(), x)
+
+
+def test_csr_components_and_creation_forms():
+    c = GOLDEN["C"]
+    a = mx.nd.array(c).tostype("csr")
+    rows, cols = np.nonzero(c)
+    assert a.indices.asnumpy().tolist() == cols.tolist()
+    assert a.indptr.asnumpy().tolist() == [0] + np.cumsum((c != 0).sum(1)).tolist()
+    np.testing.assert_array_equal(a.data.asnumpy(), c[rows, cols])
+    triple = sp.csr_matrix((a.data, a.indices, a.indptr), shape=c.shape)
+    np.testing.assert_array_equal(triple.asnumpy(), c)
+    coo = sp.csr_matrix((c[rows, cols], (rows, cols)), shape=c.shape)
+    np.testing.assert_array_equal(coo.asnumpy(), c)
+    assert sp.csr_matrix(c).dtype is np.float32 and sp.csr_matrix(c.astype(np.float64)).dtype \
+        is np.float64
+    assert sp.csr_matrix((3, 4)).asnumpy().sum() == 0
+    assert mx.nd.zeros((3, 4), stype="csr").stype == "csr"
+    r = sp.row_sparse_array((np.ones((2, 3), np.float32), [0, 2]), shape=(4, 3))
+    assert r.asnumpy()[[0, 2]].all() and not r.asnumpy()[[1, 3]].any()
+    assert sp.row_sparse_array((np.ones((1, 3), np.float32), [5])).shape == (6, 3)
+    assert mx.nd.array(a).stype == "csr"  # sparse in, sparse out, as MXNet's mx.nd.array
+
+
+def test_malformed_components_are_refused_naming_the_fault():
+    with pytest.raises(MXNetError, match="indptr has 2 entries for 2 rows"):
+        sp.csr_matrix(([1.0], [0], [0, 1]), shape=(2, 2))
+    with pytest.raises(MXNetError, match=r"outside \[0, 2\)"):
+        sp.csr_matrix(([1.0], [5], [0, 1, 1]), shape=(2, 2))
+    with pytest.raises(MXNetError, match="2 index"):
+        sp.row_sparse_array((np.ones((1, 3)), [0, 1]), shape=(4, 3))
+    unsorted = sp.row_sparse_array((np.ones((2, 3)), [2, 0]), shape=(4, 3))
+    with pytest.raises(MXNetError, match="not sorted"):
+        unsorted.check_format()
+    with pytest.raises(MXNetError, match="2-D"):
+        mx.nd.ones((2, 2, 2)).tostype("csr")
+
+
+@pytest.mark.parametrize("name", sorted(k[3:] for k in META if k.startswith("op_")))
+def test_arithmetic_and_products_give_mxnets_values_and_storage(name):
+    a, b, c = rsp("A"), rsp("B"), mx.nd.array(GOLDEN["C"]).tostype("csr")
+    d, e = mx.nd.array(GOLDEN["D"]), mx.nd.array(GOLDEN["E"])
+    cases = {
+        "rsp_add": lambda: a + b, "rsp_sub": lambda: a - b, "rsp_mul": lambda: a * b,
+        "rsp_scale": lambda: a * 2.5, "rsp_div": lambda: a / 4.0, "rsp_neg": lambda: -a,
+        "rsp_plus_dense": lambda: a + mx.nd.array(GOLDEN["B"]),
+        "rsp_times_dense": lambda: a * mx.nd.array(GOLDEN["B"]),
+        "csr_add": lambda: c + c, "csr_scale": lambda: c * 3.0,
+        "csr_dot_dense": lambda: sp.dot(c, d), "csrT_dot_dense": lambda: mx.nd.dot(
+            c, e, transpose_a=True), "csr_dot_rsp": lambda: sp.dot(c, d.tostype("row_sparse")),
+        "retain": lambda: sp.retain(b, mx.nd.array([0, 3, 4], dtype="int64")),
+        "sqrt_rsp": lambda: mx.nd.sqrt(a), "rsp_plus_scalar": lambda: a + 1.0,
+    }
+    got = cases[name]()
+    np.testing.assert_allclose(got.asnumpy(), GOLDEN["op_" + name], rtol=1e-6)
+    # mx.nd.sqrt and the other unary operators run on the dense view: dense results
+    want = "default" if name == "sqrt_rsp" else META["op_" + name]
+    assert got.stype == want
+    if want == "row_sparse":
+        assert got.indices.asnumpy().tolist() == GOLDEN["rows_" + name].tolist()
+
+
+def test_writes_keep_the_storage_type():
+    a = rsp("A")
+    a += rsp("B")
+    assert a.stype == "row_sparse"
+    np.testing.assert_allclose(a.asnumpy(), GOLDEN["A"] + GOLDEN["B"], rtol=1e-6)
+    a[:] = mx.nd.ones((5, 3))
+    assert a.stype == "row_sparse" and a.indices.asnumpy().tolist() == [0, 1, 2, 3, 4]
+    a[:] = 0
+    assert a.indices.asnumpy().size == 0
+    dense = mx.nd.zeros((5, 3))
+    rsp("B").copyto(dense)
+    np.testing.assert_array_equal(dense.asnumpy(), GOLDEN["B"])
+    target = mx.nd.zeros((5, 3), stype="row_sparse")
+    mx.nd.array(GOLDEN["A"]).copyto(target)
+    assert target.stype == "row_sparse" and target.indices.asnumpy().tolist() == [0, 3]
+    with pytest.raises(MXNetError, match=r"\[:\] only"):
+        target[1] = 1.0
+    with pytest.raises(ShapeError):
+        target[:] = mx.nd.ones((2, 3))
+
+
+def test_the_dense_view_is_read_only_unless_every_row_is_stored():
+    partial = rsp("A")
+    with pytest.raises(ValueError, match="read-only"):
+        partial._data[0] = 1.0
+    full = mx.nd.ones((3, 2)).tostype("row_sparse")
+    full._data[0] = 5.0  # every row stored: the values array is the dense array
+    assert full.asnumpy()[0].tolist() == [5.0, 5.0]
+
+
+def test_csr_row_slicing_copies_pickling_and_contexts():
+    c = mx.nd.array(GOLDEN["C"]).tostype("csr")
+    np.testing.assert_array_equal(c[1:3].asnumpy(), GOLDEN["C"][1:3])
+    np.testing.assert_array_equal(c[-1].asnumpy(), GOLDEN["C"][-1:])
+    assert c[1:3].stype == "csr"
+    moved = c.copyto(mx.cpu(1))
+    assert moved.context == mx.cpu(1) and moved.stype == "csr"
+    assert c.astype("float64").dtype is np.float64 and c.astype("float64").stype == "csr"
+    again = pickle.loads(pickle.dumps(rsp("B")))
+    assert again.stype == "row_sparse"
+    np.testing.assert_array_equal(again.asnumpy(), GOLDEN["B"])
+
+
+def test_rand_sparse_ndarray_draws_the_storage_asked_for():
+    np.random.seed(0)
+    arr, (values, indices) = mx.test_utils.rand_sparse_ndarray((20, 3), "row_sparse",
+                                                               density=0.3)
+    assert arr.stype == "row_sparse" and arr.indices.asnumpy().tolist() == indices.tolist()
+    np.testing.assert_array_equal(arr.data.asnumpy(), values)
+    full = mx.test_utils.rand_ndarray((6, 4), "row_sparse", density=1)
+    assert full.indices.asnumpy().tolist() == list(range(6))
+    csr = mx.test_utils.rand_ndarray((50, 40), "csr", density=0.1)
+    assert csr.stype == "csr" and 0.03 < (csr.asnumpy() != 0).mean() < 0.2
+    csr.check_format()
