@@ -1,5 +1,8 @@
 """NDArrayIter: batches over in-memory arrays, with MXNet's three ways to end an epoch ('pad',
 'discard', 'roll_over'), and `shard_positions`, the strided split of samples across workers.
+
+CSR data (a CSRNDArray or a SciPy sparse matrix) gives CSR batches, with 'discard' only, as in
+MXNet.
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..base import MXNetError
-from ..ndarray import NDArray
+from ..ndarray import NDArray, sparse
 from ..ndarray import array as nd_array
 from ..ndarray.core import device_scope, wrap
 from .base import DataBatch, DataDesc, DataIter, DataIterError, DataTypeError
@@ -28,7 +31,7 @@ def _init_data(data: Any, allow_empty: bool, default_name: str,
     """
     if data is None:
         data = []
-    if isinstance(data, (np.ndarray, NDArray)):
+    if isinstance(data, (np.ndarray, NDArray)) or _is_scipy(data):
         data = [data]
     if isinstance(data, list):
         if len(data) == 1:
@@ -42,7 +45,9 @@ def _init_data(data: Any, allow_empty: bool, default_name: str,
         raise DataIterError(f"NDArrayIter needs at least one {what} array, got none")
     named = []
     for name, value in data.items():
-        if not isinstance(value, NDArray):
+        if _is_scipy(value):
+            value = sparse.array(value)
+        elif not isinstance(value, NDArray):
             try:
                 value = nd_array(value)
             except (TypeError, ValueError, MXNetError) as err:
@@ -53,6 +58,10 @@ def _init_data(data: Any, allow_empty: bool, default_name: str,
                                 "axis")
         named.append((name, value))
     return sorted(named, key=lambda item: item[0])
+
+
+def _is_scipy(value) -> bool:
+    return type(value).__module__.startswith("scipy.sparse")
 
 
 def shard_positions(num_data: int, num_parts: int, part_index: int) -> np.ndarray:
@@ -88,6 +97,10 @@ def _check_part(num_parts: Any, part_index: Any, num_data: int) -> tuple[int, in
 
 def _take(arr: NDArray, axis: int, positions: Any) -> NDArray:
     """A copy of `arr` at sample `positions` along `axis` (a slice or an index array)."""
+    if isinstance(arr, sparse.CSRNDArray):  # rows of a csr array stay csr
+        if isinstance(positions, slice):
+            return arr[positions]
+        return arr.take_rows(positions)
     data = arr._data
     with device_scope(arr.context):
         if isinstance(positions, slice):
@@ -147,6 +160,10 @@ class NDArrayIter(DataIter):
             raise DataIterError(f"NDArrayIter: batch_size must be positive, got {batch_size}")
         self.data = _init_data(data, allow_empty=False, default_name=data_name, what="data")
         self.label = _init_data(label, allow_empty=True, default_name=label_name, what="label")
+        if last_batch_handle != "discard" and any(
+                arr.stype == "csr" for _, arr in self.data + self.label):
+            raise NotImplementedError("NDArrayIter: csr data takes last_batch_handle='discard' "
+                                      "only, got %r" % last_batch_handle)
         self.num_data = int(self.data[0][1].shape[0])
         if self.num_data == 0:
             raise DataIterError(f"NDArrayIter: data {self.data[0][0]!r} has no samples "
@@ -220,6 +237,8 @@ class NDArrayIter(DataIter):
         self.label = [(name, self._permuted(arr)) for name, arr in self.label]
 
     def _permuted(self, arr: NDArray) -> NDArray:
+        if isinstance(arr, sparse.CSRNDArray):
+            return _take(arr, 0, self.idx).astype(np.float32, copy=False)
         with device_scope(arr.context):
             rows = arr._xp.take(arr._data, arr._xp.asarray(self.idx), axis=0)
         return wrap(rows.astype(np.float32, copy=False), arr.context)

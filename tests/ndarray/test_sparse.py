@@ -150,3 +150,22 @@ def test_rand_sparse_ndarray_draws_the_storage_asked_for():
     csr = mx.test_utils.rand_ndarray((50, 40), "csr", density=0.1)
     assert csr.stype == "csr" and 0.03 < (csr.asnumpy() != 0).mean() < 0.2
     csr.check_format()
+
+
+def test_csr_take_rows_and_ndarrayiter_batches_csr_data():
+    np.random.seed(2)
+    csr = mx.test_utils.rand_ndarray((9, 6), "csr", density=0.4)
+    dense = csr.asnumpy()
+    picked = csr.take_rows([4, 0, 8, 4])
+    picked.check_format()
+    np.testing.assert_array_equal(picked.asnumpy(), dense[[4, 0, 8, 4]])
+    it = mx.io.NDArrayIter({"x": csr, "y": dense}, None, batch_size=4, shuffle=True,
+                           last_batch_handle="discard")
+    batches = list(it)
+    assert len(batches) == 2
+    for batch in batches:  # the csr rows and the dense rows are shuffled alike
+        x, y = batch.data
+        assert x.stype == "csr" and x.shape == (4, 6)
+        np.testing.assert_array_equal(x.asnumpy(), y.asnumpy())
+    with pytest.raises(NotImplementedError, match="discard"):
+        mx.io.NDArrayIter(csr, dense, batch_size=4)

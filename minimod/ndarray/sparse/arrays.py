@@ -334,20 +334,20 @@ class CSRNDArray(BaseSparseNDArray):
         """Rows: `csr[i]` (a 1-row csr array, as MXNet) or `csr[a:b]` (step 1)."""
         rows = self._shape[0]
         if isinstance(key, (numbers.Integral, np.integer)):
-            start = int(key) + rows if key < 0 else int(key)
-            if not 0 <= start < rows:
+            if not -rows <= key < rows:
                 raise IndexError("index %d is out of bounds for %d rows" % (key, rows))
-            stop = start + 1
-        elif isinstance(key, slice) and key.step in (None, 1):
-            start, stop, _ = key.indices(rows)
-            stop = max(stop, start)
-        else:
-            return super().__getitem__(key)
+            key = slice(int(key) % rows, int(key) % rows + 1)
+        if isinstance(key, slice) and key.step in (None, 1):
+            return self.take_rows(np.arange(*key.indices(rows)))
+        return super().__getitem__(key)
+
+    def take_rows(self, rows) -> CSRNDArray:
+        """A new csr array of the rows `rows` (row numbers, any order, repeats allowed)."""
+        xp = self._xp
         with device_scope(self._ctx):
-            values, indptr, indices = codec.csr_row_slice(self._xp, self._values, *self._aux,
-                                                          start, stop)
-        return make_sparse("csr", values, (indptr, indices), (stop - start, self._shape[1]),
-                           self._ctx)
+            picked = backend.to_context(np.asarray(rows, dtype=np.int64), self._ctx)
+            values, indptr, indices = codec.csr_take_rows(xp, self._values, *self._aux, picked)
+        return self._like(values, (indptr, indices), (int(picked.shape[0]), self._shape[1]))
 
     def asscipy(self):
         """This array as a `scipy.sparse.csr_matrix` (needs SciPy)."""

@@ -55,10 +55,15 @@ def csr_to_dense(xp, values, indptr, indices, shape):
     return out
 
 
-def csr_row_slice(xp, values, indptr, indices, start: int, stop: int):
-    """The CSR components of rows [start, stop)."""
-    lo, hi = int(indptr[start]), int(indptr[stop])
-    return values[lo:hi].copy(), indptr[start:stop + 1] - lo, indices[lo:hi].copy()
+def csr_take_rows(xp, values, indptr, indices, rows):
+    """The CSR components of rows `rows` (an int array, any order, repeats allowed)."""
+    counts = xp.diff(indptr)[rows]
+    new_indptr = xp.zeros(rows.shape[0] + 1, dtype=INDEX)
+    xp.cumsum(counts, out=new_indptr[1:])
+    # each picked value's position in the source: its row's start + its place in the row
+    shift = xp.repeat(indptr[rows] - new_indptr[:-1], counts)
+    source = shift + xp.arange(int(new_indptr[-1]), dtype=INDEX)
+    return values[source], new_indptr, indices[source]
 
 
 def row_union(xp, *index_arrays):
