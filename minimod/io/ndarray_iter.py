@@ -60,6 +60,24 @@ def _init_data(data: Any, allow_empty: bool, default_name: str,
     return sorted(named, key=lambda item: item[0])
 
 
+def _count_samples(data: list, label: list, last_batch_handle: str) -> int:
+    """The number of samples (the first axis of the first data array), once every input is
+    checked to have as many and csr inputs to come with 'discard' (MXNet's rule)."""
+    inputs = data + label
+    if last_batch_handle != "discard" and any(arr.stype == "csr" for _, arr in inputs):
+        raise NotImplementedError("NDArrayIter: csr data takes last_batch_handle='discard' "
+                                  "only, got %r" % last_batch_handle)
+    first, count = data[0][0], int(data[0][1].shape[0])
+    if count == 0:
+        raise DataIterError(f"NDArrayIter: data {first!r} has no samples "
+                            f"(shape {data[0][1].shape})")
+    for name, arr in inputs:
+        if arr.shape[0] < count:
+            raise DataIterError(f"NDArrayIter: {name!r} has {arr.shape[0]} samples but "
+                                f"{first!r} has {count}; every input needs as many")
+    return count
+
+
 def _is_scipy(value) -> bool:
     return type(value).__module__.startswith("scipy.sparse")
 
@@ -160,19 +178,7 @@ class NDArrayIter(DataIter):
             raise DataIterError(f"NDArrayIter: batch_size must be positive, got {batch_size}")
         self.data = _init_data(data, allow_empty=False, default_name=data_name, what="data")
         self.label = _init_data(label, allow_empty=True, default_name=label_name, what="label")
-        if last_batch_handle != "discard" and any(
-                arr.stype == "csr" for _, arr in self.data + self.label):
-            raise NotImplementedError("NDArrayIter: csr data takes last_batch_handle='discard' "
-                                      "only, got %r" % last_batch_handle)
-        self.num_data = int(self.data[0][1].shape[0])
-        if self.num_data == 0:
-            raise DataIterError(f"NDArrayIter: data {self.data[0][0]!r} has no samples "
-                                f"(shape {self.data[0][1].shape})")
-        for name, arr in self.data + self.label:
-            if arr.shape[0] < self.num_data:
-                raise DataIterError(
-                    f"NDArrayIter: {name!r} has {arr.shape[0]} samples but "
-                    f"{self.data[0][0]!r} has {self.num_data}; every input needs as many")
+        self.num_data = _count_samples(self.data, self.label, last_batch_handle)
         self.num_parts, self.part_index = _check_part(num_parts, part_index, self.num_data)
         if self.num_parts > 1:
             positions = shard_positions(self.num_data, self.num_parts, self.part_index)

@@ -284,7 +284,7 @@ class KVStore(KVStoreBase):
                              % (len(ids), len(targets)))
         owners = [k for k, ts in zip(keys, outs) for _ in ts]
         for k, target, rows in zip(owners, targets, ids):
-            check_row_sparse_out(k, [target])
+            check_row_sparse_out(k, target)
             stored = self.stored(k)
             if target.shape != stored.shape:
                 raise MXNetError("row_sparse_pull of key %r: out has shape %s, stored value %s"

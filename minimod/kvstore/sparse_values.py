@@ -27,15 +27,14 @@ def sum_row_sparse(values: list, home) -> RowSparseNDArray:
     """The sum of row-sparse `values` on `home`, stored row-sparse on the union of their rows."""
     total = values[0].copyto(home)
     for value in values[1:]:
-        total += value.copyto(home) if value.context != home else value
+        total += value.as_in_context(home)
     return total
 
 
-def check_row_sparse_out(key, targets) -> None:
-    for target in targets:
-        if not isinstance(target, RowSparseNDArray):
-            raise MXNetError("row_sparse_pull of key %r: out must be a RowSparseNDArray, not "
-                             "%s storage (use pull for dense arrays)" % (key, target.stype))
+def check_row_sparse_out(key, target) -> None:
+    if not isinstance(target, RowSparseNDArray):
+        raise MXNetError("row_sparse_pull of key %r: out must be a RowSparseNDArray, not "
+                         "%s storage (use pull for dense arrays)" % (key, target.stype))
 
 
 def pull_rows(key, stored, target: RowSparseNDArray, rows) -> None:

@@ -13,17 +13,11 @@ import dataclasses
 from typing import Literal, Optional
 
 from ..base import DTypeError, OpParamError, ShapeError
-from .helpers import cast_into, dtype_of
+from .helpers import cast_into, dtype_of, zero_grads
 from .registry import Op, fmt_shape, register
 
 __all__ = ["AllFinite", "MultiAllFinite", "AmpCast", "AmpMultiCast", "Histogram",
            "RavelMultiIndex", "UnravelIndex", "ImageNormalize"]
-
-
-def _zero(grads) -> None:
-    for g in grads:
-        if g is not None:
-            g.fill(0)
 
 
 def _is_float(t) -> bool:
@@ -71,7 +65,7 @@ class _Finite(Op):
             y[...] = xp.where(xp.all(xp.isfinite(x)), y, 0)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        _zero(in_grads)
+        zero_grads(in_grads)
 
 
 @register
@@ -283,7 +277,7 @@ class Histogram(Op):
         counts[...] = xp.bincount(where, minlength=n + 1)[:n]
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        _zero(in_grads)
+        zero_grads(in_grads)
 
 
 # ----------------------------------------------------------------------------- flat indices
@@ -314,7 +308,7 @@ class _Ravel(Op):
                              % (self.name, fmt_shape(shape), what))
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
-        _zero(in_grads)
+        zero_grads(in_grads)
 
 
 @register

@@ -62,9 +62,8 @@ def _buffer(array, writebacks: list):
     """A writable dense NDArray standing for `array` (see the module docstring)."""
     if isinstance(array, RowSparseNDArray):
         return wrap(array.store_all_rows(), array.context)
-    if isinstance(array, BaseSparseNDArray):
-        dense = wrap(array.asnumpy(), array.context) if array.context.device_typeid == 1 \
-            else wrap(backend.to_context(array._data, array.context, copy=True), array.context)
+    if isinstance(array, BaseSparseNDArray):  # csr: a fresh dense array, re-encoded after
+        dense = wrap(array._to_dense(), array.context)
         writebacks.append((array, dense))
         return dense
     if isinstance(array, (tuple, list)):

@@ -2,11 +2,13 @@
 
 codec.py holds the formats and the conversions, arrays.py the classes (`RowSparseNDArray`,
 `CSRNDArray`), creation.py what makes them, math.py their arithmetic and products.py `dot` and
-`retain`. Any other operator is reachable here too (`mx.nd.sparse.sqrt` ...): it runs on the
-dense views, as MXNet falls back to dense storage for an operator without a sparse form.
+`retain`. Any other registered operator is reachable here too (`mx.nd.sparse.sqrt` ...): it
+runs on the dense views, as MXNet falls back to dense storage for an operator without a sparse form.
 """
 from __future__ import annotations
 
+from ...ops.registry import list_ops
+from ..imperative import op_function
 from .arrays import BaseSparseNDArray, CSRNDArray, RowSparseNDArray, cast_to
 from .creation import array, csr_matrix, empty, row_sparse_array, zeros
 from .products import dot, retain
@@ -45,8 +47,6 @@ elemwise_add, elemwise_sub, elemwise_mul = add, subtract, multiply
 
 
 def __getattr__(name: str):
-    from .. import __getattr__ as nd_getattr
-    from .. import routines
-    if name in getattr(routines, "__all__", ()):
-        return getattr(routines, name)
-    return nd_getattr(name)
+    if name in list_ops():
+        return op_function(name)
+    raise AttributeError("module 'minimod.ndarray.sparse' has no attribute '%s'" % name)
