@@ -146,6 +146,12 @@ class ndarray(_np.ndarray):
             return
         _np.ndarray.fill(self, value)
 
+    def min(self, axis=None, out=None, keepdims=False):
+        if out is not None:  # as CuPy 14.2, whose CUB path fails on ndarray.min(out=...)
+            raise TypeError("operand type(s) all returned NotImplemented from __array_ufunc__"
+                            " (the stand-in plays CuPy 14.2's ndarray.min(out=...) failure)")
+        return _np.minimum.reduce(self, axis=axis, keepdims=keepdims)
+
     def _method(self, name, *args, **kwargs):
         out = getattr(_np.ndarray, name)(self, *args, **kwargs)
         if _graphs.capturing() and isinstance(out, ndarray):
@@ -403,6 +409,7 @@ def _build():
         setattr(me, name, _refused_in_capture(getattr(me, name), name))
     for name in ("concatenate", "stack"):
         setattr(me, name, _joining(getattr(me, name), name))
+    me.cumsum = _cumsum(me.cumsum)
     me.random = types.SimpleNamespace(RandomState=_RandomState)
     me.RawModule = _graphs.RawModule
     me.linalg = types.SimpleNamespace(**{  # cupy.linalg: the NumPy names, on device arrays
@@ -448,6 +455,18 @@ def _joining(func, name):
                            % (name, len(arrays)))
         return func(arrays, *args, **kwargs)
     run.__name__ = name
+    return run
+
+
+def _cumsum(func):
+    """CuPy's cumsum with axis=None and an `out` copies the input into `out` before
+    flattening it: a multi-dimensional input fails to broadcast into the flat `out`."""
+    def run(a, axis=None, dtype=None, out=None):
+        if axis is None and out is not None and a.ndim > 1:
+            raise ValueError("operands could not be broadcast together with shapes %s %s"
+                             % (a.shape, out.shape))
+        return func(a, axis=axis, dtype=dtype, out=out)
+    run.__name__ = "cumsum"
     return run
 
 

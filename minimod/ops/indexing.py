@@ -253,7 +253,10 @@ class GatherNdOp(_IndexTypes):
 
     def forward(self, xp, inputs, aux, out, is_train):
         data, indices = inputs
-        out[0][...] = data[self._where(indices)]
+        where = self._where(indices)
+        if xp.__name__ != "numpy":
+            _check_bounds(xp, where, data.shape)
+        out[0][...] = data[where]
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         dx, d_indices = in_grads
@@ -262,6 +265,20 @@ class GatherNdOp(_IndexTypes):
         if dx is not None:
             dx.fill(0)
             backend.scatter_add(xp, dx, self._where(inputs[1]), out_grads[0])
+
+
+def _check_bounds(xp, where: tuple, shape: tuple) -> None:
+    """The IndexError NumPy raises for an index outside [-size, size) of its axis, on CuPy,
+    whose indexing wraps such an index silently. As MXNet's GPU kernel, this reads one flag
+    on the host (so a step holding gather_nd is not captured as a CUDA graph)."""
+    outside = [(w >= size) | (w < -size) for w, size in zip(where, shape)]
+    if not bool(xp.any(xp.stack(outside))):
+        return
+    for axis, (w, bad) in enumerate(zip(where, outside)):
+        wrong = backend.asnumpy(w[bad])
+        if wrong.size:
+            raise IndexError("gather_nd: index %d is out of bounds for axis %d with size %d"
+                             % (wrong[0], axis, shape[axis]))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal, Optional
 
+import numpy as np
+
 from ..base import DTypeError, OpParamError, ShapeError
 from .helpers import cast_into, dtype_of, zero_grads
 from .registry import Op, fmt_shape, register
@@ -264,7 +266,8 @@ class Histogram(Op):
         x = inputs[0].reshape(-1)
         if self.attrs.bin_cnt is not None:
             lo, hi = self._range()
-            xp.copyto(edges, xp.linspace(lo, hi, edges.size), casting="unsafe")
+            # NumPy's edges on either device (CuPy's linspace rounds its middle ones apart)
+            edges[...] = xp.asarray(np.linspace(lo, hi, edges.size).astype(edges.dtype))
         else:
             xp.copyto(edges, inputs[1])
             lo, hi = edges[0], edges[-1]

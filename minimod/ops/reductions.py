@@ -17,6 +17,8 @@ import dataclasses
 import math
 from typing import Literal, Optional
 
+import numpy as np
+
 from .. import backend
 from ..base import OpParamError, ShapeError
 from .helpers import data_axis, dtype_of
@@ -242,7 +244,10 @@ class MinOp(MaxOp):
         return x.min(axis=axes, keepdims=True)
 
     def reduce_into(self, xp, x, axes, out) -> None:
-        x.min(axis=axes, keepdims=True, out=out)
+        if xp is np:
+            x.min(axis=axes, keepdims=True, out=out)
+        else:  # CuPy 14.2's ndarray.min(out=...) fails in its CUB path (a TypeError)
+            xp.copyto(out, x.min(axis=axes, keepdims=True))
 
 
 @dataclasses.dataclass(frozen=True)

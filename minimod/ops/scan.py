@@ -62,8 +62,11 @@ class Cumsum(Op):
         return in_types, [out]
 
     def forward(self, xp, inputs, aux, out, is_train):
-        o = out[0]
-        xp.cumsum(inputs[0], axis=self._axis(inputs[0].ndim), dtype=o.dtype, out=o)
+        o, a = out[0], inputs[0]
+        axis = self._axis(a.ndim)
+        if axis is None:  # flattened first: CuPy's cumsum(axis=None, out=) copies a unflattened
+            a, axis = a.reshape(-1), 0
+        xp.cumsum(a, axis=axis, dtype=o.dtype, out=o)
 
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         da = in_grads[0]

@@ -231,3 +231,14 @@ def test_type_errors():
     with pytest.raises(DTypeError):
         create_op("_histogram", {}).infer_type([np.dtype("float32"), np.dtype("float64")],
                                                [None, None])
+
+
+@pytest.mark.parametrize("bins", [5, 6, 7])
+def test_histogram_edges_are_numpys_exactly_on_every_device(bins, ctx):
+    """The edges of bin_cnt and range are NumPy's linspace to the last bit (CuPy's own
+    linspace puts the middle edge of (-2.5, 2.5) at 1.1e-16, not 0)."""
+    x = mx.nd.array(np.linspace(-3, 3, 40), ctx=ctx, dtype="float64")
+    counts, edges = mx.nd.histogram(x, bins=bins, range=(-2.5, 2.5))
+    want_counts, want_edges = np.histogram(x.asnumpy(), bins, range=(-2.5, 2.5))
+    np.testing.assert_array_equal(edges.asnumpy(), want_edges)
+    np.testing.assert_array_equal(counts.asnumpy(), want_counts)

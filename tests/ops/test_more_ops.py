@@ -300,3 +300,16 @@ def test_svm_labels_out_of_range_are_refused():
     exe.forward(is_train=True)
     with pytest.raises(mx.base.MXNetError, match=r"SVMOutput: labels must lie in \[0, 3\)"):
         exe.backward()
+
+
+@pytest.mark.parametrize("bad, axis", [(3, 1), (-5, 1), (2, 0)])
+def test_gather_nd_refuses_an_index_out_of_bounds_on_every_device(bad, axis, ctx):
+    """NumPy raises for such an index and CuPy wraps it: both devices raise IndexError (as
+    MXNet's kernels on both), and a negative index in range still counts from the end."""
+    data = mx.nd.array([[0, 1, 2], [3, 4, 5]], ctx=ctx)
+    idx = [[0, 1, 0], [0, 1, 2]]
+    idx[axis][1] = bad
+    with pytest.raises(IndexError, match="%d is out of bounds for axis %d" % (bad, axis)):
+        mx.nd.gather_nd(data, mx.nd.array(idx, ctx=ctx)).asnumpy()
+    wrapped = mx.nd.gather_nd(data, mx.nd.array([[-1, 0], [-3, 2]], ctx=ctx)).asnumpy()
+    np.testing.assert_array_equal(wrapped, [3, 2])

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
+from ... import backend
 from ...base import MXNetError, OpParamError, ShapeError
 from ..registry import Op, fmt_shape, register
 from ._util import descending_order, float32_only, greedy_nms
@@ -193,7 +196,10 @@ class _ProposalBase(Op):
 
 def _nms(xp, boxes, threshold, max_keep: int) -> list:
     """Greedy NMS over score-sorted boxes (inclusive-pixel areas); IoU > threshold
-    suppresses. Returns the kept indices."""
+    suppresses. Returns the kept indices. On a GPU the boxes are copied to the host once and
+    the loop runs there (on the device each of its steps would wait for a host read)."""
+    if xp.__name__ != "numpy":
+        boxes, xp = backend.asnumpy(boxes), np
     f = xp.float32
     x1, y1, x2, y2 = (xp.ascontiguousarray(boxes[:, i]) for i in range(4))
     area = (x2 - x1 + f(1)) * (y2 - y1 + f(1))
