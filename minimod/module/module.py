@@ -31,7 +31,7 @@ from ..executor.group import DataParallelExecutorGroup
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
 from .base_module import BaseModule, _call_accepting, _check_input_names, _parse_data_desc, _require
-from .sparse_grads import lazy_row_sources, update_lazily
+from .sparse_grads import declared_stypes, lazy_row_sources, param_array, update_lazily
 from .updates import (
     _create_kvstore,
     _initialize_kvstore,
@@ -294,8 +294,9 @@ class Module(BaseModule):
             # re-binding: push the parameters we already have to the new executors
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
+            stypes = declared_stypes(self._symbol)
             self._arg_params = {
-                name: nd.zeros(shape=block[0].shape, dtype=block[0].dtype)
+                name: param_array(block[0].shape, block[0].dtype, stypes.get(name, "default"))
                 for name, block in zip(self._param_names, self._exec_group.param_arrays)}
             self._aux_params = {
                 name: nd.zeros(block[0].shape, dtype=block[0].dtype)

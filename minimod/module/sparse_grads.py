@@ -24,33 +24,117 @@ import numpy as np
 
 from .. import backend
 from ..base import MXNetError
+from ..graph import Entry
+from ..ndarray import sparse as nd_sparse
+from ..ndarray import zeros as nd_zeros
 from ..optimizer.base import _Builtin
 from .updates import _update_params, _update_params_on_kvstore
 
-__all__ = ["sparse_grad_params", "lazy_row_sources", "update_lazily"]
+__all__ = ["sparse_grad_params", "declared_stypes", "param_array", "lazy_row_sources",
+           "update_lazily"]
 
 _SPARSE_GRAD_OPS = {"Embedding": lambda op: op.attrs.sparse_grad,
                     "_contrib_SparseEmbedding": lambda op: True}
 
+#: MXNet's `__storage_type__` codes on a variable
+_STYPES = {"1": "row_sparse", "2": "csr"}
 
-def _sparse_lookups(symbol) -> dict:
-    """weight name -> [(data node, input_dim)] of the embeddings that read it with a sparse
-    gradient, for the weights nothing else reads (a weight that another node also reads gets
-    a dense gradient in MXNet too)."""
-    lookups, dense = {}, set()
+
+def declared_stypes(symbol) -> dict:
+    """Variable name -> 'row_sparse' or 'csr', for the variables declared with that `stype`."""
+    return {node.name: _STYPES[node.attrs["__storage_type__"]]
+            for node in symbol._graph.nodes if node.op is None
+            and node.attrs.get("__storage_type__") in _STYPES}
+
+
+def param_array(shape, dtype, stype: str):
+    """Module's own copy of a parameter: a RowSparseNDArray (every row stored once written)
+    for a variable declared `row_sparse`, as MXNet's Module gives it, else dense."""
+    if stype == "row_sparse":
+        return nd_sparse.zeros("row_sparse", shape, dtype=dtype)
+    return nd_zeros(shape, dtype=dtype)
+
+
+#: operators MXNet runs on CSR storage keeping the stored columns (f(0) = 0): a dot with
+#: one of them of a CSR input on the left gives that input's rows
+_CSR_KEEPING = frozenset((
+    "abs", "sign", "sqrt", "cbrt", "square", "round", "rint", "ceil", "floor", "trunc", "fix",
+    "expm1", "log1p", "sin", "sinh", "tan", "tanh", "arcsin", "arcsinh", "arctan", "degrees",
+    "radians", "relu", "negative", "_mul_scalar", "_div_scalar"))
+
+#: operators whose gradient of input 0 keeps the rows of a row-sparse head gradient
+_ROWS_THROUGH = frozenset(("negative", "_mul_scalar", "_div_scalar", "_square_sum"))
+
+
+#: operators whose result MXNet keeps in CSR storage when all their inputs are
+_CSR_JOINING = frozenset(("elemwise_add", "elemwise_sub", "elemwise_mul"))
+
+
+def _holds_csr(symbol, csr: set) -> set:
+    """The nodes whose value MXNet holds in CSR storage: the variables of `csr` and what the
+    `_CSR_KEEPING` and `_CSR_JOINING` operators make of them (the graph is in topological
+    order)."""
+    found = set()
     for node in symbol._graph.nodes:
         if node.op is None:
+            if node.name in csr:
+                found.add(node)
+        elif node.inputs and all(e.node in found for e in node.inputs) and (
+                node.op.name in _CSR_JOINING
+                or node.op.name in _CSR_KEEPING and len(node.inputs) == 1):
+            found.add(node)
+    return found
+
+
+def _csr_source(node):
+    """The CSR variable whose stored columns a dot's left operand `node` has: itself, or the
+    variable under a chain of `_CSR_KEEPING` operators; else `node` (computed otherwise)."""
+    start = node
+    while node.op is not None and node.op.name in _CSR_KEEPING and len(node.inputs) == 1:
+        node = node.inputs[0].node
+    return node if node.op is None else start
+
+
+def _input_rows(node, slot: int, head, holds_csr: set):
+    """How input `slot` of `node` gets its gradient in MXNet, given `head`, how the node's
+    output gets its own: "dense", or a list of (row source node, input_dim) when row-sparse.
+    An embedding's rows are the indices it looks up (input_dim: the clip); `dot(x, w)` with
+    x holding CSR data gives w the rows of x's stored columns (input_dim None); negation,
+    scaling and a square_sum over axis 1 pass a row-sparse head's rows through."""
+    name = node.op.name
+    if _SPARSE_GRAD_OPS.get(name, lambda op: False)(node.op):
+        return [(node.inputs[0].node, node.op.attrs.input_dim)] if slot == 1 else "dense"
+    if name == "dot" and slot == 1 and node.inputs[0].node in holds_csr and not (
+            node.op.attrs.transpose_a or node.op.attrs.transpose_b):
+        return [(_csr_source(node.inputs[0].node), None)]
+    if name in _ROWS_THROUGH and slot == 0 and (name != "_square_sum" or (
+            node.op.attrs.axis in ((1,), (-1,)) and not node.op.attrs.exclude)):
+        return head
+    return "dense"
+
+
+def _sparse_lookups(symbol) -> dict:
+    """weight name -> [(row source node, input_dim)] for the variables MXNet gives a
+    row-sparse gradient (`_input_rows`, summed over their readers from the heads back; one
+    dense part makes the sum dense, as a weight that another operator also reads gets a dense
+    gradient in MXNet, or one holding every row)."""
+    holds_csr = _holds_csr(symbol, {k for k, v in declared_stypes(symbol).items()
+                                    if v == "csr"})
+    grads: dict = {}  # Entry -> "dense" or [(row source node, input_dim)]
+
+    def add(entry, rows):
+        old = grads.get(entry, [])
+        grads[entry] = "dense" if "dense" in (old, rows) else old + rows
+
+    for node in reversed(symbol._graph.nodes):
+        if node.op is None:
             continue
-        is_sparse = _SPARSE_GRAD_OPS.get(node.op.name, lambda op: False)(node.op)
+        outs = [grads.get(Entry(node, i), "dense") for i in range(node.op.num_outputs())]
+        head = outs[0] if len(outs) == 1 else "dense"
         for slot, entry in enumerate(node.inputs):
-            if entry.node.op is not None:
-                continue
-            if is_sparse and slot == 1:
-                lookups.setdefault(entry.node.name, []).append(
-                    (node.inputs[0].node, node.op.attrs.input_dim))
-            else:
-                dense.add(entry.node.name)
-    return {name: found for name, found in lookups.items() if name not in dense}
+            add(entry, _input_rows(node, slot, head, holds_csr))
+    return {e.node.name: rows for e, rows in grads.items()
+            if e.node.op is None and rows != "dense"}
 
 
 def sparse_grad_params(symbol) -> list:
@@ -84,25 +168,44 @@ def lazy_row_sources(symbol, optimizer, kvstore, update_on_kvstore: bool) -> dic
             why = "the update runs inside a %s kvstore, which takes no rows" % kvstore.type
         computed = [data.name for data, _ in lookups if data.op is not None]
         if not why and computed:
-            why = "its indices are computed in the graph ('%s'), not an input" % computed[0]
+            why = ("its rows come from '%s', computed in the graph, not an input"
+                   % computed[0])
         if why:
+            reason, fix = _why_sparse(lookups)
             raise MXNetError(
-                "init_optimizer: '%s' is the weight of an Embedding with sparse_grad=True, "
-                "and %s with lazy_update=True updates only the rows each batch looks up; "
-                "minimod cannot here (%s). Pass lazy_update=False to the optimizer (MXNet's "
-                "dense update, the same numbers in both) or build the Embedding with "
-                "sparse_grad=False" % (name, type(optimizer).__name__, why))
+                "init_optimizer: MXNet gives '%s' a row-sparse gradient (%s), and %s with "
+                "lazy_update=True updates only the rows each batch touches; minimod cannot "
+                "here (%s). Pass lazy_update=False to the optimizer (MXNet's dense update, "
+                "the same numbers in both) or %s"
+                % (name, reason, type(optimizer).__name__, why, fix))
         sources[name] = [(data.name, input_dim) for data, input_dim in lookups]
     return sources
 
 
+def _why_sparse(lookups: list) -> tuple:
+    """(why MXNet's gradient is row-sparse, how to make it dense) for an error message."""
+    for source, input_dim in lookups:
+        if input_dim is None:
+            return ("as the right operand of dot with '%s', which holds CSR data" % source.name,
+                    "feed the dot dense data (no stype='csr' on its input)")
+    return ("as the weight of an Embedding with sparse_grad=True",
+            "build the Embedding with sparse_grad=False")
+
+
 def _batch_rows(execs, lookups: list):
-    """The sorted table rows the last batch looked up on the executors `execs`, as a host
-    array."""
+    """The sorted rows the last batch touched on the executors `execs`, as a host array: the
+    indices an embedding looked up, or the columns of a CSR input that hold a value (an
+    explicitly stored zero, which MXNet counts, is not seen in the dense batch)."""
     found = []
     for exe in execs:
         for data_name, input_dim in lookups:
-            ids = backend.asnumpy(exe.arg_dict[data_name]._data).astype("int64").ravel()
+            data = exe.arg_dict[data_name]._data
+            if input_dim is None:
+                xp = backend.array_module_of(data)
+                used = xp.any(data.reshape(data.shape[0], -1) != 0, axis=0)
+                found.append(np.flatnonzero(backend.asnumpy(used)))
+                continue
+            ids = backend.asnumpy(data).astype("int64").ravel()
             found.append(ids.clip(0, input_dim - 1))
     return np.unique(np.concatenate(found))  # the rows are few: the union is taken on the host
 

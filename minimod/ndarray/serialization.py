@@ -15,11 +15,12 @@ Record versions read here:
 * V1 (0xF993FAC8): shape (i32 ndim, i64 dims), dev_type, dev_id, type_flag, raw data.
 * pre-V1: the magic itself is ndim, followed by u32 dims, dev_type, dev_id, type_flag, data.
 
-Sparse records (row_sparse, csr) are read and densified: the result is an ordinary dense array
-holding the same values. "none" records load as None. Records always load into CPU memory and
-then move to the saved GPU when one exists, else stay on cpu(0) (MXNet does the same).
+Sparse records (row_sparse, csr) load as RowSparseNDArray / CSRNDArray and sparse arrays save
+as such records (minimod/ndarray/sparse/records.py), as in MXNet. "none" records load as None.
+Records always load into CPU memory and then move to the saved GPU when one exists, else stay
+on cpu(0) (MXNet does the same).
 
-Writing: dense V2 records with dev_type 1 / dev_id 0 (MXNet's `.params` convention), V3 under
+Writing: V2 records with dev_type 1 / dev_id 0 (MXNet's `.params` convention), V3 under
 `mx.np_shape(True)`. V2 has no scalar shape (MXNet writes a 0-d record it cannot read back), so
 minimod refuses 0-d arrays there. As in MXNet, V3 loads only under NumPy shape semantics and V2
 only under the legacy ones (else MXNetError says which to use). Files are written to a temporary
@@ -29,8 +30,7 @@ Reading is safe on hostile input. Every size read from a header (array count, nd
 lengths) is checked against the bytes that remain before anything is allocated, products of
 dims are computed in Python integers (no int64 wrap-around), a dense array can never be larger
 than the file, and only regular files are opened (a FIFO or device would hang the reader).
-The one allocation a record may make beyond the file's size is densifying a sparse record:
-it is refused above `MAX_SPARSE_DENSE_BYTES` (1 GiB, or `MINIMOD_MAX_SPARSE_DENSE_BYTES`).
+A sparse record's indices are checked against its shape; it is never densified on loading.
 Malformed input raises `FileFormatError` (an MXNetError) naming the source and the problem.
 """
 from __future__ import annotations
@@ -50,6 +50,8 @@ from ..base import FileFormatError, MXNetError, atomic_write
 from ..context import Context
 from ..shape_semantics import is_np_shape
 from .ndarray import NDArray, wrap
+from .sparse import records
+from .sparse.arrays import BaseSparseNDArray
 
 __all__ = ["LIST_MAGIC", "V1_MAGIC", "V2_MAGIC", "V3_MAGIC", "load", "load_from_bytes",
            "load_frombuffer", "naming_file", "read_file", "read_record", "save", "save_to_bytes",
@@ -68,10 +70,6 @@ _BF16_FLAG = 12
 _DTYPE_TO_FLAG = {dt.type: flag for flag, dt in _FLAG_TO_DTYPE.items()}
 _AUX_COUNT = {0: 0, 1: 1, 2: 2}  # default, row_sparse (idx), csr (indptr, idx)
 _STYPE_NAMES = {0: "default", 1: "row_sparse", 2: "csr"}
-
-# The largest dense array a sparse record may expand to (the only allocation a reader makes
-# that the file's length does not bound).
-MAX_SPARSE_DENSE_BYTES = int(os.environ.get("MINIMOD_MAX_SPARSE_DENSE_BYTES", 1 << 30))
 
 SaveData = Union[NDArray, Sequence[NDArray], Mapping[str, NDArray]]
 Loaded = Union[list[Optional[NDArray]], dict[str, Optional[NDArray]]]
@@ -150,45 +148,6 @@ def _read_values(reader: _Reader, flag: int, shape: tuple[int, ...], what: str) 
     return values.astype(dtype.newbyteorder("="), copy=True)
 
 
-def _check_dense_size(shape: tuple[int, ...], dtype: np.dtype, what: str) -> None:
-    nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes > MAX_SPARSE_DENSE_BYTES:
-        raise _FormatError(f"{what} of shape {shape} would densify to {nbytes} bytes, over the "
-                           f"limit of {MAX_SPARSE_DENSE_BYTES} (MINIMOD_MAX_SPARSE_DENSE_BYTES)")
-
-
-def _densify(stype: int, shape, values: np.ndarray, aux: list[np.ndarray]) -> np.ndarray:
-    """The dense array a sparse record describes; every index is checked before allocating."""
-    shape = tuple(shape)
-    if stype == 1:
-        rows = aux[0].astype(np.int64).reshape(-1)
-        if not shape or values.shape != (len(rows),) + shape[1:]:
-            raise _FormatError(f"row_sparse record of shape {shape} stores values of shape "
-                               f"{values.shape} for {len(rows)} rows")
-        if rows.size and (rows.min() < 0 or rows.max() >= shape[0]):
-            raise _FormatError(f"row_sparse record has row indices outside [0, {shape[0]})")
-        _check_dense_size(shape, values.dtype, "row_sparse record")
-        dense = np.zeros(shape, dtype=values.dtype)
-        dense[rows] = values
-        return dense
-    indptr = aux[0].astype(np.int64).reshape(-1)
-    cols = aux[1].astype(np.int64).reshape(-1)
-    if len(shape) != 2 or len(indptr) != shape[0] + 1:
-        raise _FormatError(f"csr record has shape {shape} with {len(indptr)} row pointers")
-    values = values.reshape(-1)
-    if len(values) != len(cols):
-        raise _FormatError(f"csr record has {len(values)} values for {len(cols)} column indices")
-    if (indptr[0] != 0 or indptr[-1] != len(cols) or np.any(np.diff(indptr) < 0)):
-        raise _FormatError("csr record has invalid row pointers")
-    if cols.size and (cols.min() < 0 or cols.max() >= shape[1]):
-        raise _FormatError(f"csr record has column indices outside [0, {shape[1]})")
-    _check_dense_size(shape, values.dtype, "csr record")
-    dense = np.zeros(shape, dtype=values.dtype)
-    row_of = np.repeat(np.arange(shape[0]), np.diff(indptr))
-    dense[row_of, cols] = values
-    return dense
-
-
 def _place(values: np.ndarray, dev_type: int, dev_id: int) -> NDArray:
     on_gpu = dev_type == 2 and 0 <= dev_id < backend.gpu_count()
     ctx = Context("gpu", dev_id) if on_gpu else Context("cpu", 0)
@@ -239,7 +198,12 @@ def _read(reader: _Reader) -> NDArray | None:
         aux_meta.append((aux_flag, _read_shape(reader, f"aux {k} shape") or ()))
     values = _read_values(reader, flag, storage_shape or (), f"{_STYPE_NAMES[stype]} data")
     aux = [_read_values(reader, f, s, f"aux {k} data") for k, (f, s) in enumerate(aux_meta)]
-    return _place(_densify(stype, shape, values, aux), dev_type, dev_id)
+    on_gpu = dev_type == 2 and 0 <= dev_id < backend.gpu_count()
+    try:
+        return records.from_record(stype, shape, values, aux,
+                                   Context("gpu", dev_id) if on_gpu else Context("cpu", 0))
+    except ValueError as err:
+        raise _FormatError(str(err)) from None
 
 
 @contextlib.contextmanager
@@ -267,24 +231,44 @@ def read_record(buf: bytes, offset: int = 0,
     return array, reader.pos
 
 
-def write_record(array: NDArray) -> bytes:
-    """One dense record for `array` (dev_type 1, dev_id 0), as MXNet writes it: V2, or V3
-    under NumPy shape semantics."""
-    data = backend.asnumpy(array._data if isinstance(array, NDArray) else array)
+def _flag_of(data: np.ndarray) -> int:
     flag = _DTYPE_TO_FLAG.get(data.dtype.type)
     if flag is None:
         raise MXNetError("cannot save dtype {}: MXNet files hold {}".format(
             data.dtype.name, ", ".join(dt.name for dt in _FLAG_TO_DTYPE.values())))
+    return flag
+
+
+def _shape_bytes(shape: tuple) -> bytes:
+    return struct.pack(f"<i{len(shape)}q", len(shape), *shape)
+
+
+def _raw(data: np.ndarray, flag: int) -> bytes:
+    return np.ascontiguousarray(data, dtype=_FLAG_TO_DTYPE[flag]).tobytes()
+
+
+def write_record(array: NDArray) -> bytes:
+    """One record for `array` (dev_type 1, dev_id 0), as MXNet writes it: V2, or V3 under
+    NumPy shape semantics; a sparse array keeps its storage type and components."""
+    if isinstance(array, BaseSparseNDArray):
+        stype, data, aux = records.record_parts(array)
+        shape = array.shape
+    else:
+        data = backend.asnumpy(array._data if isinstance(array, NDArray) else array)
+        stype, aux, shape = 0, [], data.shape
+    flag = _flag_of(data)
     np_shape = is_np_shape()
-    if data.ndim == 0 and not np_shape:
+    if len(shape) == 0 and not np_shape:
         raise MXNetError("cannot save a 0-d array under the legacy shape semantics (their "
                          "record has no scalar shape): save it under `mx.np_shape(True)` or "
                          "reshape it to (1,)")
-    magic = V3_MAGIC if np_shape else V2_MAGIC
-    header = struct.pack(f"<Iii{data.ndim}qiii", magic, 0, data.ndim, *data.shape,
-                         1, 0, flag)
-    body = np.ascontiguousarray(data, dtype=_FLAG_TO_DTYPE[flag]).tobytes()
-    return header + body
+    parts = [struct.pack("<Ii", V3_MAGIC if np_shape else V2_MAGIC, stype)]
+    if stype:
+        parts.append(_shape_bytes(data.shape))  # the storage shape
+    parts += [_shape_bytes(shape), struct.pack("<iii", 1, 0, flag)]
+    parts += [struct.pack("<i", _flag_of(a)) + _shape_bytes(a.shape) for a in aux]
+    parts += [_raw(data, flag)] + [_raw(a, _flag_of(a)) for a in aux]
+    return b"".join(parts)
 
 
 # ----------------------------------------------------------------------------- lists

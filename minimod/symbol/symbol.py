@@ -9,6 +9,7 @@ methods, so that `import minimod` does not load the compiler and the executor.
 """
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Optional, Sequence
 
@@ -443,7 +444,9 @@ def Variable(name: str, attr: Optional[dict] = None, shape=None, lr_mult=None, w
         raise TypeError("Variable name must be a string, got %r" % (name,))
     attrs = current_attr_scope().get(attr)
     if shape is not None:
-        attrs["__shape__"] = str(tuple(shape))
+        # an int is a 1-D shape; MXNet keeps it as written ("4"), as the graph reads it
+        attrs["__shape__"] = (str(shape) if isinstance(shape, numbers.Integral)
+                              else str(tuple(shape)))
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:

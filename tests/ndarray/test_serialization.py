@@ -15,7 +15,7 @@ from minimod.ndarray import serialization as ser
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "data", "golden")
 GOLDEN_FILES = ["one.nd", "list.nd", "dtypes.nd", "toy-0001.params", "toy1-0001.params",
-                "bool.nd"]
+                "bool.nd", "sparse.nd"]
 
 
 def golden(name):
@@ -68,13 +68,26 @@ def test_resave_is_byte_identical(name, tmp_path):
     assert read_bytes(target) == original
 
 
-def test_sparse_records_load_densified():
+def test_sparse_records_load_as_sparse_arrays():
+    """MXNet's file (its resave is byte-identical, above) keeps its storage types."""
     loaded = nd.load(golden("sparse.nd"))
-    assert loaded["rsp"].dtype is np.float32
+    assert loaded["rsp"].dtype is np.float32 and loaded["rsp"].stype == "row_sparse"
     assert loaded["rsp"].asnumpy().tolist() == [[0, 0], [1, 2], [0, 0]]
-    assert loaded["csr"].dtype is np.float64
+    assert loaded["rsp"].indices.asnumpy().tolist() == [1]
+    assert loaded["csr"].dtype is np.float64 and loaded["csr"].stype == "csr"
     assert loaded["csr"].asnumpy().tolist() == [[1, 0], [0, 0], [0, 2]]
-    assert loaded["csr"].stype == "default"
+    assert loaded["csr"].indptr.asnumpy().tolist() == [0, 1, 1, 2]
+
+
+def test_sparse_arrays_round_trip_with_their_storage(tmp_path):
+    rsp = nd.sparse.row_sparse_array((np.ones((2, 3), "f4"), [0, 4]), shape=(6, 3))
+    csr = nd.sparse.csr_matrix(np.array([[0, 2.5], [0, 0], [1, 0]]))
+    empty = nd.sparse.zeros("row_sparse", (4, 2))
+    nd.save(str(tmp_path / "s.nd"), {"rsp": rsp, "csr": csr, "empty": empty})
+    back = nd.load(str(tmp_path / "s.nd"))
+    for name, want in (("rsp", rsp), ("csr", csr), ("empty", empty)):
+        assert back[name].stype == want.stype and back[name].dtype == want.dtype
+        np.testing.assert_array_equal(back[name].asnumpy(), want.asnumpy())
 
 
 # ----------------------------------------------------------------------------- record versions
