@@ -13,12 +13,12 @@ StopIteration, `reset()` starts a new epoch). The iterators:
   its mean-subtracted int8 form, and the older `_v1` names) decodes and augments the
   images of a RecordIO file (OpenCV, the `image` extra), batch for batch as MXNet's C++
   iterator, and `ImageDetRecordIter` those of a detection file with their boxes; `CSVIter` and
-  `MNISTIter` read their files as MXNet's do. LibSVMIter (sparse data) is not provided. They
-  derive from `MXDataIter`, the base of MXNet's C++ iterators.
+  `MNISTIter` read their files as MXNet's do, and `LibSVMIter` gives a LibSVM file's rows as
+  CSR batches. They derive from `MXDataIter`, the base of MXNet's C++ iterators.
 
 The package: base.py (DataDesc, DataBatch, DataIter, MXDataIter, the errors), ndarray_iter.py
-(NDArrayIter, shard_positions), file_iters.py (CSVIter, MNISTIter), image_record.py
-(ImageRecordIter), image_record_variants.py (its UInt8, Int8 and _v1 forms),
+(NDArrayIter, shard_positions), file_iters.py (CSVIter, MNISTIter), libsvm.py (LibSVMIter),
+image_record.py (ImageRecordIter), image_record_variants.py (its UInt8, Int8 and _v1 forms),
 image_det_record.py (ImageDetRecordIter), image_files.py (records, image lists and the image
 iterators' parameters), image_colour.py, image_windows.py and det_samplers.py (the random
 augmentations), wrappers.py (ResizeIter, PrefetchingIter).
@@ -49,12 +49,13 @@ from .image_record_variants import (
     ImageRecordUInt8Iter,
     ImageRecordUInt8Iter_v1,
 )
+from .libsvm import LibSVMIter
 from .ndarray_iter import NDArrayIter, shard_positions
 from .wrappers import PrefetchingIter, ResizeIter
 
 __all__ = [
     "CSVIter", "DataBatch", "DataDesc", "DataIter", "DataIterError", "DataTypeError",
     "ImageDetRecordIter", "ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter",
-    "ImageRecordIter_v1", "ImageRecordUInt8Iter_v1", "MNISTIter", "MXDataIter", "NDArrayIter",
-    "PrefetchingIter", "ResizeIter", "shard_positions",
+    "ImageRecordIter_v1", "ImageRecordUInt8Iter_v1", "LibSVMIter", "MNISTIter", "MXDataIter",
+    "NDArrayIter", "PrefetchingIter", "ResizeIter", "shard_positions",
 ]

@@ -1,5 +1,5 @@
-"""Writes file_iters_golden.json: what MXNet 1.9.1's CSVIter and MNISTIter give on the small
-files in files/ (written here too, deterministically). Run with MXNet's Python:
+"""Writes file_iters_golden.json: what MXNet 1.9.1's CSVIter, MNISTIter and LibSVMIter give on
+the small files in files/ (written here too, deterministically). Run with MXNet's Python:
 
     /path/to/mxnet-venv/bin/python tests/data/io/gen_file_iters_golden.py
 
@@ -31,7 +31,14 @@ SCENARIOS = [
     ("mnist_part", "MNISTIter", dict(image="img-idx3-ubyte", label="lbl-idx1-ubyte",
                                      batch_size=1, shuffle=False, num_parts=3, part_index=1,
                                      silent=True), 1),
-]
+    ("libsvm_round", "LibSVMIter", dict(data_libsvm="data.libsvm", data_shape=(8,),
+                                        batch_size=3), 3),
+    ("libsvm_label", "LibSVMIter", dict(data_libsvm="data.libsvm", data_shape=(8,),
+                                        label_libsvm="label.libsvm", label_shape=(3,),
+                                        batch_size=4), 2),
+] + [("libsvm_part%d" % i, "LibSVMIter", dict(data_libsvm="data.libsvm", data_shape=(8,),
+                                              batch_size=2, num_parts=3, part_index=i), 2)
+     for i in range(3)]
 
 
 def write_files():
@@ -48,12 +55,28 @@ def write_files():
         f.write(struct.pack(">IIII", 2051, 7, 4, 3) + images.tobytes())
     with open(os.path.join(FILES, "lbl-idx1-ubyte"), "wb") as f:
         f.write(struct.pack(">II", 2049, 7) + (np.arange(7, dtype=np.uint8) * 3 % 10).tobytes())
+    write_libsvm(np.random.RandomState(1))
+
+
+def write_libsvm(rng):
+    """11 rows of 8 features (a blank line, a row with its label alone, CRLF line ends and
+    columns out of order among them) and 11 label rows of 3."""
+    lines = []
+    for row in range(11):
+        cols = rng.choice(8, size=rng.randint(0, 4), replace=False)
+        pairs = " ".join("%d:%g" % (c, rng.randint(-8, 9) / 4) for c in cols)
+        lines.append(("%d %s" % (row % 3, pairs)).strip())
+    text = "\n".join(lines[:4]) + "\n\n" + "\r\n".join(lines[4:]) + "\n"
+    with open(os.path.join(FILES, "data.libsvm"), "w", newline="") as f:
+        f.write(text)
+    with open(os.path.join(FILES, "label.libsvm"), "w") as f:
+        f.write("".join("0 %d:1 2:%d\n" % (r % 2, r) for r in range(11)))
 
 
 def run(mx, name, iterator, kwargs, epochs):
     """[epoch][batch] = {"data", "label", "pad"}, plus the provided shapes."""
     kwargs = dict(kwargs)
-    for key in ("data_csv", "label_csv", "image", "label"):
+    for key in ("data_csv", "label_csv", "image", "label", "data_libsvm", "label_libsvm"):
         if key in kwargs:
             kwargs[key] = os.path.join(FILES, kwargs[key])
     it = getattr(mx.io, iterator)(**kwargs)
@@ -67,10 +90,22 @@ def run(mx, name, iterator, kwargs, epochs):
     return out
 
 
+def _kept(make, kept):
+    def create(**kwargs):
+        kept.append(make(**kwargs))
+        return kept[-1]
+    return create
+
+
 if __name__ == "__main__":
     import mxnet as mx
+    # MXNet 1.9.1 crashes (a segmentation fault) freeing a LibSVMIter: every one is kept
+    # alive and the process ends without freeing them
+    mx.io.LibSVMIter = _kept(mx.io.LibSVMIter, [])
     write_files()
     golden = {name: run(mx, name, it, kw, ep) for name, it, kw, ep in SCENARIOS}
     with open(os.path.join(HERE, "file_iters_golden.json"), "w") as f:
         json.dump(golden, f)
     sys.stdout.write("wrote %d scenarios\n" % len(golden))
+    sys.stdout.flush()
+    os._exit(0)
