@@ -55,12 +55,14 @@ def param_array(shape, dtype, stype: str):
     return nd_zeros(shape, dtype=dtype)
 
 
-#: operators MXNet runs on CSR storage keeping the stored columns (f(0) = 0): a dot with
-#: one of them of a CSR input on the left gives that input's rows
-_CSR_KEEPING = frozenset((
-    "abs", "sign", "sqrt", "cbrt", "square", "round", "rint", "ceil", "floor", "trunc", "fix",
-    "expm1", "log1p", "sin", "sinh", "tan", "tanh", "arcsin", "arcsinh", "arctan", "degrees",
-    "radians", "relu", "negative", "_mul_scalar", "_div_scalar"))
+#: scaling by a number keeps a CSR input's stored columns, as the `Op.keeps_sparse`
+#: operators do (sqrt, relu ...): a dot with one of them of a CSR input on the left gives
+#: that input's rows
+_SCALING = frozenset(("_mul_scalar", "_div_scalar"))
+
+
+def _keeps_csr(node) -> bool:
+    return len(node.inputs) == 1 and (node.op.keeps_sparse or node.op.name in _SCALING)
 
 #: operators whose gradient of input 0 keeps the rows of a row-sparse head gradient
 _ROWS_THROUGH = frozenset(("negative", "_mul_scalar", "_div_scalar", "_square_sum"))
@@ -72,7 +74,7 @@ _CSR_JOINING = frozenset(("elemwise_add", "elemwise_sub", "elemwise_mul"))
 
 def _holds_csr(symbol, csr: set) -> set:
     """The nodes whose value MXNet holds in CSR storage: the variables of `csr` and what the
-    `_CSR_KEEPING` and `_CSR_JOINING` operators make of them (the graph is in topological
+    `_keeps_csr` and `_CSR_JOINING` operators make of them (the graph is in topological
     order)."""
     found = set()
     for node in symbol._graph.nodes:
@@ -80,17 +82,16 @@ def _holds_csr(symbol, csr: set) -> set:
             if node.name in csr:
                 found.add(node)
         elif node.inputs and all(e.node in found for e in node.inputs) and (
-                node.op.name in _CSR_JOINING
-                or node.op.name in _CSR_KEEPING and len(node.inputs) == 1):
+                node.op.name in _CSR_JOINING or _keeps_csr(node)):
             found.add(node)
     return found
 
 
 def _csr_source(node):
     """The CSR variable whose stored columns a dot's left operand `node` has: itself, or the
-    variable under a chain of `_CSR_KEEPING` operators; else `node` (computed otherwise)."""
+    variable under a chain of `_keeps_csr` operators; else `node` (computed otherwise)."""
     start = node
-    while node.op is not None and node.op.name in _CSR_KEEPING and len(node.inputs) == 1:
+    while node.op is not None and _keeps_csr(node):
         node = node.inputs[0].node
     return node if node.op is None else start
 

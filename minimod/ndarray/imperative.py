@@ -119,6 +119,9 @@ def invoke(name: str, args: tuple, kwargs: dict):
 def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
     """Run operator instance `op` once on NDArrays `arrays` (its arguments, then its aux
     states); `name` names the call in errors and on the autograd tape."""
+    if (op.keeps_sparse and out is None and len(arrays) == 1
+            and arrays[0].stype != "default" and not tape.tracked(*arrays)):
+        return arrays[0]._map_values(lambda values: run_op(name, op, [values]))
     ctx = _device(name, arrays, ctx_param)
     if not is_np_shape():
         refuse_zero_size(name, arrays, op.arguments() + op.aux_states())

@@ -245,6 +245,10 @@ class Op:
     #: imperatively through `forward_dynamic`, and a bound graph, whose memory is planned from
     #: shapes alone, refuses it
     dynamic_shape: ClassVar[bool] = False
+    #: True for the one-input ops with f(0) = 0 that MXNet runs on a sparse array's stored
+    #: values, keeping its storage type (sqrt, abs, relu ...): `mx.nd.<op>` of a row-sparse
+    #: or CSR array does the same (`minimod.ndarray.imperative.run_op`)
+    keeps_sparse: ClassVar[bool] = False
     #: slot -> attributes MXNet gives the variable it creates for that input when the user
     #: gives none (BatchNorm's moving statistics start as zeros and ones, PReLU's gamma as
     #: 0.25): `{"moving_mean": {"__init__": '["zero", {}]'}}`

@@ -208,6 +208,10 @@ _UNARY_READS = {"in": ((0,), ()), "out": ((), (0,)), "both": ((0,), (0,)), "": (
 #: unary ops that compute in the data's own dtype (see `_Unary.kind`)
 _UNARY_NATIVE = frozenset(("abs", "sign", "negative", "relu", "logical_not"))
 _UNARY_ROUNDING = frozenset(("round", "rint", "floor", "ceil", "trunc", "fix"))
+#: f(0) = 0: MXNet keeps a sparse input's storage type (checked against MXNet 1.9.1)
+_UNARY_KEEPS_SPARSE = _UNARY_NATIVE - {"logical_not"} | _UNARY_ROUNDING | frozenset((
+    "sqrt", "cbrt", "square", "expm1", "log1p", "sin", "sinh", "tan", "tanh", "arcsin",
+    "arcsinh", "arctan", "degrees", "radians"))
 
 for _name, (_doc, _fwd, _grad, _reads) in _UNARY.items():
     define_op(globals(), _Unary, _name, (),
@@ -216,4 +220,5 @@ for _name, (_doc, _fwd, _grad, _reads) in _UNARY.items():
                    no_gradient=_grad is None, backward_inputs=_UNARY_READS[_reads][0],
                    backward_outputs=_UNARY_READS[_reads][1],
                    kind="native" if _name in _UNARY_NATIVE else
-                   "rounding" if _name in _UNARY_ROUNDING else "math"))
+                   "rounding" if _name in _UNARY_ROUNDING else "math",
+                   keeps_sparse=_name in _UNARY_KEEPS_SPARSE))

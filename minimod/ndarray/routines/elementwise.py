@@ -9,17 +9,22 @@ from typing import Any, Callable
 import numpy as np
 
 from ...ops.helpers import cast as cast_array
+from ...ops.registry import get_op_class
 from ..core import NDArray, binary_op, device_scope
 from ..rules import normalize_dtype
 from .common import _result, recorded
 
 
-def _unary(fn: Callable, kind: str = "math") -> Callable:
+def _unary(fn: Callable, kind: str = "math", name: str = "") -> Callable:
     """An elementwise routine keeping the input dtype, with the unary operators' dtype rules
     (ops/elemwise.py `_Unary`): "math" functions evaluate float16 in float32 and integers in
     float64, then cast back (truncating); "native" ones compute in the data's dtype;
-    "rounding" ones leave integers unchanged."""
+    "rounding" ones leave integers unchanged. Where operator `name` keeps a sparse input's
+    storage type (`Op.keeps_sparse`), so does the routine."""
     def routine(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
+        if out is None and data.stype != "default" and name and \
+                get_op_class(name).keeps_sparse:
+            return data._map_values(routine)
         xp, x = data._xp, data._data
         with np.errstate(all="ignore"), device_scope(data.context):
             if kind == "rounding" and x.dtype.kind in "iub":
@@ -41,24 +46,25 @@ def _sigmoid(xp, x):
 
 log = recorded("log")(_unary(lambda xp, x: xp.log(x)))
 exp = recorded("exp")(_unary(lambda xp, x: xp.exp(x)))
-sqrt = recorded("sqrt")(_unary(lambda xp, x: xp.sqrt(x)))
-square = recorded("square")(_unary(lambda xp, x: xp.square(x)))
-abs = recorded("abs")(_unary(lambda xp, x: xp.abs(x), "native"))
-sign = _unary(lambda xp, x: xp.sign(x), "native")
+sqrt = recorded("sqrt")(_unary(lambda xp, x: xp.sqrt(x), name="sqrt"))
+square = recorded("square")(_unary(lambda xp, x: xp.square(x), name="square"))
+abs = recorded("abs")(_unary(lambda xp, x: xp.abs(x), "native", "abs"))
+sign = _unary(lambda xp, x: xp.sign(x), "native", "sign")
 sigmoid = recorded("sigmoid")(_unary(_sigmoid))
-tanh = recorded("tanh")(_unary(lambda xp, x: xp.tanh(x)))
-relu = recorded("relu")(_unary(lambda xp, x: xp.maximum(x, 0), "native"))
-negative = recorded("negative")(_unary(lambda xp, x: xp.negative(x), "native"))
+tanh = recorded("tanh")(_unary(lambda xp, x: xp.tanh(x), name="tanh"))
+relu = recorded("relu")(_unary(lambda xp, x: xp.maximum(x, 0), "native", "relu"))
+negative = recorded("negative")(_unary(lambda xp, x: xp.negative(x), "native",
+                                              "negative"))
 reciprocal = recorded("reciprocal")(_unary(lambda xp, x: xp.reciprocal(x)))
-log1p = recorded("log1p")(_unary(lambda xp, x: xp.log1p(x)))
-expm1 = recorded("expm1")(_unary(lambda xp, x: xp.expm1(x)))
-floor = _unary(lambda xp, x: xp.floor(x), "rounding")
-ceil = _unary(lambda xp, x: xp.ceil(x), "rounding")
+log1p = recorded("log1p")(_unary(lambda xp, x: xp.log1p(x), name="log1p"))
+expm1 = recorded("expm1")(_unary(lambda xp, x: xp.expm1(x), name="expm1"))
+floor = _unary(lambda xp, x: xp.floor(x), "rounding", "floor")
+ceil = _unary(lambda xp, x: xp.ceil(x), "rounding", "ceil")
 round = _unary(lambda xp, x: xp.where(x >= 0, xp.floor(x + 0.5), xp.ceil(x - 0.5)),
-               "rounding")
+               "rounding", "round")
 rsqrt = recorded("rsqrt")(_unary(lambda xp, x: 1 / xp.sqrt(x)))
 cos = recorded("cos")(_unary(lambda xp, x: xp.cos(x)))
-sin = recorded("sin")(_unary(lambda xp, x: xp.sin(x)))
+sin = recorded("sin")(_unary(lambda xp, x: xp.sin(x), name="sin"))
 
 
 def _binary(name: str) -> Callable:

@@ -2,8 +2,10 @@
 
 codec.py holds the formats and the conversions, arrays.py the classes (`RowSparseNDArray`,
 `CSRNDArray`), creation.py what makes them, math.py their arithmetic and products.py `dot` and
-`retain`. Any other registered operator is reachable here too (`mx.nd.sparse.sqrt` ...): it
-runs on the dense views, as MXNet falls back to dense storage for an operator without a sparse form.
+`retain`, records.py their records in NDArray files. Any other registered operator is
+reachable here too (`mx.nd.sparse.sqrt` ...): one with `keeps_sparse` (f(0) = 0) maps the
+stored values and keeps the storage type; the others run on the dense views, as MXNet falls
+back to dense storage for an operator without a sparse form.
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """`RowSparseNDArray` and `CSRNDArray`: NDArrays kept in MXNet's sparse storage formats.
 
 A sparse array holds its components (codec.py) and its shape; it is an NDArray, so every
-routine and operator takes it. Those without a sparse form read its dense view (`_data`, built
-on each read), as MXNet falls back to dense storage, and return dense arrays. The dense view of
+routine and operator takes it. The operators with `keeps_sparse` map its stored values
+(`_map_values`); the others read its dense view (`_data`, built on each read), as MXNet falls
+back to dense storage, and return dense arrays. The dense view of
 a row-sparse array that holds every row is its values array itself, so in-place updates of a
 weight (the optimizers) write it; any other dense view is a fresh array, read-only where the
 backend allows (NumPy), so that a write meant for the sparse array fails instead of vanishing.
@@ -26,6 +27,13 @@ from . import codec, math
 
 __all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "make_sparse", "encode",
            "cast_to"]
+
+
+def _arithmetic(name: str, reflected: bool = False):
+    """The operator method `self <name> other` (or `other <name> self`), by math.binary."""
+    def method(self, other):
+        return math.binary(name, other, self) if reflected else math.binary(name, self, other)
+    return method
 
 
 class BaseSparseNDArray(NDArray):
@@ -85,6 +93,14 @@ class BaseSparseNDArray(NDArray):
     def _encode(self, dense) -> BaseSparseNDArray:
         """A new array of this storage type and context holding the dense backend array."""
         return encode(self._stype, dense, self._ctx)
+
+    def _map_values(self, fn) -> BaseSparseNDArray:
+        """A new array of this storage type with the same indices and `fn` (NDArray ->
+        NDArray, elementwise with f(0) = 0) of the stored values."""
+        with device_scope(self._ctx):
+            values = (self._values.copy() if self._values.size == 0
+                      else fn(wrap(self._values, self._ctx))._data)
+            return self._like(values, [a.copy() for a in self._aux])
 
     def _wrap_component(self, arr) -> NDArray:
         with device_scope(self._ctx):
@@ -193,26 +209,10 @@ class BaseSparseNDArray(NDArray):
             self._store_dense(dense)
 
     # ------------------------------------------------------------------ arithmetic (math.py)
-    def __add__(self, other):
-        return math.binary("add", self, other)
-
-    def __radd__(self, other):
-        return math.binary("add", other, self)
-
-    def __sub__(self, other):
-        return math.binary("subtract", self, other)
-
-    def __rsub__(self, other):
-        return math.binary("subtract", other, self)
-
-    def __mul__(self, other):
-        return math.binary("multiply", self, other)
-
-    def __rmul__(self, other):
-        return math.binary("multiply", other, self)
-
-    def __truediv__(self, other):
-        return math.binary("divide", self, other)
+    __add__, __radd__ = _arithmetic("add"), _arithmetic("add", reflected=True)
+    __sub__, __rsub__ = _arithmetic("subtract"), _arithmetic("subtract", reflected=True)
+    __mul__, __rmul__ = _arithmetic("multiply"), _arithmetic("multiply", reflected=True)
+    __truediv__ = _arithmetic("divide")
 
     def __neg__(self):
         return math.negative(self)
@@ -227,7 +227,6 @@ class BaseSparseNDArray(NDArray):
         return (_rebuild, (self._stype, backend.asnumpy(self._values),
                            [backend.asnumpy(a) for a in self._aux], self._shape,
                            self._ctx.device_type, self._ctx.device_id))
-
 
 
 class RowSparseNDArray(BaseSparseNDArray):
