@@ -34,8 +34,9 @@ import numpy as np
 from .. import backend
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
+from . import dist_sparse
+from .agreement import describe_difference, optimizer_settings
 from .local import KVStore, _key_list
-from .sparse_values import refuse_sparse
 
 __all__ = ["DistKVStore", "create_dist", "worker_rank", "PROGRESS"]
 
@@ -177,8 +178,8 @@ class DistKVStore(KVStore):
                 raise MXNetError(
                     "dist kvstore %s: rank %d passes %s but rank 0 passes %s; every worker "
                     "must make the same calls with %s"
-                    % (what, rank, _describe(theirs, every[0]), _describe(every[0], theirs),
-                       hint))
+                    % (what, rank, describe_difference(theirs, every[0]),
+                       describe_difference(every[0], theirs), hint))
 
     def _plan(self, keys: list) -> list:
         """The packing plan (list of _Group) for this list of keys, made once and reused."""
@@ -263,14 +264,18 @@ class DistKVStore(KVStore):
     # ------------------------------------------------------------------ data
     def init(self, key, value) -> None:
         keys, values = _key_list(key, value)
-        refuse_sparse("init", values)
+        dist_sparse.refuse_csr("init", values)
         for k in keys:
             if k in self._store:
                 raise MXNetError("duplicate init of key %r" % (k,))
         super().init(key, value)
         if self._size == 1:
             return
-        # every replica starts from rank 0's values: one broadcast per dtype
+        # every replica starts from rank 0's values: one broadcast per dtype (per key for a
+        # row-sparse one)
+        keys = dist_sparse.init_row_sparse(self, keys)
+        if not keys:
+            return
         plan = self._plan(keys)
         for group in plan:
             for i, k in enumerate(group.keys):
@@ -282,7 +287,11 @@ class DistKVStore(KVStore):
 
     def push(self, key, value, priority: int = 0) -> None:
         keys, values = _key_list(key, value)
-        refuse_sparse("push", values)
+        dist_sparse.refuse_csr("push", values)
+        if any(self.stored(k).stype == "row_sparse" for k in keys):
+            keys, values = dist_sparse.push_row_sparse(self, keys, values)
+            if not keys:
+                return
         plan = self._plan(keys)
         by_key = dict(zip(keys, values))
         for group in plan:
@@ -336,7 +345,7 @@ class DistKVStore(KVStore):
     # ------------------------------------------------------------------ updates
     def set_optimizer(self, optimizer) -> None:
         """Every replica runs `optimizer`; its settings must be the same on every rank."""
-        self._agree("set_optimizer", _optimizer_settings(optimizer),
+        self._agree("set_optimizer", optimizer_settings(optimizer),
                     "the same optimizer settings")
         super().set_optimizer(optimizer)
 
@@ -365,27 +374,6 @@ class DistKVStore(KVStore):
             error = self._collective("bcast(save_optimizer_states)", self._comm.bcast, error, 0)
         if error is not None:
             raise MXNetError(error)
-
-
-def _optimizer_settings(optimizer) -> list:
-    """The plain settings of an optimizer (what must agree across ranks)."""
-    out = [("type", type(optimizer).__name__)]
-    for name, value in sorted(vars(optimizer).items()):
-        if name.startswith("_"):
-            continue
-        if value is None or isinstance(value, (bool, int, float, str)):
-            out.append((name, repr(value)))
-    return out
-
-
-def _describe(mine, other) -> str:
-    """The first element of `mine` that differs from `other` (for error messages)."""
-    if isinstance(mine, list) and isinstance(other, list):
-        for i, item in enumerate(mine):
-            if i >= len(other) or item != other[i]:
-                return "%r (item %d of %d)" % (item, i, len(mine))
-        return "only %d items" % len(mine)
-    return repr(mine)
 
 
 def create_dist(kind: str) -> DistKVStore:

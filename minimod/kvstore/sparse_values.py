@@ -15,8 +15,7 @@ from .. import backend
 from ..base import MXNetError
 from ..ndarray.sparse import RowSparseNDArray
 
-__all__ = ["all_row_sparse", "sum_row_sparse", "pull_rows", "check_row_sparse_out",
-           "refuse_sparse"]
+__all__ = ["all_row_sparse", "sum_row_sparse", "pull_rows", "check_row_sparse_out"]
 
 
 def all_row_sparse(values) -> bool:
@@ -48,12 +47,3 @@ def pull_rows(key, stored, target: RowSparseNDArray, rows) -> None:
         raise MXNetError("row_sparse_pull of key %r: a row id is outside [0, %d)"
                          % (key, stored.shape[0]))
     stored.retain(index).copyto(target)
-
-
-def refuse_sparse(what: str, values) -> None:
-    """A dist store's refusal of sparse values (lists of values per key): MXNet's servers
-    update them lazily, and minimod's MPI sum is dense."""
-    stypes = {v.stype for group in values for v in group} - {"default"}
-    if stypes:
-        raise MXNetError("%s: a dist kvstore takes dense values in minimod, not %s (convert "
-                         "with tostype('default'))" % (what, stypes.pop()))

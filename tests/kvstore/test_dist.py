@@ -65,6 +65,17 @@ def test_kvstore_api_across_three_ranks(tmp_path):
         ["ok-rank0", "ok-rank1", "ok-rank2"]
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_row_sparse_values_across_ranks(tmp_path, workers):
+    """init takes rank 0's rows; pushes sum on the union of every rank's rows, which every
+    replica's optimizer updates lazily, as one store given all the pushes."""
+    rc, out, _ = launch(["-n", str(workers), "--timeout", "60", "--", "python",
+                         os.path.join(HERE, "dist_rsp_worker.py"), str(tmp_path)], timeout=90)
+    assert rc == 0, out
+    assert sorted(f for f in os.listdir(tmp_path) if f.startswith("ok-")) == \
+        ["ok-rank%d" % r for r in range(workers)]
+
+
 def test_dist_store_in_one_process_is_a_store_of_one_worker(tmp_path):
     kv = mx.kv.create("dist_sync")
     assert (kv.type, kv.rank, kv.num_workers) == ("dist_sync", 0, 1)
@@ -75,6 +86,10 @@ def test_dist_store_in_one_process_is_a_store_of_one_worker(tmp_path):
     kv.pull("w", out=out)
     assert out.asnumpy().tolist() == [2.0, 2.0]
     assert kv.stats["allreduce_calls"] == 0  # nothing to exchange with one worker
+    kv.init("r", mx.nd.sparse.zeros("row_sparse", (4, 2)))
+    kv.push("r", [mx.nd.array([[0, 0], [1, 1], [0, 0], [0, 0]]).tostype("row_sparse")] * 2)
+    assert kv.stored("r").stype == "row_sparse" and kv.stored("r").indices.asnumpy() == [1]
+    np.testing.assert_array_equal(kv.stored("r").asnumpy()[1], [2, 2])
     with pytest.raises(mx.MXNetError, match="shape"):
         kv.push("w", mx.nd.ones((3,)))
     with pytest.raises(mx.MXNetError, match="has not been initialized"):
