@@ -231,14 +231,18 @@ class DistKVStore(KVStore):
             self.stats["bcast_calls"] += 1
             self._collective("bcast", self._comm.Bcast, buf, 0)
         else:
-            t0 = time.perf_counter()
-            self._collective("allreduce", self._comm.Allreduce, self._mpi.IN_PLACE, buf,
-                             self._mpi.SUM)
-            self.stats["allreduce_s"] += time.perf_counter() - t0
-            self.stats["allreduce_calls"] += 1
-            self.stats["allreduce_bytes"] += buf.nbytes
+            self._allreduce(buf)
         if host is not None:
             flat[...] = backend.to_context(host, ctx)
+
+    def _allreduce(self, buf, what: str = "allreduce") -> None:
+        """Sum `buf` (a host array, or a device one for a CUDA-aware MPI) over every rank in
+        place, counted in `stats`."""
+        t0 = time.perf_counter()
+        self._collective(what, self._comm.Allreduce, self._mpi.IN_PLACE, buf, self._mpi.SUM)
+        self.stats["allreduce_s"] += time.perf_counter() - t0
+        self.stats["allreduce_calls"] += 1
+        self.stats["allreduce_bytes"] += buf.nbytes
 
     def sum_into(self, keys: Sequence, arrays: Sequence, total: NDArray) -> None:
         """The sum of a worker's devices (`KVStore.sum_into`), then over all workers in one

@@ -11,8 +11,6 @@ CSR values, which MXNet's stores do not take either, are refused.
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from .. import backend
@@ -54,12 +52,7 @@ def sum_rows(store, local: RowSparseNDArray) -> RowSparseNDArray:
         part = codec.rsp_gather(xp, local._values, local._aux[0], backend.to_context(rows, ctx),
                                 local.shape[1:])
     host = np.ascontiguousarray(backend.asnumpy(part))
-    t0 = time.perf_counter()
-    store._collective("allreduce(rows)", store._comm.Allreduce, store._mpi.IN_PLACE, host,
-                      store._mpi.SUM)
-    store.stats["allreduce_s"] += time.perf_counter() - t0
-    store.stats["allreduce_calls"] += 1
-    store.stats["allreduce_bytes"] += host.nbytes
+    store._allreduce(host, "allreduce(rows)")
     with backend.device_scope(ctx):
         return local._like(backend.to_context(host, ctx), (backend.to_context(rows, ctx),))
 
