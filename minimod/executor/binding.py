@@ -232,6 +232,7 @@ def bind(symbol, ctx: Context, args, args_grad=None, grad_req="write", aux_state
                               "aux_states", required=True)
     arg_list = [_as_nd(a, ctx) for a in arg_list]
     aux_list = [_as_nd(a, ctx) for a in aux_list]
+    grad_list = [None if g is None else _as_nd(g, ctx) for g in grad_list]
     shapes = {n: a.shape for n, a in zip(arg_names, arg_list)}
     shapes.update({n: a.shape for n, a in zip(aux_names, aux_list)})
     types = {n: np.dtype(a.dtype) for n, a in zip(arg_names, arg_list)}
@@ -287,8 +288,11 @@ def _check_grads(plan: Plan, grad_list: list, reqs: dict, ctx: Context) -> None:
 
 
 def _as_nd(value, ctx) -> NDArray:
+    """`value` as the NDArray the executor holds. Executors compute on dense arrays: a
+    row-sparse or CSR array is bound as a dense copy (what `arg_dict` / `grad_dict` then
+    hold, and what writes through them reach), where MXNet binds the sparse array itself."""
     if isinstance(value, NDArray):
-        return value
+        return value.tostype("default") if value.stype != "default" else value
     xp = backend.xp_for(ctx)
     with backend.device_scope(ctx):
         return NDArray(xp.asarray(value, dtype=np.float32), ctx)

@@ -18,12 +18,14 @@ class Differentiable:
     def attach_grad(self: NDArrayBase, grad_req: str = "write", stype: str | None = None) -> None:
         """Make this array a variable of `autograd.record()`: a zeroed gradient buffer of its
         shape, dtype and context becomes `self.grad`, which `backward()` fills as `grad_req`
-        says ('write', 'add' or 'null'). Dense storage only."""
+        says ('write', 'add' or 'null'). The buffer is dense, a sparse array's too (autograd
+        computes on dense values; MXNet's would be sparse, with the same values)."""
         if stype not in (None, "default"):
-            raise MXNetError(f"attach_grad: storage type {stype!r} is not supported: minimod "
-                             "arrays are dense")
+            raise MXNetError(f"attach_grad: storage type {stype!r} is not supported: minimod's "
+                             "gradient buffers are dense")
+        dense = self if self.stype == "default" else self.tostype("default")
         with backend.device_scope(self._ctx):
-            grad = type(self)(self._xp.zeros_like(self._data), self._ctx)
+            grad = type(dense)(self._xp.zeros_like(dense._data), self._ctx)
         self._ag = tape.Leaf(grad, grad_req)
 
     def backward(self: NDArrayBase, out_grad=None, retain_graph: bool = False,

@@ -81,7 +81,7 @@ class Custom(Op):
     # --- inference
     def infer_shape(self, in_shapes: list, out_shapes: list):
         n_args = len(self.arguments())
-        if not shape_is_known(in_shapes[0]):
+        if in_shapes and not shape_is_known(in_shapes[0]):  # an op may have no inputs
             return in_shapes, out_shapes
         given = [list(s) if shape_is_known(s) else [] for s in in_shapes[:n_args]]
         try:
@@ -105,7 +105,7 @@ class Custom(Op):
 
     def infer_type(self, in_types: list, out_types: list):
         n_args = len(self.arguments())
-        if in_types[0] is None:
+        if in_types and in_types[0] is None:
             return in_types, out_types
         given = [None if t is None else np.dtype(t).type for t in in_types[:n_args]]
         types = self.prop.infer_type(given)
