@@ -30,6 +30,14 @@ def test_training_matches_mxnet(name):
                                        err_msg=key)
 
 
+@pytest.mark.parametrize("name", ["sgd_momentum_wd", "fm"])
+def test_training_on_each_device_matches_mxnet(name, ctx):
+    got = run(mx, name, context=ctx)
+    for key, value in got.items():
+        if not key.endswith("/stype"):
+            np.testing.assert_allclose(value, GOLDEN[key], rtol=1e-4, atol=1e-5, err_msg=key)
+
+
 def test_the_lazy_update_leaves_untouched_rows_alone():
     """Against the same run with lazy_update=False: the rows no batch stored a value in
     keep their starting values only under the lazy update (weight decay moves them else)."""

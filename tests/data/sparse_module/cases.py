@@ -54,13 +54,14 @@ CASES = {
 }
 
 
-def run(mx, name):
+def run(mx, name, context=None):
     model, (opt_name, opt_args) = CASES[name]
     x = mx.sym.var("data", stype="csr")
     w = mx.sym.var("w", shape=(FEATURES, 2 if model != "fm" else 1), stype="row_sparse")
     out = _fm(mx, x, w) if model == "fm" else _linear(mx, x, w, model)
     out = mx.sym.LinearRegressionOutput(out, mx.sym.var("label"))
-    mod = mx.mod.Module(out, data_names=["data"], label_names=["label"])
+    mod = mx.mod.Module(out, data_names=["data"], label_names=["label"],
+                        context=context or mx.cpu())
     label_dim = 1 if model == "fm" else 2
     mod.bind(data_shapes=[("data", (BATCH, FEATURES))],
              label_shapes=[("label", (BATCH, label_dim))])
