@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import backend
 from ..base import MXNetError, ShapeError
+from . import update_rows
 from . import update_steps as steps
 from . import update_steps_adaptive as adaptive_steps
 from .ndarray import NDArray, wrap
@@ -82,11 +83,12 @@ _SCRATCH: dict = {}
 
 
 def _run(name: str, weight: NDArray, grad: NDArray, states: tuple, out: NDArray | None,
-         step, *hyper) -> NDArray:
+         step, *hyper, rows_rule: str = "", lazy_update: bool = True) -> NDArray:
     """`step(w, g, *states, *hyper, pool)` (an `update_steps` function) on the arrays of
     these NDArrays, with MXNet's conventions: the states change in place; the new weight goes
     to `out` (the weight itself when out=weight), or, without out, to a new array while the
-    weight is left alone."""
+    weight is left alone. Sparse arrays go through `update_rows.run_sparse`, on the
+    gradient's rows where `update_rows.lazy_rows(rows_rule, ...)` says MXNet's kernel does."""
     for label, arr in (("weight", weight), ("grad", grad)) + tuple(
             ("state %d" % i, s) for i, s in enumerate(states)):
         if not isinstance(arr, NDArray):
@@ -99,7 +101,13 @@ def _run(name: str, weight: NDArray, grad: NDArray, states: tuple, out: NDArray 
     if len(_SCRATCH) > 64:
         _SCRATCH.clear()
     with backend.device_scope(weight.context):
-        step(target._data, grad._data, *(s._data for s in states), *hyper, _SCRATCH)
+        if any(a.stype != "default" for a in (target, grad) + tuple(states)):
+            lazy = bool(rows_rule) and update_rows.lazy_rows(rows_rule, target, grad, states,
+                                                             lazy_update)
+            update_rows.run_sparse(target, grad, states, lazy, lambda w, g, st: step(
+                w._data, g._data, *(x._data for x in st), *hyper, _SCRATCH))
+        else:
+            step(target._data, grad._data, *(s._data for s in states), *hyper, _SCRATCH)
     if out is None or out is weight:
         return target
     out[:] = target
@@ -110,14 +118,14 @@ def sgd_update(weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0,
                lazy_update=True, out=None, name=None):
     """w = (1 - lr wd) w - lr clip(rescale_grad grad)."""
     return _run("sgd_update", weight, grad, (), out, steps.sgd_plain, lr, wd, rescale_grad,
-                clip_gradient)
+                clip_gradient, rows_rule="sgd", lazy_update=lazy_update)
 
 
 def sgd_mom_update(weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
                    clip_gradient=-1.0, lazy_update=True, out=None, name=None):
     """mom = momentum mom - lr (clip(rescale_grad grad) + wd w); w += mom."""
     return _run("sgd_mom_update", weight, grad, (mom,), out, steps.sgd_mom, lr, wd, momentum,
-                rescale_grad, clip_gradient)
+                rescale_grad, clip_gradient, rows_rule="mom", lazy_update=lazy_update)
 
 
 def nag_mom_update(weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
@@ -131,7 +139,8 @@ def adam_update(weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-
                 rescale_grad=1.0, clip_gradient=-1.0, lazy_update=True, out=None, name=None):
     """Adam's moments and step without bias correction (Adam folds that into lr)."""
     return _run("adam_update", weight, grad, (mean, var), out, adaptive_steps.adam, lr, wd,
-                beta1, beta2, epsilon, rescale_grad, clip_gradient)
+                beta1, beta2, epsilon, rescale_grad, clip_gradient, rows_rule="mom",
+                lazy_update=lazy_update)
 
 
 def rmsprop_update(weight, grad, n, lr, gamma1=0.95, epsilon=1e-8, wd=0.0, rescale_grad=1.0,
@@ -168,7 +177,7 @@ def ftrl_update(weight, grad, z, n, lr, lamda1=0.01, beta=1.0, wd=0.0, rescale_g
                 clip_gradient=-1.0, out=None, name=None):
     """FTRL-proximal (see Ftrl)."""
     return _run("ftrl_update", weight, grad, (z, n), out, adaptive_steps.ftrl, lr, wd, lamda1,
-                beta, rescale_grad, clip_gradient)
+                beta, rescale_grad, clip_gradient, rows_rule="ftrl")
 
 
 #: the kernels the built-in optimizers run (`minimod.optimizer.UPDATE_KERNELS`)

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import backend
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, wrap
 from ..ndarray.sparse import BaseSparseNDArray, RowSparseNDArray
+from ..ndarray.update_rows import dense_buffer, put_rows, rows_of
 
-__all__ = ["has_sparse", "update", "rows_of", "put_rows"]
+__all__ = ["has_sparse", "update"]
 
 
 def has_sparse(*items) -> bool:
@@ -36,39 +36,12 @@ def has_sparse(*items) -> bool:
     return False
 
 
-def rows_of(state, rows):
-    """A copy of rows `rows` (backend int64) of every array in `state` (an NDArray, a tuple or
-    list of them, or None)."""
-    if isinstance(state, NDArray):
-        with backend.device_scope(state.context):  # take: faster than fancy indexing
-            return NDArray(backend.array_module_of(state._data).take(state._data, rows, axis=0),
-                           state.context)
-    if isinstance(state, (tuple, list)):
-        return type(state)(rows_of(item, rows) for item in state)
-    return state
-
-
-def put_rows(state, part, rows) -> None:
-    """Write the rows `rows_of` took back into `state`."""
-    if isinstance(state, NDArray):
-        with backend.device_scope(state.context):
-            state._data[rows] = part._data
-    elif isinstance(state, (tuple, list)):
-        for item, item_part in zip(state, part):
-            put_rows(item, item_part, rows)
-
-
 def _buffer(array, writebacks: list):
-    """A writable dense NDArray standing for `array` (see the module docstring)."""
-    if isinstance(array, RowSparseNDArray):
-        return wrap(array.store_all_rows(), array.context)
-    if isinstance(array, BaseSparseNDArray):  # csr: a fresh dense array, re-encoded after
-        dense = wrap(array._to_dense(), array.context)
-        writebacks.append((array, dense))
-        return dense
+    """A writable dense NDArray standing for `array`, tuples and lists of them too (see the
+    module docstring and `minimod.ndarray.update_rows`)."""
     if isinstance(array, (tuple, list)):
         return type(array)(_buffer(item, writebacks) for item in array)
-    return array
+    return dense_buffer(array, writebacks) if isinstance(array, NDArray) else array
 
 
 def update(optimizer, index: Any, weight, grad, state) -> None:

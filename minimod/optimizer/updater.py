@@ -13,10 +13,10 @@ from typing import Any
 
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
+from ..ndarray.update_rows import put_rows, rows_of
 from .adaptive import FTML, AdaDelta, AdaGrad, Adam, Adamax, Ftrl, RMSProp
 from .base import Optimizer, State, _Builtin, create
 from .sgd import DCASGD, NAG, SGD, Signum, ccSGD
-from .sparse_update import put_rows, rows_of
 from .states import _decode_states, _encode_native, _restore_counters, dump_states_mxnet
 
 __all__ = ["Updater", "get_updater"]
