@@ -43,11 +43,19 @@ def test_a_batch_is_csr_with_the_rows_in_file_order(tmp_path):
     ("1 0:1\n", dict(data_shape=(4,), label_shape=(2,)), "label_shape must be \\(1,\\)"),
     ("1 0:1\n", dict(data_shape=(4,), num_parts=2, part_index=2), "part_index=2 is not in"),
     ("1 0:1\n", dict(data_shape=(2, 2)), "must be 1-D"),
+    ("1 0:1\n", dict(data_shape=(4,), dtype="float64"), "the batches are float32"),
 ])
 def test_bad_input_is_refused_naming_it(tmp_path, text, kwargs, message):
     path = _write(tmp_path / "d.t", text)
     with pytest.raises(DataIterError, match=message):
         mx.io.LibSVMIter(data_libsvm=path, **kwargs)
+
+
+def test_an_unknown_keyword_is_refused(tmp_path):
+    path = _write(tmp_path / "d.t", "1 0:1\n")
+    with pytest.raises(TypeError, match="label_shapes"):
+        mx.io.LibSVMIter(data_libsvm=path, data_shape=(4,), label_shapes=(1,))
+    mx.io.LibSVMIter(data_libsvm=path, data_shape=(4,), prefetch_buffer=2, ctx="cpu")
 
 
 def test_label_rows_must_match_the_data_rows(tmp_path):

@@ -83,15 +83,18 @@ class LibSVMIter(MXDataIter):
     (their own leading numbers ignored) are CSR labels of shape (batch_size,) + `label_shape`.
     The last batch of an epoch is completed with the first rows (`pad` says how many) and the
     next epoch starts after them, as in MXNet, which has no `round_batch=False` here either.
-    `getindex()` gives the rows' numbers in the part. `prefetch_buffer` and the other C++
-    options are accepted and ignored."""
+    `getindex()` gives the rows' numbers in the part. `prefetch_buffer` and `ctx` (where
+    MXNet's reader thread prefetches) change nothing here; any other keyword is refused."""
 
     def __init__(self, data_libsvm: str, data_shape: Sequence[int],
                  label_libsvm: Optional[str] = None, label_shape: Sequence[int] = (1,),
                  num_parts: int = 1, part_index: int = 0, batch_size: int = 1,
                  round_batch: bool = True, data_name: str = "data",
-                 label_name: str = "softmax_label", **_ignored: Any):
+                 label_name: str = "softmax_label", prefetch_buffer: int = 4,
+                 ctx: Any = None, dtype: Any = None):
         super().__init__(int(batch_size))
+        if dtype not in (None, "float32", np.float32):
+            raise DataIterError("LibSVMIter: dtype=%r: the batches are float32" % (dtype,))
         data_shape, label_shape = tuple(data_shape), tuple(label_shape)
         if len(data_shape) != 1 or (label_libsvm and len(label_shape) != 1):
             raise DataIterError("LibSVMIter: data_shape %s and label_shape %s must be 1-D (the "
