@@ -105,3 +105,18 @@ def test_file_iterators_give_their_one_data_and_label_array_directly(tmp_path):
     np.testing.assert_array_equal(it.getdata().asnumpy(), [[0, 1, 2], [3, 4, 5]])
     assert isinstance(batch.data, list) and len(batch.data) == 1
     np.testing.assert_array_equal(batch.data[0].asnumpy(), it.getdata().asnumpy())
+
+
+def test_mxnets_reader_options_are_taken_and_unknown_keywords_refused(tmp_path):
+    np.savetxt(tmp_path / "x.csv", np.arange(6.0).reshape(2, 3), delimiter=",")
+    mx.io.CSVIter(data_csv=str(tmp_path / "x.csv"), data_shape=(3,), prefetch_buffer=2,
+                  ctx="cpu")
+    with pytest.raises(TypeError, match="data_shapes"):
+        mx.io.CSVIter(data_csv=str(tmp_path / "x.csv"), data_shape=(3,), data_shapes=(3,))
+    mnist = dict(image=os.path.join(FILES, "img-idx3-ubyte"),
+                 label=os.path.join(FILES, "lbl-idx1-ubyte"))
+    mx.io.MNISTIter(prefetch_buffer=2, ctx="cpu", dtype="float32", **mnist)
+    with pytest.raises(TypeError, match="shufle"):
+        mx.io.MNISTIter(shufle=False, **mnist)
+    with pytest.raises(DataIterError, match="dtype='float64'"):
+        mx.io.MNISTIter(dtype="float64", **mnist)

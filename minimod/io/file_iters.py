@@ -88,14 +88,14 @@ class CSVIter(_FileBatches):
     `round_batch` (the default) the last batch is completed with the first rows (`pad` says
     how many) and the next epoch starts after them, as in MXNet; without it the batch's
     remaining rows keep what the previous batch held. The files are read whole at construction
-    (MXNet streams them). `prefetch_buffer`, `ctx` and the other C++ options are accepted and
-    ignored.
+    (MXNet streams them). `prefetch_buffer` and `ctx` (where MXNet's reader thread prefetches)
+    change nothing here; any other keyword is refused.
     """
 
     def __init__(self, data_csv: str, data_shape: Sequence[int], label_csv: Optional[str] = None,
                  label_shape: Sequence[int] = (1,), batch_size: int = 1,
                  round_batch: bool = True, dtype: Any = None, data_name: str = "data",
-                 label_name: str = "softmax_label", **_ignored: Any):
+                 label_name: str = "softmax_label", prefetch_buffer: int = 4, ctx: Any = None):
         kind = np.dtype(dtype or np.float32)
         data = _read_csv(data_csv, tuple(data_shape), kind, "CSVIter data_csv")
         label_shape = tuple(label_shape)
@@ -155,14 +155,18 @@ class MNISTIter(_FileBatches):
     (batch, 1, rows, cols) or, with `flat`, (batch, rows * cols); labels (batch,). The last
     incomplete batch is dropped. `shuffle` permutes the samples once, with a generator seeded
     by `seed` (minimod's own: the order differs from MXNet's); `num_parts`/`part_index` take
-    the part_index-th of num_parts contiguous shares, as MXNet does.
+    the part_index-th of num_parts contiguous shares, as MXNet does. `prefetch_buffer` and
+    `ctx` change nothing here; any other keyword is refused.
     """
 
     def __init__(self, image: str = "./train-images-idx3-ubyte",
                  label: str = "./train-labels-idx1-ubyte", batch_size: int = 128,
                  shuffle: bool = True, flat: bool = False, seed: int = 0, silent: bool = False,
                  num_parts: int = 1, part_index: int = 0, data_name: str = "data",
-                 label_name: str = "softmax_label", **_ignored: Any):
+                 label_name: str = "softmax_label", prefetch_buffer: int = 4, ctx: Any = None,
+                 dtype: Any = None):
+        if dtype not in (None, "float32", np.float32):
+            raise DataIterError("MNISTIter: dtype=%r: the images are float32" % (dtype,))
         images = _read_idx(image, 3, "MNISTIter image")
         labels = _read_idx(label, 1, "MNISTIter label")
         if len(images) != len(labels):
