@@ -1,10 +1,14 @@
 """What every routine shares: `_result` (wrap a backend array, or write it into `out=`),
 `_at_least_1d` (MXNet gives reductions over every axis shape (1,), never ()) and `recorded`
-(under `autograd.record()`, the routine runs as its operator, which records itself).
+(under `autograd.record()`, the routine runs as its operator, which records itself; so does
+a call with a keyword the routine does not take, which the operator then takes if it is one
+of its parameters and refuses, naming them, if not: a misspelt `keepdims` is an error, as in
+MXNet, not silently dropped).
 """
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Callable
 
 from ...profiler import RECORDER
@@ -17,13 +21,17 @@ from ..recorded import profiled_call
 
 def recorded(op_name: str, variadic: bool = False) -> Callable:
     """Decorate a routine so that, while `autograd.record()` is on and an input carries a
-    gradient, it runs as `mx.nd.<op_name>` (same arguments, same numbers), which puts it on
-    the tape with the operator's backward; otherwise the routine runs as written. `variadic`:
-    the routine also takes its arrays as one list (`concat([a, b])`)."""
+    gradient, or when a keyword is not one of the routine's own, it runs as
+    `mx.nd.<op_name>` (same arguments, same numbers; the operator records itself, and takes
+    or refuses the keyword); otherwise the routine runs as written. `variadic`: the routine
+    also takes its arrays as one list (`concat([a, b])`)."""
     def decorate(routine: Callable) -> Callable:
+        known = {p.name for p in inspect.signature(routine).parameters.values()
+                 if p.kind is not p.VAR_KEYWORD} | {"name"}
+
         @functools.wraps(routine)
         def call(*args, **kwargs):
-            if tape.tracked(*args, *kwargs.values()):  # run_op refuses zero-size inputs
+            if tape.tracked(*args, *kwargs.values()) or not known.issuperset(kwargs):
                 if variadic and len(args) == 1 and isinstance(args[0], (list, tuple)):
                     args = tuple(args[0])
                 return invoke(op_name, args, kwargs)

@@ -15,15 +15,14 @@ from ..rules import normalize_dtype
 from .common import _result, recorded
 
 
-def _unary(fn: Callable, kind: str = "math", name: str = "") -> Callable:
+def _unary(fn: Callable, kind: str = "math", op: str = "") -> Callable:
     """An elementwise routine keeping the input dtype, with the unary operators' dtype rules
     (ops/elemwise.py `_Unary`): "math" functions evaluate float16 in float32 and integers in
     float64, then cast back (truncating); "native" ones compute in the data's dtype;
-    "rounding" ones leave integers unchanged. Where operator `name` keeps a sparse input's
+    "rounding" ones leave integers unchanged. Where operator `op` keeps a sparse input's
     storage type (`Op.keeps_sparse`), so does the routine."""
-    def routine(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
-        if out is None and data.stype != "default" and name and \
-                get_op_class(name).keeps_sparse:
+    def routine(data: NDArray, out: NDArray | None = None, name: str | None = None) -> NDArray:
+        if out is None and data.stype != "default" and op and get_op_class(op).keeps_sparse:
             return data._map_values(routine)
         xp, x = data._xp, data._data
         with np.errstate(all="ignore"), device_scope(data.context):
@@ -37,6 +36,8 @@ def _unary(fn: Callable, kind: str = "math", name: str = "") -> Callable:
                 if result.dtype != x.dtype:
                     result = result.astype(x.dtype)
         return _result(result, data, out)
+    if op:
+        routine.__name__ = routine.__qualname__ = op
     return routine
 
 
@@ -46,31 +47,31 @@ def _sigmoid(xp, x):
 
 log = recorded("log")(_unary(lambda xp, x: xp.log(x)))
 exp = recorded("exp")(_unary(lambda xp, x: xp.exp(x)))
-sqrt = recorded("sqrt")(_unary(lambda xp, x: xp.sqrt(x), name="sqrt"))
-square = recorded("square")(_unary(lambda xp, x: xp.square(x), name="square"))
+sqrt = recorded("sqrt")(_unary(lambda xp, x: xp.sqrt(x), op="sqrt"))
+square = recorded("square")(_unary(lambda xp, x: xp.square(x), op="square"))
 abs = recorded("abs")(_unary(lambda xp, x: xp.abs(x), "native", "abs"))
 sign = _unary(lambda xp, x: xp.sign(x), "native", "sign")
 sigmoid = recorded("sigmoid")(_unary(_sigmoid))
-tanh = recorded("tanh")(_unary(lambda xp, x: xp.tanh(x), name="tanh"))
+tanh = recorded("tanh")(_unary(lambda xp, x: xp.tanh(x), op="tanh"))
 relu = recorded("relu")(_unary(lambda xp, x: xp.maximum(x, 0), "native", "relu"))
 negative = recorded("negative")(_unary(lambda xp, x: xp.negative(x), "native",
                                               "negative"))
 reciprocal = recorded("reciprocal")(_unary(lambda xp, x: xp.reciprocal(x)))
-log1p = recorded("log1p")(_unary(lambda xp, x: xp.log1p(x), name="log1p"))
-expm1 = recorded("expm1")(_unary(lambda xp, x: xp.expm1(x), name="expm1"))
+log1p = recorded("log1p")(_unary(lambda xp, x: xp.log1p(x), op="log1p"))
+expm1 = recorded("expm1")(_unary(lambda xp, x: xp.expm1(x), op="expm1"))
 floor = _unary(lambda xp, x: xp.floor(x), "rounding", "floor")
 ceil = _unary(lambda xp, x: xp.ceil(x), "rounding", "ceil")
 round = _unary(lambda xp, x: xp.where(x >= 0, xp.floor(x + 0.5), xp.ceil(x - 0.5)),
                "rounding", "round")
 rsqrt = recorded("rsqrt")(_unary(lambda xp, x: 1 / xp.sqrt(x)))
 cos = recorded("cos")(_unary(lambda xp, x: xp.cos(x)))
-sin = recorded("sin")(_unary(lambda xp, x: xp.sin(x), name="sin"))
+sin = recorded("sin")(_unary(lambda xp, x: xp.sin(x), op="sin"))
 
 
-def _binary(name: str) -> Callable:
-    def routine(lhs, rhs, out: NDArray | None = None, **_ignored):
-        return binary_op(name, lhs, rhs, out=out)
-    routine.__name__ = name
+def _binary(op: str) -> Callable:
+    def routine(lhs, rhs, out: NDArray | None = None, name: str | None = None):
+        return binary_op(op, lhs, rhs, out=out)
+    routine.__name__ = routine.__qualname__ = op
     return routine
 
 

@@ -12,11 +12,11 @@ from .common import _at_least_1d, _result, recorded
 
 @recorded("dot")
 def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool = False,
-        out: NDArray | None = None, **_ignored) -> NDArray:
+        out: NDArray | None = None, forward_stype: str | None = None, **_ignored) -> NDArray:
     """Sum over the last axis of lhs and the first axis of rhs (after optional transposes,
     which reverse all axes): shape lhs.shape[:-1] + rhs.shape[1:]; 1-D . 1-D gives (1,)."""
     if out is None and (lhs.stype != "default" or rhs.stype != "default"):
-        return sparse_dot(lhs, rhs, transpose_a, transpose_b, _ignored.get("forward_stype"))
+        return sparse_dot(lhs, rhs, transpose_a, transpose_b, forward_stype)
     xp = lhs._xp
     a = lhs._data.transpose() if transpose_a else lhs._data
     b = rhs._data.transpose() if transpose_b else rhs._data

@@ -46,7 +46,7 @@ def _reduce(fn: Callable, name: str) -> Callable:
             if result.dtype != x.dtype:
                 result = result.astype(x.dtype)
         return _result(_at_least_1d(result), data, out)
-    routine.__name__ = name
+    routine.__name__ = routine.__qualname__ = name
     return recorded(name)(routine)
 
 
@@ -92,7 +92,7 @@ def norm(data: NDArray, ord: int = 2, axis: Axis = None, keepdims: bool = False,
 
 def _arg_reduce(fn_name: str) -> Callable:
     def routine(data: NDArray, axis: int | None = None, keepdims: bool = False,
-                out: NDArray | None = None, **_ignored) -> NDArray:
+                out: NDArray | None = None, name: str | None = None) -> NDArray:
         xp, x = data._xp, data._data
         with device_scope(data.context):
             if axis is None:
@@ -104,7 +104,7 @@ def _arg_reduce(fn_name: str) -> Callable:
                     result = xp.expand_dims(result, int(axis))
             result = result.astype(x.dtype)
         return _result(_at_least_1d(result), data, out)
-    routine.__name__ = fn_name
+    routine.__name__ = routine.__qualname__ = fn_name
     return routine
 
 

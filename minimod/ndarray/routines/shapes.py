@@ -211,11 +211,11 @@ def broadcast_to(data: NDArray, shape: Sequence[int], out: NDArray | None = None
 
 
 
-def zeros_like(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
+def zeros_like(data: NDArray, out: NDArray | None = None, name: str | None = None) -> NDArray:
     with device_scope(data.context):
         return _result(data._xp.zeros_like(data._data), data, out)
 
 
-def ones_like(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
+def ones_like(data: NDArray, out: NDArray | None = None, name: str | None = None) -> NDArray:
     with device_scope(data.context):
         return _result(data._xp.ones_like(data._data), data, out)
