@@ -73,7 +73,7 @@ def _sample(draw: Callable, params: Sequence[Any], shape: ShapeArg, dtype: Any,
 
 def uniform(low: float | NDArray = 0, high: float | NDArray = 1,
             shape: ShapeArg = None, dtype: Any = None, ctx: Context | None = None,
-            out: NDArray | None = None, **_ignored) -> NDArray:
+            out: NDArray | None = None, name: str | None = None) -> NDArray:
     """Samples from the uniform distribution on [low, high)."""
     return _sample(lambda rng, lo, hi, size: rng.uniform(lo, hi, size), (low, high), shape,
                    dtype, ctx, out, np.float32)
@@ -81,7 +81,7 @@ def uniform(low: float | NDArray = 0, high: float | NDArray = 1,
 
 def normal(loc: float | NDArray = 0, scale: float | NDArray = 1,
            shape: ShapeArg = None, dtype: Any = None, ctx: Context | None = None,
-           out: NDArray | None = None, **_ignored) -> NDArray:
+           out: NDArray | None = None, name: str | None = None) -> NDArray:
     """Samples from the normal distribution N(loc, scale**2)."""
     return _sample(lambda rng, mu, sigma, size: rng.normal(mu, sigma, size), (loc, scale),
                    shape, dtype, ctx, out, np.float32)
@@ -89,13 +89,13 @@ def normal(loc: float | NDArray = 0, scale: float | NDArray = 1,
 
 def randint(low: int, high: int, shape: ShapeArg = None, dtype: Any = None,
             ctx: Context | None = None, out: NDArray | None = None,
-            **_ignored) -> NDArray:
+            name: str | None = None) -> NDArray:
     """Integers drawn uniformly from [low, high) (dtype int32 unless given)."""
     return _sample(lambda rng, lo, hi, size: rng.randint(lo, hi, size), (int(low), int(high)),
                    shape, dtype, ctx, out, np.int32)
 
 
-def shuffle(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
+def shuffle(data: NDArray, out: NDArray | None = None, name: str | None = None) -> NDArray:
     """A copy of `data` with its rows (axis 0) in random order."""
     xp = data._xp
     with device_scope(data.context):  # the generator of the array's own device
@@ -108,7 +108,8 @@ def shuffle(data: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
 
 
 def randn(*shape, loc: float | NDArray = 0, scale: float | NDArray = 1, dtype: Any = None,
-          ctx: Context | None = None, out: NDArray | None = None, **_ignored) -> NDArray:
+          ctx: Context | None = None, out: NDArray | None = None,
+          name: str | None = None) -> NDArray:
     """normal(loc, scale) samples of the shape given as positional dimensions."""
     return normal(loc, scale, shape or None, dtype, ctx, out)
 
@@ -133,28 +134,30 @@ def _via_op(dist: str, params: dict, sample_names: tuple, shape: ShapeArg, dtype
 
 
 def exponential(scale: float | NDArray = 1, shape: ShapeArg = None, dtype: Any = None,
-                ctx: Context | None = None, out: NDArray | None = None, **_ignored) -> NDArray:
+                ctx: Context | None = None, out: NDArray | None = None,
+                name: str | None = None) -> NDArray:
     """Exponential samples of mean `scale` (rate 1/scale)."""
     return _via_op("exponential", {"lam": 1.0 / scale}, ("lam",), shape, dtype, ctx, out)
 
 
 def gamma(alpha: float | NDArray = 1, beta: float | NDArray = 1, shape: ShapeArg = None,
           dtype: Any = None, ctx: Context | None = None, out: NDArray | None = None,
-          **_ignored) -> NDArray:
+          name: str | None = None) -> NDArray:
     """Gamma samples of shape `alpha` and scale `beta`."""
     return _via_op("gamma", {"alpha": alpha, "beta": beta}, ("alpha", "beta"), shape, dtype,
                    ctx, out)
 
 
 def poisson(lam: float | NDArray = 1, shape: ShapeArg = None, dtype: Any = None,
-            ctx: Context | None = None, out: NDArray | None = None, **_ignored) -> NDArray:
+            ctx: Context | None = None, out: NDArray | None = None,
+            name: str | None = None) -> NDArray:
     """Poisson samples of rate `lam`."""
     return _via_op("poisson", {"lam": lam}, ("lam",), shape, dtype, ctx, out)
 
 
 def negative_binomial(k: float | NDArray = 1, p: float | NDArray = 1, shape: ShapeArg = None,
                       dtype: Any = None, ctx: Context | None = None,
-                      out: NDArray | None = None, **_ignored) -> NDArray:
+                      out: NDArray | None = None, name: str | None = None) -> NDArray:
     """Failures before the k-th success of probability p."""
     return _via_op("negative_binomial", {"k": k, "p": p}, ("k", "p"), shape, dtype, ctx, out)
 
@@ -162,7 +165,7 @@ def negative_binomial(k: float | NDArray = 1, p: float | NDArray = 1, shape: Sha
 def generalized_negative_binomial(mu: float | NDArray = 1, alpha: float | NDArray = 1,
                                   shape: ShapeArg = None, dtype: Any = None,
                                   ctx: Context | None = None, out: NDArray | None = None,
-                                  **_ignored) -> NDArray:
+                                  name: str | None = None) -> NDArray:
     """Gamma-Poisson samples of mean `mu` and dispersion `alpha`."""
     return _via_op("generalized_negative_binomial", {"mu": mu, "alpha": alpha},
                    ("mu", "alpha"), shape, dtype, ctx, out)
@@ -190,7 +193,7 @@ generalized_negative_binomial_like = _like("generalized_negative_binomial",
 
 
 def multinomial(data: NDArray, shape: ShapeArg = None, get_prob: bool = False,
-                out: NDArray | None = None, dtype: Any = "int32", **_ignored):
+                out: NDArray | None = None, dtype: Any = "int32", name: str | None = None):
     """Class indices drawn from the categorical distributions in the last axis of `data`
     (the `_sample_multinomial` operator): `shape` more draws per distribution; with
     `get_prob`, also the log-probability of each draw."""

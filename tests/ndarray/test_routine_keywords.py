@@ -38,3 +38,9 @@ def test_mxnets_other_parameters_go_to_the_operator_with_the_same_numbers():
     np.testing.assert_array_equal(mx.nd.add_n(X, X, num_args=2).asnumpy(), 2 * X.asnumpy())
     np.testing.assert_array_equal(mx.nd.sum(X, axis=1, keepdims=True, name="s").asnumpy(),
                                   [[3.0], [12.0]])
+
+
+def test_the_samplers_refuse_an_unknown_keyword():
+    with pytest.raises(TypeError, match="unexpected keyword.*'sahpe'"):
+        mx.nd.random.uniform(0, 1, sahpe=(2,))
+    assert mx.nd.random.normal(0, 1, shape=(3,), name="n").shape == (3,)
