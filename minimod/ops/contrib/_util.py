@@ -86,8 +86,8 @@ def roi_chunks(count: int, per_roi: int):
 def checked_batch(xp, op: str, rois, num_images: int, allow_negative: bool = False):
     """The ROIs' image indices (int64), checked against the data's batch size."""
     batch = roi_batch_index(xp, rois)
-    if batch.size:
-        hi, lo = int(batch.max()), int(batch.min())
+    if batch.size:  # both ends in one read on the host
+        hi, lo = (int(v) for v in backend.asnumpy(xp.stack([batch.max(), batch.min()])))
         if hi >= num_images or (lo < 0 and not allow_negative):
             raise MXNetError("%s: rois name image %d but data holds images 0..%d"
                              % (op, hi if hi >= num_images else lo, num_images - 1))

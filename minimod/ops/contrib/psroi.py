@@ -12,7 +12,15 @@ import dataclasses
 from ... import backend
 from ...base import OpParamError, ShapeError
 from ..registry import Op, fmt_shape, register
-from ._util import c_round, check_data_rois, checked_batch, gather_bins, roi_chunks, scatter_bins
+from ._util import (
+    CHUNK_ELEMENTS,
+    c_round,
+    check_data_rois,
+    checked_batch,
+    gather_bins,
+    roi_chunks,
+    scatter_bins,
+)
 
 __all__ = ["PSROIPooling", "DeformablePSROIPooling"]
 
@@ -49,6 +57,10 @@ class _PSBase(Op):
     channel (c * group_size + gh) * group_size + gw, where (gh, gw) is the group cell the bin
     falls in."""
 
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        self._channel_maps: dict = {}  # (module, device, dtype) -> `_channel_map`
+
     def _group(self) -> int:
         return self.attrs.group_size or self.attrs.pooled_size
 
@@ -74,13 +86,18 @@ class _PSBase(Op):
         return in_shapes, out_shapes
 
     def _channel_map(self, xp, t):
-        """(output_dim, P) input channel of each output channel and bin."""
-        a = self.attrs
-        group = self._group()
-        cells = _group_cells(xp, a.pooled_size, group, t)
-        cell = cells[:, None] * group + cells[None, :]  # (PH, PW)
-        return (xp.arange(a.output_dim)[:, None] * (group * group)
-                + cell.reshape(1, -1))
+        """(output_dim, P) input channel of each output channel and bin (made once per
+        device and dtype: it depends on the attributes only)."""
+        key = (xp.__name__, backend.current_device(xp), t)
+        cache = self._channel_maps
+        if key not in cache:
+            a = self.attrs
+            group = self._group()
+            cells = _group_cells(xp, a.pooled_size, group, t)
+            cell = cells[:, None] * group + cells[None, :]  # (PH, PW)
+            cache[key] = (xp.arange(a.output_dim)[:, None] * (group * group)
+                          + cell.reshape(1, -1))
+        return cache[key]
 
 
 @register
@@ -108,10 +125,14 @@ class PSROIPooling(_PSBase):
     def infer_shape(self, in_shapes, out_shapes):
         return self._infer_common(in_shapes, out_shapes)
 
-    def _per_roi(self, xp, rois, chan, t) -> int:
-        """Gathered values per ROI at the largest window: the chunking budget."""
+    def _per_roi(self, xp, rois, chan, t, height: int, width: int) -> int:
+        """Gathered values per ROI at the largest window: the chunking budget. A window holds
+        at most the whole map, so when that bound keeps every ROI in one chunk it is the
+        budget, with no read of the ROIs on the host."""
         if not rois.shape[0]:
             return 1
+        if rois.shape[0] * chan.size * height * width <= CHUNK_ELEMENTS:
+            return chan.size * height * width
         _, _, roi_w, roi_h = _rfcn_box(xp, rois, self.attrs.spatial_scale, t, 0)
         pooled = self.attrs.pooled_size
         window = ((int(xp.ceil(roi_h.max() / t(pooled))) + 1)
@@ -122,14 +143,19 @@ class PSROIPooling(_PSBase):
         pooled = self.attrs.pooled_size
         batch = checked_batch(xp, self.name, rois, num_images)
         x1, y1, roi_w, roi_h = _rfcn_box(xp, rois, self.attrs.spatial_scale, t, 0)
-        axes = []
+        bounds = []
         for start, size, limit in ((y1, roi_h, height), (x1, roi_w, width)):
             bin_size = size / t(pooled)
             steps = xp.arange(pooled + 1, dtype=t)[None, :] * bin_size[:, None] + start[:, None]
             lo = xp.clip(xp.floor(steps[:, :-1]).astype("int64"), 0, limit)
             hi = xp.clip(xp.ceil(steps[:, 1:]).astype("int64"), 0, limit)
-            span = xp.maximum(hi - lo, 0)
-            k = max(1, int(span.max()) if span.size else 1)
+            bounds.append((lo, xp.maximum(hi - lo, 0), limit))
+        # the widest window along each axis, in one read on the host
+        widest = backend.asnumpy(xp.stack([span.max() for _, span, _ in bounds])) \
+            if rois.shape[0] else (1, 1)
+        axes = []
+        for (lo, span, limit), k in zip(bounds, widest):
+            k = max(1, int(k))
             cells = lo[:, :, None] + xp.arange(k)[None, None, :]  # (r, pooled, k)
             axes.append((xp.minimum(cells, limit - 1), xp.arange(k)[None, None, :]
                          < span[:, :, None], span))
@@ -146,7 +172,7 @@ class PSROIPooling(_PSBase):
         n, _, height, width = data.shape
         t = data.dtype.type
         chan = self._channel_map(xp, t)
-        for sel in roi_chunks(rois.shape[0], self._per_roi(xp, rois, chan, t)):
+        for sel in roi_chunks(rois.shape[0], self._per_roi(xp, rois, chan, t, height, width)):
             batch, pos, weight = self._chunk_windows(xp, rois[sel], n, height, width, t)
             out[0][sel] = gather_bins(xp, data, batch, chan, pos, weight).reshape(out[0][sel].shape)
 
@@ -162,7 +188,7 @@ class PSROIPooling(_PSBase):
         chan = self._channel_map(xp, t)
         head = out_grads[0].reshape(out_grads[0].shape[:2] + (-1,))
         dx.fill(0)
-        for sel in roi_chunks(rois.shape[0], self._per_roi(xp, rois, chan, t)):
+        for sel in roi_chunks(rois.shape[0], self._per_roi(xp, rois, chan, t, height, width)):
             batch, pos, weight = self._chunk_windows(xp, rois[sel], n, height, width, t)
             scatter_bins(xp, dx, batch, chan, pos, weight, head[sel])
 
