@@ -180,6 +180,26 @@ def ftrl_update(weight, grad, z, n, lr, lamda1=0.01, beta=1.0, wd=0.0, rescale_g
                 beta, rescale_grad, clip_gradient, rows_rule="ftrl")
 
 
+def _adagrad(w, g, history, lr, epsilon, rescale_grad, clip_gradient, _pool):
+    xp, ct = backend.array_module_of(w), w.dtype.type
+    g = _clipped(xp, g * _c(ct, rescale_grad), clip_gradient, ct)
+    history += g * g
+    w -= _c(ct, lr) * g / xp.sqrt(history + _c(ct, epsilon))
+
+
+def adagrad_update(weight, grad, history, lr, epsilon=1e-7, wd=0.0, rescale_grad=1.0,
+                   clip_gradient=-1.0, out=None, name=None):
+    """MXNet's sparse AdaGrad kernel (`mx.nd.sparse.adagrad_update`), on the rows of a
+    row-sparse gradient: h += g^2, w -= lr g / sqrt(h + epsilon), g = clip(rescale_grad grad).
+    MXNet has it for a row-sparse gradient without weight decay only, and so has minimod."""
+    if grad.stype != "row_sparse" or wd:
+        raise MXNetError("mx.nd.sparse.adagrad_update takes a row_sparse gradient and wd=0 "
+                         "(MXNet's only kernel), got a %s gradient and wd=%r; the AdaGrad "
+                         "optimizer updates any other case" % (grad.stype, wd))
+    return _run("adagrad_update", weight, grad, (history,), out, _adagrad, lr, epsilon,
+                rescale_grad, clip_gradient, rows_rule="sgd")
+
+
 #: the kernels the built-in optimizers run (`minimod.optimizer.UPDATE_KERNELS`)
 UPDATE_KERNELS: dict[str, Callable] = {f.__name__: f for f in (
     sgd_update, sgd_mom_update, nag_mom_update, adam_update, rmsprop_update,

@@ -38,3 +38,11 @@ def test_the_lazy_cases_leave_the_other_rows_alone():
     assert not np.allclose(lazy[untouched], dense[untouched])
     first = mx.nd.array(np.random.RandomState(3).uniform(-1, 1, (5, 3)).astype(np.float32))
     np.testing.assert_array_equal(lazy[untouched], first.asnumpy()[untouched])
+
+
+@pytest.mark.parametrize("grad_stype, wd", [("default", 0.0), ("row_sparse", 0.1)])
+def test_sparse_adagrad_takes_only_what_mxnets_kernel_takes(grad_stype, wd):
+    weight, history = mx.nd.ones((3, 2)), mx.nd.zeros((3, 2))
+    grad = mx.nd.ones((3, 2)).tostype(grad_stype)
+    with pytest.raises(mx.MXNetError, match="row_sparse gradient and wd=0"):
+        mx.nd.sparse.adagrad_update(weight, grad, history, lr=0.1, wd=wd, out=weight)

@@ -3,8 +3,9 @@
 codec.py holds the formats and the conversions, arrays.py the classes (`RowSparseNDArray`,
 `CSRNDArray`), creation.py what makes them, math.py their arithmetic and products.py `dot` and
 `retain`, records.py their records in NDArray files; the optimizer kernels MXNet lists here
-(`sgd_update`, `sgd_mom_update`, `adam_update`, `ftrl_update`) are `mx.nd`'s, which update
-lazily on a row-sparse gradient where MXNet's do (minimod/ndarray/update_rows.py). Any other
+(`sgd_update`, `sgd_mom_update`, `adam_update`, `ftrl_update`; `adagrad_update`, MXNet's
+sparse-only AdaGrad) are `mx.nd`'s (update_kernels.py), which update lazily on a row-sparse
+gradient where MXNet's do (minimod/ndarray/update_rows.py). Any other
 registered operator is reachable here too (`mx.nd.sparse.sqrt` ...): one with `keeps_sparse`
 (f(0) = 0) maps the stored values and keeps the storage type; the others run on the dense
 views, as MXNet falls back to dense storage for an operator without a sparse form.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from ...ops.registry import list_ops
 from ..imperative import op_function
-from ..update_kernels import adam_update, ftrl_update, sgd_mom_update, sgd_update
+from ..update_kernels import adagrad_update, adam_update, ftrl_update, sgd_mom_update, sgd_update
 from .arrays import BaseSparseNDArray, CSRNDArray, RowSparseNDArray, cast_to
 from .creation import array, csr_matrix, empty, row_sparse_array, zeros
 from .products import dot, retain
@@ -21,7 +22,7 @@ from .products import dot, retain
 __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "array", "csr_matrix",
            "empty", "row_sparse_array", "zeros", "dot", "retain", "cast_storage", "add",
            "subtract", "multiply", "divide", "elemwise_add", "elemwise_sub", "elemwise_mul",
-           "sgd_update", "sgd_mom_update", "adam_update", "ftrl_update"]
+           "sgd_update", "sgd_mom_update", "adam_update", "ftrl_update", "adagrad_update"]
 
 
 def cast_storage(data, stype: str):

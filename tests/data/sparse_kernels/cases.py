@@ -1,9 +1,9 @@
-"""MXNet's optimizer kernels (`mx.nd.sparse.sgd_update` ...) on every storage-type mix of
-weight, gradient and states, written once for both engines: `run(mx)` gives the weight and
-states after two calls, and the weight's storage type, by case name (MXNet 1.9.1 under
-gen_sparse_kernels_golden.py, minimod under tests/ndarray/test_sparse_kernels.py). The
-gradient stores rows 1 and 3 of 5 (a stored row of zeros included), so a lazy update shows
-in the rows it leaves alone."""
+"""MXNet's optimizer kernels (`mx.nd.sparse.sgd_update` ...) on every storage-type mix of weight,
+gradient and states (AdaGrad's sparse-only kernel on the mixes it takes), written once for both
+engines: `run(mx)` gives the weight and states after two calls, and the weight's storage type,
+by case name (MXNet 1.9.1 under gen_sparse_kernels_golden.py, minimod under
+tests/ndarray/test_sparse_kernels.py). The gradient stores rows 1 and 3 of 5 (a stored row of
+zeros included), so a lazy update shows in the rows it leaves alone."""
 import numpy as np
 
 KERNELS = {  # name: (states, hyperparameters, takes lazy_update)
@@ -11,6 +11,8 @@ KERNELS = {  # name: (states, hyperparameters, takes lazy_update)
     "sgd_mom_update": (1, dict(lr=0.1, wd=0.1, momentum=0.9), True),
     "adam_update": (2, dict(lr=0.1, wd=0.1, beta1=0.8, beta2=0.9, epsilon=1e-6), True),
     "ftrl_update": (2, dict(lr=0.1, wd=0.1, lamda1=0.01, beta=1.0), False),
+    "adagrad_update": (1, dict(lr=0.1, epsilon=0.5, rescale_grad=0.5, clip_gradient=0.8),
+                       False),
 }
 MIXES = [("default", "row_sparse", "default"), ("row_sparse", "row_sparse", "row_sparse"),
          ("row_sparse", "row_sparse", "default"), ("default", "default", "default")]
@@ -31,7 +33,7 @@ def _arrays(mx, w_st, g_st, s_st, states):
 def run(mx):
     out = {}
     for name, (states, hyper, takes_lazy) in KERNELS.items():
-        for w_st, g_st, s_st in MIXES:
+        for w_st, g_st, s_st in MIXES if name != "adagrad_update" else MIXES[:2]:
             for lazy in ((True, False) if takes_lazy else (None,)):
                 weight, grad, state = _arrays(mx, w_st, g_st, s_st, states)
                 kw = dict(hyper) if lazy is None else dict(hyper, lazy_update=lazy)
