@@ -57,23 +57,26 @@ def lazy_rows(kind: str, weight, grad, states, lazy_update: bool) -> bool:
 
 
 def dense_buffer(array, writebacks: list):
-    """A writable dense NDArray standing for `array` (see the module docstring)."""
-    if array.stype == "row_sparse":
+    """A writable dense NDArray standing for `array` (see the module docstring); tuples and
+    lists of arrays (an optimizer's state) give the same of buffers, None stays None."""
+    if isinstance(array, (tuple, list)):
+        return type(array)(dense_buffer(item, writebacks) for item in array)
+    stype = getattr(array, "stype", "default")
+    if stype == "row_sparse":
         return wrap(array.store_all_rows(), array.context)
-    if array.stype == "csr":  # a fresh dense array, re-encoded after
+    if stype == "csr":  # a fresh dense array, re-encoded after
         dense = wrap(array._to_dense(), array.context)
         writebacks.append((array, dense))
         return dense
     return array
 
 
-def run_sparse(weight, grad, states: tuple, lazy: bool, step) -> None:
+def run_sparse(weight, grad, states, lazy: bool, step) -> None:
     """`step(w, g, states)` (NDArrays; w and states change in place) on the buffers of
-    `weight`, `grad`, `states`, on the gradient's rows when `lazy` (see the module
-    docstring)."""
+    `weight`, `grad` and `states` (an array, a tuple or list of them, or None), on the
+    gradient's rows when `lazy` (see the module docstring)."""
     writebacks: list = []
-    w_buf = dense_buffer(weight, writebacks)
-    s_buf = tuple(dense_buffer(s, writebacks) for s in states)
+    w_buf, s_buf = dense_buffer(weight, writebacks), dense_buffer(states, writebacks)
     if lazy:
         rows = grad._aux[0]
         part_w, part_s = rows_of(w_buf, rows), rows_of(s_buf, rows)
@@ -81,6 +84,6 @@ def run_sparse(weight, grad, states: tuple, lazy: bool, step) -> None:
         put_rows(w_buf, part_w, rows)
         put_rows(s_buf, part_s, rows)
     else:
-        step(w_buf, wrap(grad._data, grad.context), s_buf)
+        step(w_buf, grad if grad.stype == "default" else wrap(grad._data, grad.context), s_buf)
     for array, dense in writebacks:
         array[:] = dense
