@@ -3,7 +3,8 @@
 - hidden keys: a few attributes (`lr_mult`, `ctx_group` ...) are stored under a dunder name
   (`__lr_mult__`), as MXNet stores them; legacy JSON files write them plainly;
 - `__shape__` and `__dtype__` on a variable: a declared shape (a hint for inference) and a
-  declared dtype, by MXNet's type code.
+  declared dtype, by MXNet's type code; `__storage_type__`, a declared storage type, by
+  MXNet's storage-type code (`STYPE_CODES`, the codes NDArray file records hold too).
 
 They live beside the graph records because the symbol layer writes them and the passes and
 the JSON reader read them.
@@ -17,7 +18,8 @@ import numpy as np
 from ..base import ShapeError
 from ..shape_semantics import api_shape_in
 
-__all__ = ["HIDDEN_KEYS", "hidden_key", "DTYPE_MX_TO_NP", "DTYPE_NP_TO_MX", "parse_shape_attr"]
+__all__ = ["HIDDEN_KEYS", "hidden_key", "DTYPE_MX_TO_NP", "DTYPE_NP_TO_MX", "STYPE_CODES",
+           "STYPE_NAMES", "parse_shape_attr"]
 
 HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
                "profiler_scope")
@@ -25,6 +27,8 @@ HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_sta
 DTYPE_MX_TO_NP = {0: np.float32, 1: np.float64, 2: np.float16, 3: np.uint8, 4: np.int32,
                   5: np.int8, 6: np.int64, 7: np.bool_}
 DTYPE_NP_TO_MX = {np.dtype(v): k for k, v in DTYPE_MX_TO_NP.items()}
+STYPE_CODES = {"default": 0, "row_sparse": 1, "csr": 2}
+STYPE_NAMES = {code: name for name, code in STYPE_CODES.items()}
 
 
 def hidden_key(key: str) -> str:

@@ -25,6 +25,7 @@ import numpy as np
 from .. import backend
 from ..base import MXNetError
 from ..graph import Entry
+from ..graph.attrs import STYPE_CODES
 from ..ndarray import sparse as nd_sparse
 from ..ndarray import zeros as nd_zeros
 from ..optimizer.base import _Builtin
@@ -36,8 +37,8 @@ __all__ = ["sparse_grad_params", "declared_stypes", "param_array", "lazy_row_sou
 _SPARSE_GRAD_OPS = {"Embedding": lambda op: op.attrs.sparse_grad,
                     "_contrib_SparseEmbedding": lambda op: True}
 
-#: MXNet's `__storage_type__` codes on a variable
-_STYPES = {"1": "row_sparse", "2": "csr"}
+#: a variable's `__storage_type__` attribute (MXNet's code as a string) -> sparse type
+_STYPES = {str(code): name for name, code in STYPE_CODES.items() if code}
 
 
 def declared_stypes(symbol) -> dict:

@@ -48,6 +48,7 @@ import numpy as np
 from .. import backend
 from ..base import FileFormatError, MXNetError, atomic_write
 from ..context import Context
+from ..graph.attrs import STYPE_NAMES
 from ..shape_semantics import is_np_shape
 from .ndarray import NDArray, wrap
 from .sparse import records
@@ -69,7 +70,6 @@ _FLAG_TO_DTYPE = {
 _BF16_FLAG = 12
 _DTYPE_TO_FLAG = {dt.type: flag for flag, dt in _FLAG_TO_DTYPE.items()}
 _AUX_COUNT = {0: 0, 1: 1, 2: 2}  # default, row_sparse (idx), csr (indptr, idx)
-_STYPE_NAMES = {0: "default", 1: "row_sparse", 2: "csr"}
 
 SaveData = Union[NDArray, Sequence[NDArray], Mapping[str, NDArray]]
 Loaded = Union[list[Optional[NDArray]], dict[str, Optional[NDArray]]]
@@ -196,7 +196,7 @@ def _read(reader: _Reader) -> NDArray | None:
     for k in range(n_aux):
         aux_flag = reader.i32(f"aux {k} type flag")
         aux_meta.append((aux_flag, _read_shape(reader, f"aux {k} shape") or ()))
-    values = _read_values(reader, flag, storage_shape or (), f"{_STYPE_NAMES[stype]} data")
+    values = _read_values(reader, flag, storage_shape or (), f"{STYPE_NAMES[stype]} data")
     aux = [_read_values(reader, f, s, f"aux {k} data") for k, (f, s) in enumerate(aux_meta)]
     on_gpu = dev_type == 2 and 0 <= dev_id < backend.gpu_count()
     try:

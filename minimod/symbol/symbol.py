@@ -26,6 +26,7 @@ from ..graph import (
     graph_to_json,
     hidden_key,
 )
+from ..graph.attrs import STYPE_CODES
 from ..ops.registry import (
     call_arguments,
     call_params,
@@ -456,7 +457,7 @@ def Variable(name: str, attr: Optional[dict] = None, shape=None, lr_mult=None, w
     if init is not None:
         attrs["__init__"] = init if isinstance(init, str) else init.dumps()
     if stype is not None:
-        attrs["__storage_type__"] = str({"default": 0, "row_sparse": 1, "csr": 2}[stype])
+        attrs["__storage_type__"] = str(STYPE_CODES[stype])
     for key, value in kwargs.items():
         if key.startswith("__") and key.endswith("__"):
             attrs[key] = str(value)

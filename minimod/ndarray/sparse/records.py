@@ -10,14 +10,11 @@ import numpy as np
 
 from ... import backend
 from ...context import Context
+from ...graph.attrs import STYPE_CODES, STYPE_NAMES
 from . import codec
 from .arrays import BaseSparseNDArray, make_sparse
 
-__all__ = ["STYPE_CODES", "from_record", "record_parts"]
-
-#: MXNet's storage type codes in records and attributes
-STYPE_CODES = {"default": 0, "row_sparse": 1, "csr": 2}
-_NAMES = {code: name for name, code in STYPE_CODES.items()}
+__all__ = ["from_record", "record_parts"]
 
 
 def _why_invalid(stype: int, shape: tuple, values: np.ndarray, aux: list) -> str | None:
@@ -42,9 +39,9 @@ def from_record(stype: int, shape: tuple, values: np.ndarray, aux: list,
     aux = [a.astype(codec.INDEX, copy=False) for a in aux]
     why = _why_invalid(stype, tuple(shape), values, aux)
     if why:
-        raise ValueError("%s record: %s" % (_NAMES[stype], why))
+        raise ValueError("%s record: %s" % (STYPE_NAMES[stype], why))
     with backend.device_scope(ctx):
-        return make_sparse(_NAMES[stype], backend.to_context(values, ctx),
+        return make_sparse(STYPE_NAMES[stype], backend.to_context(values, ctx),
                            [backend.to_context(a, ctx) for a in aux], tuple(shape), ctx)
 
 
