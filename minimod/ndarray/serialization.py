@@ -148,9 +148,14 @@ def _read_values(reader: _Reader, flag: int, shape: tuple[int, ...], what: str) 
     return values.astype(dtype.newbyteorder("="), copy=True)
 
 
-def _place(values: np.ndarray, dev_type: int, dev_id: int) -> NDArray:
+def _home(dev_type: int, dev_id: int) -> Context:
+    """Where a record loads: its GPU when this machine has it, else cpu(0)."""
     on_gpu = dev_type == 2 and 0 <= dev_id < backend.gpu_count()
-    ctx = Context("gpu", dev_id) if on_gpu else Context("cpu", 0)
+    return Context("gpu", dev_id) if on_gpu else Context("cpu", 0)
+
+
+def _place(values: np.ndarray, dev_type: int, dev_id: int) -> NDArray:
+    ctx = _home(dev_type, dev_id)
     return wrap(backend.to_context(values, ctx), ctx)
 
 
@@ -198,10 +203,8 @@ def _read(reader: _Reader) -> NDArray | None:
         aux_meta.append((aux_flag, _read_shape(reader, f"aux {k} shape") or ()))
     values = _read_values(reader, flag, storage_shape or (), f"{STYPE_NAMES[stype]} data")
     aux = [_read_values(reader, f, s, f"aux {k} data") for k, (f, s) in enumerate(aux_meta)]
-    on_gpu = dev_type == 2 and 0 <= dev_id < backend.gpu_count()
     try:
-        return records.from_record(stype, shape, values, aux,
-                                   Context("gpu", dev_id) if on_gpu else Context("cpu", 0))
+        return records.from_record(stype, shape, values, aux, _home(dev_type, dev_id))
     except ValueError as err:
         raise _FormatError(str(err)) from None
 
