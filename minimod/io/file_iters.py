@@ -16,9 +16,52 @@ from ..ndarray.serialization import read_file
 from .base import DataBatch, DataDesc, DataIterError, MXDataIter
 
 
-class _FileBatches(MXDataIter):
-    """Batches of in-memory rows read from files (CSVIter, MNISTIter): one data and one label
-    input, copied batch by batch into persistent host buffers."""
+class OneArrayBatches(MXDataIter):
+    """The base of MXNet's file iterators (CSVIter, MNISTIter, LibSVMIter): one data and one
+    label input, each given as one NDArray by `getdata()` / `getlabel()` (where NDArrayIter
+    gives lists); the batches `next` makes hold them in lists, as MXNet's do."""
+
+    _pad = 0
+
+    def next(self) -> DataBatch:
+        if self.iter_next():
+            return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=self.getpad(),
+                             index=self.getindex())
+        raise StopIteration
+
+    def getpad(self) -> int:
+        return self._pad
+
+
+class RoundBatches:
+    """Which rows each batch of `count` rows takes, as MXNet's C++ batch loader takes them
+    (CSVIter, LibSVMIter): in order; with `round_batch` the last batch of an epoch is completed
+    with the first rows (`pad` says how many) and the next epoch then starts after them."""
+
+    def __init__(self, count: int, batch_size: int, round_batch: bool):
+        self.count, self.batch_size, self.round_batch = count, batch_size, round_batch
+        self.cursor = self.next_start = self.pad = 0
+
+    def reset(self) -> None:
+        self.cursor, self.next_start = self.next_start, 0
+
+    def advance(self):
+        """(start, stop, wrapped) of the next batch: rows start..stop-1, then rows
+        0..wrapped-1; None at the end of the epoch."""
+        if self.cursor >= self.count:
+            return None
+        start = self.cursor
+        self.cursor = min(self.count, start + self.batch_size)
+        self.pad = self.batch_size - (self.cursor - start)
+        wrapped = self.pad if self.round_batch else 0  # pad < batch <= count
+        if wrapped:
+            self.next_start = wrapped
+        return start, self.cursor, wrapped
+
+
+class _FileBatches(OneArrayBatches):
+    """Batches of in-memory rows read from files (CSVIter, MNISTIter), copied batch by batch
+    into persistent host buffers."""
 
     def __init__(self, data: np.ndarray, label: np.ndarray, batch_size: int, data_name: str,
                  label_name: str):
@@ -30,24 +73,13 @@ class _FileBatches(MXDataIter):
         self._buf_label = np.zeros((batch_size,) + label.shape[1:], label.dtype)
         self.provide_data = [DataDesc(data_name, self._buf_data.shape, data.dtype.type)]
         self.provide_label = [DataDesc(label_name, self._buf_label.shape, label.dtype.type)]
-        self._cursor, self._pad = 0, 0
+        self._cursor = 0
 
-    def next(self) -> DataBatch:
-        if self.iter_next():
-            return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=self.getpad(),
-                             index=self.getindex())
-        raise StopIteration
-
-    # MXNet's file iterators (its C++ MXDataIter) have one data and one label input and
-    # give each as one NDArray here, where NDArrayIter gives lists
     def getdata(self) -> NDArray:
         return nd_array(self._buf_data, dtype=self._buf_data.dtype)
 
     def getlabel(self) -> NDArray:
         return nd_array(self._buf_label, dtype=self._buf_label.dtype)
-
-    def getpad(self) -> int:
-        return self._pad
 
 
 def _read_file(path: str, what: str) -> bytes:
@@ -113,24 +145,23 @@ class CSVIter(_FileBatches):
                                 "refuses this too)" % (data_csv, len(data), batch_size))
         super().__init__(data, label, int(batch_size), data_name, label_name)
         self.round_batch = bool(round_batch)
-        self._next_start = 0
+        self._rows = RoundBatches(len(data), self.batch_size, self.round_batch)
 
     def reset(self) -> None:
-        self._cursor, self._next_start = self._next_start, 0
+        self._rows.reset()
 
     def iter_next(self) -> bool:
-        n = len(self._data)
-        if self._cursor >= n:
+        batch = self._rows.advance()
+        if batch is None:
             return False
-        take = min(self.batch_size, n - self._cursor)
-        rows = slice(self._cursor, self._cursor + take)
-        self._buf_data[:take], self._buf_label[:take] = self._data[rows], self._label[rows]
-        self._pad = self.batch_size - take
-        if self._pad and self.round_batch:
-            head = slice(0, self._pad)  # the next epoch's first rows (pad < batch <= n)
-            self._buf_data[take:], self._buf_label[take:] = self._data[head], self._label[head]
-            self._next_start = self._pad
-        self._cursor += take
+        start, stop, wrapped = batch
+        take = stop - start
+        self._buf_data[:take], self._buf_label[:take] = self._data[start:stop], \
+            self._label[start:stop]
+        if wrapped:  # the next epoch's first rows
+            self._buf_data[take:], self._buf_label[take:] = self._data[:wrapped], \
+                self._label[:wrapped]
+        self._pad = self._rows.pad
         return True
 
 

@@ -27,8 +27,8 @@ from ..ndarray import NDArray
 from ..ndarray import array as nd_array
 from ..ndarray.sparse import codec
 from ..ndarray.sparse.arrays import make_sparse
-from .base import DataBatch, DataDesc, DataIterError, MXDataIter
-from .file_iters import _read_file
+from .base import DataDesc, DataIterError
+from .file_iters import OneArrayBatches, RoundBatches, _read_file
 
 __all__ = ["LibSVMIter"]
 
@@ -76,7 +76,7 @@ def _parse(raw: bytes, width: int, what: str, path: str):
     return labels, values, indptr, cols
 
 
-class LibSVMIter(MXDataIter):
+class LibSVMIter(OneArrayBatches):
     """Batches of `batch_size` rows of the LibSVM file `data_libsvm` as CSRNDArrays of shape
     (batch_size,) + `data_shape` (see the module docstring). The labels are each line's
     first number, shape (batch_size,); with `label_libsvm`, a second LibSVM file whose rows
@@ -125,7 +125,7 @@ class LibSVMIter(MXDataIter):
                         if label_libsvm else (self.batch_size,))
         self.provide_data = [DataDesc(data_name, self._shapes[0], np.float32)]
         self.provide_label = [DataDesc(label_name, self._shapes[1], np.float32)]
-        self._cursor, self._next_start, self._rows, self._pad = 0, 0, None, 0
+        self._batches, self._rows = RoundBatches(rows, self.batch_size, True), None
 
     @staticmethod
     def _load(path, width, num_parts, part_index, which):
@@ -134,25 +134,16 @@ class LibSVMIter(MXDataIter):
                       int(width), what, path)
 
     def reset(self) -> None:
-        self._cursor, self._next_start = self._next_start, 0
+        self._batches.reset()
 
     def iter_next(self) -> bool:
-        count = len(self._data[0])
-        if self._cursor >= count:
+        batch = self._batches.advance()
+        if batch is None:
             return False
-        take = min(self.batch_size, count - self._cursor)
-        self._pad = self.batch_size - take
-        self._rows = np.concatenate([np.arange(self._cursor, self._cursor + take),
-                                     np.arange(self._pad)])  # the wrap: pad < batch <= count
-        self._next_start = self._pad
-        self._cursor += take
+        start, stop, wrapped = batch
+        self._rows = np.concatenate([np.arange(start, stop), np.arange(wrapped)])
+        self._pad = self._batches.pad
         return True
-
-    def next(self) -> DataBatch:
-        if self.iter_next():
-            return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=self.getpad(),
-                             index=self.getindex())
-        raise StopIteration
 
     def _csr(self, parts, shape) -> NDArray:
         _, values, indptr, cols = parts
@@ -166,9 +157,6 @@ class LibSVMIter(MXDataIter):
         if self._label is not None:
             return self._csr(self._label, self._shapes[1])
         return nd_array(self._data[0][self._rows], dtype=np.float32)
-
-    def getpad(self) -> int:
-        return self._pad
 
     def getindex(self) -> np.ndarray:
         return self._rows.astype(np.uint64)
