@@ -68,19 +68,14 @@ def init_row_sparse(store, keys: list) -> list:
 
 
 def push_row_sparse(store, keys: list, values: list) -> tuple:
-    """Push the keys whose values are all row-sparse (`sum_rows`, then the updater or a
-    store, as `push` does); returns the other keys and their values."""
+    """Push the keys whose values are all row-sparse (`sum_rows`, then `_store_sum`, as a local
+    push); returns the other keys and their values."""
     sparse = [i for i, vals in enumerate(values) if all_row_sparse(vals)]
     store._agree("row_sparse keys of push", [keys[i] for i in sparse])
     if sparse and store.compression is not None:
         raise MXNetError("push: gradient compression takes dense values, not row_sparse")
     for i in sparse:
-        stored = store.stored(keys[i])
-        merged = sum_rows(store, sum_row_sparse(values[i], stored.context))
-        with backend.device_scope(stored.context):
-            if store.updater is not None:
-                store.updater(keys[i], merged, stored)
-            else:
-                merged.copyto(stored)
+        home = store.stored(keys[i]).context
+        store._store_sum(keys[i], sum_rows(store, sum_row_sparse(values[i], home)))
     rest = [i for i in range(len(keys)) if i not in sparse]
     return [keys[i] for i in rest], [values[i] for i in rest]

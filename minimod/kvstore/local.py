@@ -214,13 +214,17 @@ class KVStore(KVStoreBase):
     def push(self, key, value, priority: int = 0) -> None:
         keys, values = self._keys(key, value)
         for k, vals in zip(keys, values):
-            merged = self._reduce(k, vals)
-            stored = self._store[k]
-            with backend.device_scope(stored.context):
-                if self._updater is not None:
-                    self._updater(k, merged, stored)
-                else:
-                    merged.copyto(stored)
+            self._store_sum(k, self._reduce(k, vals))
+
+    def _store_sum(self, key, merged: NDArray) -> None:
+        """Take the summed push `merged` of `key`: the updater updates the stored value with it,
+        or, without one, it replaces the stored value."""
+        stored = self._store[key]
+        with backend.device_scope(stored.context):
+            if self._updater is not None:
+                self._updater(key, merged, stored)
+            else:
+                merged.copyto(stored)
 
     def push_rows(self, key, value: list, rows) -> None:
         """Push the gradients `value` of one key whose update is MXNet's lazy row-sparse one
