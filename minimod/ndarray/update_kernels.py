@@ -118,14 +118,14 @@ def sgd_update(weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0,
                lazy_update=True, out=None, name=None):
     """w = (1 - lr wd) w - lr clip(rescale_grad grad)."""
     return _run("sgd_update", weight, grad, (), out, steps.sgd_plain, lr, wd, rescale_grad,
-                clip_gradient, rows_rule="sgd", lazy_update=lazy_update)
+                clip_gradient, rows_rule="grad", lazy_update=lazy_update)
 
 
 def sgd_mom_update(weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
                    clip_gradient=-1.0, lazy_update=True, out=None, name=None):
     """mom = momentum mom - lr (clip(rescale_grad grad) + wd w); w += mom."""
     return _run("sgd_mom_update", weight, grad, (mom,), out, steps.sgd_mom, lr, wd, momentum,
-                rescale_grad, clip_gradient, rows_rule="mom", lazy_update=lazy_update)
+                rescale_grad, clip_gradient, rows_rule="states", lazy_update=lazy_update)
 
 
 def nag_mom_update(weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
@@ -139,7 +139,7 @@ def adam_update(weight, grad, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-
                 rescale_grad=1.0, clip_gradient=-1.0, lazy_update=True, out=None, name=None):
     """Adam's moments and step without bias correction (Adam folds that into lr)."""
     return _run("adam_update", weight, grad, (mean, var), out, adaptive_steps.adam, lr, wd,
-                beta1, beta2, epsilon, rescale_grad, clip_gradient, rows_rule="mom",
+                beta1, beta2, epsilon, rescale_grad, clip_gradient, rows_rule="states",
                 lazy_update=lazy_update)
 
 
@@ -177,7 +177,7 @@ def ftrl_update(weight, grad, z, n, lr, lamda1=0.01, beta=1.0, wd=0.0, rescale_g
                 clip_gradient=-1.0, out=None, name=None):
     """FTRL-proximal (see Ftrl)."""
     return _run("ftrl_update", weight, grad, (z, n), out, adaptive_steps.ftrl, lr, wd, lamda1,
-                beta, rescale_grad, clip_gradient, rows_rule="ftrl")
+                beta, rescale_grad, clip_gradient, rows_rule="all")
 
 
 def _adagrad(w, g, history, lr, epsilon, rescale_grad, clip_gradient, _pool):
@@ -197,7 +197,7 @@ def adagrad_update(weight, grad, history, lr, epsilon=1e-7, wd=0.0, rescale_grad
                          "(MXNet's only kernel), got a %s gradient and wd=%r; the AdaGrad "
                          "optimizer updates any other case" % (grad.stype, wd))
     return _run("adagrad_update", weight, grad, (history,), out, _adagrad, lr, epsilon,
-                rescale_grad, clip_gradient, rows_rule="sgd")
+                rescale_grad, clip_gradient, rows_rule="grad")
 
 
 #: the kernels the built-in optimizers run (`minimod.optimizer.UPDATE_KERNELS`)

@@ -41,19 +41,20 @@ def put_rows(state, part, rows) -> None:
             put_rows(item, item_part, rows)
 
 
-def lazy_rows(kind: str, weight, grad, states, lazy_update: bool) -> bool:
-    """Whether MXNet's kernel updates only the gradient's rows: "sgd" (sgd_update) when the
-    gradient is row-sparse and lazy_update; "mom" (sgd_mom_update, adam_update) when besides
-    the states have the weight's storage type; "ftrl" when weight, gradient and states are all
-    row-sparse."""
+def lazy_rows(rule: str, weight, grad, states, lazy_update: bool) -> bool:
+    """Whether MXNet's kernel updates only the gradient's rows, by the kernel's `rule`:
+    "grad" (sgd_update, sparse adagrad_update) when the gradient is row-sparse and
+    lazy_update; "states" (sgd_mom_update, adam_update) when besides the states have the
+    weight's storage type; "all" (ftrl_update) when weight, gradient and states are all
+    row-sparse, whatever lazy_update."""
     if grad.stype != "row_sparse":
         return False
-    if kind == "ftrl":
+    if rule == "all":
         return all(a.stype == "row_sparse" for a in (weight,) + tuple(states))
     if not lazy_update:
         return False
-    return kind == "sgd" or (weight.stype in ("default", "row_sparse")
-                             and all(s.stype == weight.stype for s in states))
+    return rule == "grad" or (weight.stype in ("default", "row_sparse")
+                              and all(s.stype == weight.stype for s in states))
 
 
 def dense_buffer(array, writebacks: list):
