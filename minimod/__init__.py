@@ -12,8 +12,10 @@ from __future__ import annotations
 import importlib
 
 from . import (
+    attribute,
     base,
     context,
+    name,
     ndarray,
     operator,  # registers the Custom op, which any loaded graph may hold
     random,
@@ -42,8 +44,6 @@ __minimod_version__ = "0.1.0"
 nd = ndarray
 sym = symbol
 rnd = random
-name = symbol.naming
-attribute = symbol.naming
 
 # Later pipeline stages are imported on first use, so `import minimod` stays light.
 _LAZY = {
@@ -57,7 +57,7 @@ _LAZY = {
     "numerics": "numerics", "recordio": "recordio",
     "util": "util", "runtime": "runtime", "autograd": "autograd", "gluon": "gluon",
     "contrib": "contrib", "image": "image", "img": "image", "engine": "engine",
-    "log": "log", "onnx": "onnx", "rtc": "rtc", "tools": "tools",
+    "log": "log", "onnx": "onnx", "rtc": "rtc", "tools": "tools", "registry": "registry",
 }
 
 
@@ -71,7 +71,8 @@ def __getattr__(attr: str):
 
 
 __all__ = ["MXNetError", "Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus",
-           "AttrScope", "nd", "ndarray", "sym", "symbol", "random", "rnd", "base", "context",
+           "AttrScope", "name", "attribute", "nd", "ndarray", "sym", "symbol", "random", "rnd",
+           "base", "context",
            "__version__", "use_np", "use_np_shape", "use_np_array", "is_np_shape",
            "is_np_array", "np_shape", "np_array", "set_np_shape", "set_np",
            "reset_np", "operator"] + sorted(_LAZY)

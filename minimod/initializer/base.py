@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import backend
+from .. import backend, registry
 from ..base import MXNetError, ShapeError
 from ..ndarray import NDArray
 
@@ -52,82 +52,6 @@ def _rng_of(arr: Any) -> Any:
 def _fill(arr: Any, values: Any) -> None:
     """Write `values` (a backend array of arr's kind, or a scalar) into `arr` in place."""
     arr[:] = values
-
-
-# ---------------------------------------------------------------------------------- registry
-
-_REGISTRY: dict[str, type] = {}
-
-
-def register(klass: type, name: Optional[str] = None) -> type:
-    """Class decorator: make `klass` creatable by its lower-case class name (or `name`)."""
-    if not (isinstance(klass, type) and issubclass(klass, Initializer)):
-        raise InitError(f"only Initializer subclasses can be registered, got {klass!r}")
-    key = (name or klass.__name__).lower()
-    if key in _REGISTRY and _REGISTRY[key] is not klass:
-        old = _REGISTRY[key]
-        warnings.warn(f"initializer {klass.__module__}.{klass.__name__} registered as {key!r} "
-                      f"replaces {old.__module__}.{old.__name__}", UserWarning, stacklevel=2)
-    _REGISTRY[key] = klass
-    return klass
-
-
-def alias(*aliases: str) -> Callable[[type], type]:
-    """Class decorator: register the class under extra names too."""
-    def decorate(klass: type) -> type:
-        for name in aliases:
-            register(klass, name)
-        return klass
-    return decorate
-
-
-def create(*args: Any, **kwargs: Any) -> Initializer:
-    """An initializer from a name (+ constructor arguments), a JSON spec or an instance.
-
-    `create('xavier', magnitude=2)`, `create('["xavier", {"magnitude": 2}]')` (what `dumps()`
-    writes), `create({'initializer': 'zero'})` and `create(instance)` (returned as is).
-    """
-    if args:
-        spec, args = args[0], args[1:]
-    elif "initializer" in kwargs:
-        spec = kwargs.pop("initializer")
-    else:
-        raise InitError("create() needs an initializer name, JSON spec or instance")
-    if isinstance(spec, Initializer):
-        if args or kwargs:
-            raise InitError(f"{spec.dumps()} is already an initializer; extra arguments "
-                            f"{args or ''}{kwargs or ''} are not allowed")
-        return spec
-    if isinstance(spec, Mapping):
-        return create(**spec)
-    if not isinstance(spec, str):
-        raise TypeError(f"initializer must be a name, JSON spec or Initializer, got "
-                        f"{type(spec).__name__}")
-    if spec.startswith("[") or spec.startswith("{"):
-        if args or kwargs:
-            raise InitError(f"initializer spec {spec!r} is complete; extra arguments are "
-                            "not allowed")
-        return _create_from_json(spec)
-    klass = _REGISTRY.get(spec.lower())
-    if klass is None:
-        raise InitError(f"initializer {spec!r} is not registered; known: "
-                        f"{', '.join(sorted(_REGISTRY))} (register new ones with "
-                        "mx.init.register)")
-    return klass(*args, **kwargs)
-
-
-
-def _create_from_json(spec: str) -> Initializer:
-    """An initializer from the JSON `dumps()` writes, '["name", {...}]', or a config dict."""
-    try:
-        parsed = json.loads(spec)
-    except json.JSONDecodeError as err:
-        raise InitError(f"initializer spec {spec!r} is not valid JSON: {err}") from err
-    if isinstance(parsed, dict):
-        return create(**parsed)
-    if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[1], dict)):
-        raise InitError(f"initializer spec {spec!r} must look like '[\"name\", {{...}}]'")
-    return create(parsed[0], **parsed[1])
 
 
 # ---------------------------------------------------------------------------------- base
@@ -280,6 +204,62 @@ _LEGACY_SUFFIXES = (
     ("moving_inv_var", "_init_zero"), ("moving_avg", "_init_zero"), ("min", "_init_zero"),
     ("max", "_init_one"),
 )
+
+
+# ---------------------------------------------------------------------------------- registry
+
+_REGISTRY: dict[str, type] = registry.table(Initializer)
+register = registry.get_register_func(Initializer, "initializer")
+alias = registry.get_alias_func(Initializer, "initializer")
+
+
+def create(*args: Any, **kwargs: Any) -> Initializer:
+    """An initializer from a name (+ constructor arguments), a JSON spec or an instance.
+
+    `create('xavier', magnitude=2)`, `create('["xavier", {"magnitude": 2}]')` (what `dumps()`
+    writes), `create({'initializer': 'zero'})` and `create(instance)` (returned as is).
+    """
+    if args:
+        spec, args = args[0], args[1:]
+    elif "initializer" in kwargs:
+        spec = kwargs.pop("initializer")
+    else:
+        raise InitError("create() needs an initializer name, JSON spec or instance")
+    if isinstance(spec, Initializer):
+        if args or kwargs:
+            raise InitError(f"{spec.dumps()} is already an initializer; extra arguments "
+                            f"{args or ''}{kwargs or ''} are not allowed")
+        return spec
+    if isinstance(spec, Mapping):
+        return create(**spec)
+    if not isinstance(spec, str):
+        raise TypeError(f"initializer must be a name, JSON spec or Initializer, got "
+                        f"{type(spec).__name__}")
+    if spec.startswith("[") or spec.startswith("{"):
+        if args or kwargs:
+            raise InitError(f"initializer spec {spec!r} is complete; extra arguments are "
+                            "not allowed")
+        return _create_from_json(spec)
+    klass = _REGISTRY.get(spec.lower())
+    if klass is None:
+        raise InitError(f"initializer {spec!r} is not registered; known: "
+                        f"{', '.join(sorted(_REGISTRY))} (register new ones with "
+                        "mx.init.register)")
+    return klass(*args, **kwargs)
+
+
+
+def _create_from_json(spec: str) -> Initializer:
+    """An initializer from the JSON `dumps()` writes, '["name", {...}]', or a config dict."""
+    try:
+        parsed = json.loads(spec)
+    except json.JSONDecodeError as err:
+        raise InitError(f"initializer spec {spec!r} is not valid JSON: {err}") from err
+    if isinstance(parsed, dict):
+        return create(**parsed)
+    if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[1], dict)):
+        raise InitError(f"initializer spec {spec!r} must look like '[\"name\", {{...}}]'")
+    return create(parsed[0], **parsed[1])
 
 
 def _rms(arr: Any) -> str:

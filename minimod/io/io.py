@@ -12,10 +12,11 @@ from .image_record_variants import (
     ImageRecordUInt8Iter,
     ImageRecordUInt8Iter_v1,
 )
+from .libsvm import LibSVMIter
 from .ndarray_iter import NDArrayIter
 from .wrappers import PrefetchingIter, ResizeIter
 
 __all__ = ["CSVIter", "DataBatch", "DataDesc", "DataIter", "ImageDetRecordIter",
            "ImageRecordInt8Iter", "ImageRecordIter", "ImageRecordIter_v1",
-           "ImageRecordUInt8Iter", "ImageRecordUInt8Iter_v1", "MNISTIter", "MXDataIter",
-           "NDArrayIter", "PrefetchingIter", "ResizeIter"]
+           "ImageRecordUInt8Iter", "ImageRecordUInt8Iter_v1", "LibSVMIter", "MNISTIter",
+           "MXDataIter", "NDArrayIter", "PrefetchingIter", "ResizeIter"]

@@ -4,16 +4,12 @@ for where minimod bends MXNet).
 """
 from __future__ import annotations
 
-import json
-import warnings
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as _numpy
 
-from .. import backend
+from .. import backend, registry
 from ..ndarray import NDArray
-
-_REGISTRY: dict = {}
 
 
 # ---------------------------------------------------------------------- array helpers
@@ -76,54 +72,6 @@ def check_label_shapes(labels, preds, wrap: bool = False, shape: bool = False) -
             preds = [preds]
     return labels, preds
 
-
-
-# ---------------------------------------------------------------------- registry
-def register(klass: type, name: Optional[str] = None) -> type:
-    """Make `klass` creatable as `create(name)` (the class name, lowercased, by default)."""
-    if not (isinstance(klass, type) and issubclass(klass, EvalMetric)):
-        raise AssertionError("Can only register subclass of EvalMetric")
-    key = (klass.__name__ if name is None else name).lower()
-    if key in _REGISTRY:
-        old = _REGISTRY[key]
-        warnings.warn("New metric %s.%s registered with name %s is overriding existing metric "
-                      "%s.%s" % (klass.__module__, klass.__name__, key, old.__module__,
-                                 old.__name__), UserWarning, stacklevel=2)
-    _REGISTRY[key] = klass
-    return klass
-
-
-def alias(*aliases: str) -> Callable[[type], type]:
-    """Class decorator registering the class under each of `aliases` as well."""
-    def decorate(klass: type) -> type:
-        for name in aliases:
-            register(klass, name)
-        return klass
-    return decorate
-
-
-def _create_registered(metric, *args, **kwargs) -> "EvalMetric":
-    if isinstance(metric, EvalMetric):
-        if args or kwargs:
-            raise AssertionError(
-                "metric is already an instance. Additional arguments are invalid")
-        return metric
-    if isinstance(metric, dict):
-        config = dict(metric)
-        return _create_registered(config.pop("metric"), **config)
-    if not isinstance(metric, str):
-        raise AssertionError("metric must be of string type")
-    if metric.lstrip().startswith("{"):  # a config, as json.dumps(metric.get_config()) writes
-        try:
-            config = json.loads(metric)
-        except ValueError as err:
-            raise ValueError("metric config %r is not valid JSON: %s" % (metric, err)) from None
-        return _create_registered(config, *args, **kwargs)
-    key = metric.lower()
-    if key not in _REGISTRY:
-        raise AssertionError(
-            "%s is not registered. Please register with metric.register first" % key)
-    return _REGISTRY[key](*args, **kwargs)
 
 
 # ---------------------------------------------------------------------- base class
@@ -246,6 +194,13 @@ class EvalMetric:
         if not self._has_global_stats:
             return self.get_name_value()
         return _zip_name_value(*self.get_global())
+
+
+# ---------------------------------------------------------------------- registry
+register = registry.get_register_func(EvalMetric, "metric")
+alias = registry.get_alias_func(EvalMetric, "metric")
+#: a metric from a registered name, a config (JSON text or dict) or an instance
+_create_registered = registry.get_create_func(EvalMetric, "metric")
 
 
 def _zip_name_value(name, value) -> list:

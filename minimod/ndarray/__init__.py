@@ -12,6 +12,7 @@ from . import (
     image,
     imperative,
     linalg,
+    op,
     random,
     routines,
     serialization,
@@ -52,7 +53,7 @@ __all__ = [
     "from_numpy", "load_frombuffer", "waitall", "save", "load",
     "save_to_bytes", "load_from_bytes", "read_record", "write_record", "random", "routines",
     "serialization", "normalize_dtype", "contrib", "linalg", "image", "onehot_encode",
-    "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
+    "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write", "op",
 ] + [name for name in _routine_names if name != "METHODS"]
 
 

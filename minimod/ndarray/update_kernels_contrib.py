@@ -1,6 +1,7 @@
 """MXNet 1.9.1's contrib optimizer kernels: AdamW (`mx.nd.contrib.adamw_update`,
-`mp_adamw_update`, `multi_adamw_update`, `multi_mp_adamw_update`) and the multi-tensor LAMB
-(`mx.nd.contrib.multi_lamb_update`, `multi_mp_lamb_update`), with the private operator names
+`mp_adamw_update`, `multi_adamw_update`, `multi_mp_adamw_update`), the multi-tensor LAMB
+(`mx.nd.contrib.multi_lamb_update`, `multi_mp_lamb_update`), and the row-wise AdaGrad of
+GroupAdaGrad (`mx.nd.contrib.group_adagrad_update`), with the private operator names
 MXNet's contrib functions call (`mx.nd._internal._adamw_update` ...).
 
 The arithmetic and the array conventions are those of `update_kernels.py` (bit for bit with
@@ -19,9 +20,11 @@ import numpy as np
 
 from .. import backend
 from ..base import MXNetError
+from . import update_rows
 from .ndarray import NDArray
-from .update_kernels import F32, _c, _check, _clipped, _master, _write
+from .update_kernels import _SCRATCH, F32, _c, _check, _clipped, _master, _write
 from .update_kernels_multi import _groups, _per_weight, _sum_sq, _write_many
+from .update_steps_adaptive import group_adagrad
 
 __all__ = ["CONTRIB_KERNELS", "INTERNAL_KERNELS"]
 
@@ -268,10 +271,42 @@ def multi_mp_lamb_update(weights, grads, mean, var, weights32, step_count, lrs, 
                        num_tensors or len(weights), out)
 
 
+# ============================================================================ GroupAdaGrad
+
+def group_adagrad_update(weight, grad, history, lr, rescale_grad=1.0, clip_gradient=-1.0,
+                         epsilon=1e-5, out=None, name=None):
+    """`mx.nd.contrib.group_adagrad_update`: AdaGrad with one rate per row (the
+    GroupAdaGrad optimizer's step; `update_steps_adaptive.group_adagrad`); history has
+    shape (rows, 1) and changes in place. A row-sparse gradient updates its stored rows only,
+    as MXNet's kernel does; a dense one updates every row (MXNet 1.9.1 has no CPU kernel for
+    it). The new weight goes to `out` (out=weight: in place, which MXNet requires), or to a
+    new array."""
+    fn = "contrib.group_adagrad_update"
+    for label, arr in (("weight", weight), ("grad", grad), ("history", history)):
+        if not isinstance(arr, NDArray):
+            raise TypeError("mx.nd.%s: %s must be an NDArray, got %s"
+                            % (fn, label, type(arr).__name__))
+    if grad.shape != weight.shape or weight.ndim < 2:
+        raise MXNetError("mx.nd.%s: the weight %s and the gradient %s must have one shape, "
+                         "of at least 2 axes" % (fn, weight.shape, grad.shape))
+    if history.shape != (weight.shape[0], 1):
+        raise MXNetError("mx.nd.%s: history has shape %s; for a weight of shape %s it must be "
+                         "%s" % (fn, history.shape, weight.shape, (weight.shape[0], 1)))
+    target = out if out is weight else weight.copy()
+    with backend.device_scope(weight.context):
+        update_rows.run_sparse(
+            target, grad, history, grad.stype == "row_sparse",
+            lambda w, g, h: group_adagrad(w._data, g._data, h._data, lr, epsilon,
+                                          rescale_grad, clip_gradient, _SCRATCH))
+    if out is None or out is weight:
+        return target
+    return _write(fn, weight, target._data, out)
+
+
 #: `mx.nd.contrib.<name>`
 CONTRIB_KERNELS = {f.__name__: f for f in (
     adamw_update, mp_adamw_update, multi_adamw_update, multi_mp_adamw_update,
-    multi_lamb_update, multi_mp_lamb_update)}
+    multi_lamb_update, multi_mp_lamb_update, group_adagrad_update)}
 
 #: `mx.nd._internal.<name>`: the private operators MXNet's contrib functions call
 INTERNAL_KERNELS = {f.__name__: f for f in (

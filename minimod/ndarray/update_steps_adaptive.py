@@ -1,13 +1,15 @@
-"""The arithmetic of MXNet's adam_update, rmsprop_update, rmspropalex_update and ftrl_update
-kernels, in place on backend arrays: what `mx.nd.adam_update` (update_kernels.py) and the
-built-in Adam, RMSProp and Ftrl optimizers run. The conventions (float32 hyperparameters in
-the weight's type, states in place, temporaries from `pool`) are `update_steps.py`'s.
+"""The arithmetic of MXNet's adam_update, rmsprop_update, rmspropalex_update, ftrl_update and
+contrib group_adagrad_update kernels, in place on backend arrays: what `mx.nd.adam_update`
+(update_kernels.py) and the built-in Adam, RMSProp, Ftrl and GroupAdaGrad optimizers run. The
+conventions (float32 hyperparameters in the weight's type, states in place, temporaries from
+`pool`) are `update_steps.py`'s.
 """
 from __future__ import annotations
 
 from .update_steps import array_module_of, clip_on, f32, kernel_grad, scratch_arrays
 
-__all__ = ["adam", "adam_passes", "adam_scalars", "ftrl", "rmsprop", "rmspropalex"]
+__all__ = ["adam", "adam_passes", "adam_scalars", "ftrl", "group_adagrad", "rmsprop",
+           "rmspropalex"]
 
 
 def adam(w, g, mean, var, lr: float, wd: float, beta1: float, beta2: float, epsilon: float,
@@ -145,3 +147,24 @@ def ftrl(w, g, z, n, lr: float, wd: float, lamda1: float, beta: float, rescale_g
     xp.abs(z, out=sq)
     xp.greater(sq, lam, out=grad, casting="unsafe")
     xp.multiply(tmp, grad, out=w)
+
+
+def group_adagrad(w, g, history, lr: float, epsilon: float, rescale_grad: float,
+                  clip_gradient, pool: dict) -> None:
+    """MXNet's group_adagrad_update kernel, one rate per row (the rows of w run along its
+    first axis; history has shape (rows, 1)): `g = clip(rescale * grad)`,
+    `h += mean(g^2)` over each row, `w -= (lr g) / sqrt(h + eps)`. No weight decay."""
+    xp, ct = array_module_of(w), w.dtype.type
+    grad, tmp = scratch_arrays(pool, w, 2)
+    xp.multiply(g, ct(f32(rescale_grad)), out=grad)
+    if clip_on(clip_gradient):
+        bound = ct(f32(clip_gradient))
+        xp.clip(grad, -bound, bound, out=grad)
+    xp.multiply(grad, grad, out=tmp)
+    rows = w.shape[0]
+    history += tmp.reshape(rows, -1).mean(axis=1, keepdims=True, dtype=ct).reshape(
+        history.shape)
+    root = xp.sqrt(history + ct(f32(epsilon))).reshape((rows,) + (1,) * (w.ndim - 1))
+    grad *= ct(f32(lr))
+    xp.divide(grad, root, out=grad)
+    w -= grad

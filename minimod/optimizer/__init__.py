@@ -7,6 +7,7 @@
     adaptive.py   Adam, Adamax, Nadam, LAMB, FTML, AdaGrad, GroupAdaGrad, AdaDelta, RMSProp, Ftrl
     updater.py    Updater, get_updater; the flat states and `flat_capable` of the fused
                   update over whole parameter buffers (that step is `minimod.flat`)
+    contrib.py    MXNet's module path of GroupAdaGrad
     states.py     optimizer states as bytes: minimod's pickle-free format, MXNet's pickles read
                   through SafeStatesUnpickler, dump_states_mxnet
 
@@ -15,7 +16,6 @@ functions of `minimod.ndarray` (update_kernels.py); the built-in optimizers run 
 (ndarray/update_steps*.py), and this package re-exports them (`UPDATE_KERNELS`).
 """
 import sys
-import types
 
 # Every name the single-module `minimod.optimizer` offered is still here: the classes and
 # functions of the modules below, and the names of its namespace that MXNet's has too.
@@ -34,6 +34,7 @@ from ..ndarray.update_kernels import (  # noqa: F401
     signsgd_update,
     signum_update,
 )
+from . import contrib  # noqa: F401 - MXNet keeps GroupAdaGrad in mx.optimizer.contrib
 from .adaptive import (  # noqa: F401
     FTML,
     LAMB,
@@ -56,9 +57,6 @@ __all__ = [
     "SGD", "Signum", "Test", "Updater", "ccSGD", "create", "get_updater", "register",
     "SafeStatesUnpickler", "UnsafeStatesError", "dump_states_mxnet", "load_states",
 ]
-
-# MXNet keeps GroupAdaGrad in `mx.optimizer.contrib`
-contrib = types.SimpleNamespace(GroupAdaGrad=GroupAdaGrad)
 
 # MXNet code imports `mx.optimizer.optimizer` (as an attribute or a module); this package
 # serves both names.

@@ -16,7 +16,7 @@ import numpy as np
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, zeros
 from ..ndarray.update_steps import clip_on, f32, kernel_grad
-from ..ndarray.update_steps_adaptive import adam, ftrl, rmsprop, rmspropalex
+from ..ndarray.update_steps_adaptive import adam, ftrl, group_adagrad, rmsprop, rmspropalex
 from .base import State, _Builtin, _xp, register
 from .flat_runs import AdamRun
 
@@ -337,20 +337,8 @@ class GroupAdaGrad(_Builtin):
     def _step(self, index, w, g, state, lr, wd):
         if wd:
             raise MXNetError("GroupAdaGrad does not support weight decay (wd=%r)" % wd)
-        xp = _xp(w)
-        ct = w.dtype.type
-        history = state._data
-        grad, tmp = self._tmp(w, 2)
-        xp.multiply(g, ct(f32(self.rescale_grad)), out=grad)
-        if clip_on(self.clip_gradient):
-            bound = ct(f32(self.clip_gradient))
-            xp.clip(grad, -bound, bound, out=grad)
-        xp.multiply(grad, grad, out=tmp)
-        history += tmp.mean(axis=1, keepdims=True, dtype=ct)
-        root = xp.sqrt(history + ct(f32(self.float_stable_eps)))
-        grad *= ct(f32(lr))  # MXNet's kernel: (lr g) / root
-        xp.divide(grad, root, out=grad)
-        w -= grad
+        group_adagrad(w, g, state._data, lr, self.float_stable_eps, self.rescale_grad,
+                      self.clip_gradient, self._scratch)
 
 
 @register

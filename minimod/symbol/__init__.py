@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from numbers import Integral, Number
 
-from . import contrib, image, linalg, random, sparse
+from . import contrib, image, linalg, op, random, sparse
 from .naming import AttrScope, NameManager, Prefix
 from .symbol import Group, Symbol, Variable, load, load_json, make_op_symbol, var
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "NameManager", "Prefix",
-           "random", "contrib", "linalg", "image", "sparse",
+           "random", "contrib", "linalg", "image", "sparse", "op",
            "AttrScope", "zeros", "ones", "full", "arange", "linspace", "eye", "split_v2",
            "histogram", "maximum",
            "minimum", "pow", "power", "hypot"]

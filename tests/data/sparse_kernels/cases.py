@@ -1,5 +1,6 @@
 """MXNet's optimizer kernels (`mx.nd.sparse.sgd_update` ...) on every storage-type mix of weight,
-gradient and states (AdaGrad's sparse-only kernel on the mixes it takes), written once for both
+gradient and states (AdaGrad's sparse-only kernel and contrib.group_adagrad_update, whose
+history has one value per row, on the mixes they take), written once for both
 engines: `run(mx)` gives the weight and states after two calls, and the weight's storage type,
 by case name (MXNet 1.9.1 under gen_sparse_kernels_golden.py, minimod under
 tests/ndarray/test_sparse_kernels.py). The gradient stores rows 1 and 3 of 5 (a stored row of
@@ -45,4 +46,21 @@ def run(mx):
                 out[key + "/stype"] = np.array(weight.stype)
                 for i, s in enumerate(state):
                     out[key + "/state%d" % i] = s.asnumpy()
+    out.update(_group_adagrad(mx))
+    return out
+
+
+def _group_adagrad(mx):
+    out = {}
+    for w_st, g_st, s_st in MIXES[:2]:
+        weight, grad, _ = _arrays(mx, w_st, g_st, s_st, 0)
+        history = mx.nd.array(np.linspace(0.1, 0.5, 5).reshape(5, 1)).tostype(s_st)
+        for _ in range(2):
+            mx.nd.contrib.group_adagrad_update(weight, grad, history, out=weight, lr=0.1,
+                                               rescale_grad=0.5, clip_gradient=0.8,
+                                               epsilon=0.01)
+        key = "group_adagrad_update/%s-%s-%s/None" % (w_st, g_st, s_st)
+        out[key + "/weight"] = weight.asnumpy()
+        out[key + "/stype"] = np.array(weight.stype)
+        out[key + "/state0"] = history.asnumpy()
     return out
