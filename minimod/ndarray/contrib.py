@@ -1,12 +1,14 @@
 """`mx.nd.contrib.X`: operator `_contrib_X` run imperatively (see minimod/ops/namespaces.py),
 one of the contrib optimizer kernels MXNet serves here (`mx.nd.contrib.adamw_update`,
-`multi_lamb_update` ...; update_kernels_contrib.py), `rand_zipfian`, or the control flow of
+`multi_lamb_update` ...; update_kernels_contrib.py), `rand_zipfian`, `getnnz` and `edge_id`
+(which read a CSRNDArray's stored entries; sparse/structure.py), or the control flow of
 control_flow.py (`foreach`, `while_loop`, `cond`)."""
 from ..context import current_context
 from ..ops.namespaces import log_uniform_candidates, module_hooks
 from . import random, update_kernels_contrib
 from .control_flow import cond, foreach, while_loop  # noqa: F401  (served here)
 from .imperative import op_function
+from .sparse.structure import edge_id, getnnz  # noqa: F401  (served here)
 
 _op_getattr, _op_dir = module_hooks(globals(), "_contrib_", lambda short, op: op_function(op))
 
@@ -32,4 +34,4 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(_op_dir()) | set(update_kernels_contrib.CONTRIB_KERNELS)
-                  | {"rand_zipfian", "foreach", "while_loop", "cond"})
+                  | {"rand_zipfian", "foreach", "while_loop", "cond", "getnnz", "edge_id"})

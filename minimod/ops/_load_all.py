@@ -44,6 +44,7 @@ from . import (  # noqa: F401
     softmax,
     sorting,
     sparse_reg,
+    sparse_structure,
     spatial,
     storage,
     tiling,
