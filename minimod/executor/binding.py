@@ -66,6 +66,20 @@ def simple_bind(symbol, ctx: Context, grad_req="write", type_dict=None, shared_a
     return executor
 
 
+def check_stype_dict(stype_dict) -> None:
+    """Refuse a `stype_dict` (argument name -> storage type) with a type MXNet does not have;
+    names that are not arguments are ignored, as MXNet ignores them."""
+    if stype_dict is None:
+        return
+    if not isinstance(stype_dict, Mapping):
+        raise TypeError("simple_bind: stype_dict must map argument names to storage types, "
+                        "got %s" % type(stype_dict).__name__)
+    for name, stype in stype_dict.items():
+        if stype not in ("default", "row_sparse", "csr"):
+            raise BindError("simple_bind: stype_dict[%r] = %r is not a storage type ('default', "
+                            "'row_sparse' or 'csr')" % (name, stype))
+
+
 def _arguments(plan: Plan, reqs: dict, flats: dict, shared: "_Shared",
                shared_buffer: Optional[dict], pool: MemoryPool, ctx: Context) -> tuple:
     """(the argument arrays, their gradient arrays or None) of a simple_bind: views of the

@@ -403,8 +403,13 @@ class Symbol:
     # ------------------------------------------------------------------ binding
     def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
                     shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
-        """Allocate arguments, gradients and aux states from shapes, and bind an Executor."""
-        from ..executor.binding import simple_bind
+        """Allocate arguments, gradients and aux states from shapes, and bind an Executor.
+
+        `stype_dict` names storage types of arguments, as MXNet's; the executor holds every
+        array dense (as it does a sparse array given to `bind`), so it is checked and the
+        values are the same (docs/compatibility.md, "Sparse NDArrays")."""
+        from ..executor.binding import check_stype_dict, simple_bind
+        check_stype_dict(stype_dict)
         return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
                            shared_arg_names=shared_arg_names, shared_exec=shared_exec,
                            shared_buffer=shared_buffer, shapes=kwargs, group2ctx=group2ctx)

@@ -272,3 +272,20 @@ def test_simple_bind_takes_a_shape_of_none_as_no_shape():
     assert exe.arg_dict["fc_weight"].shape == (3, 5)
     with pytest.raises(TypeError, match="x=5"):
         net.simple_bind(mx.cpu(), x=5)
+
+
+def test_simple_bind_checks_stype_dict_and_keeps_the_values():
+    """MXNet makes the named arguments sparse arrays; minimod's executor holds them dense (as
+    a sparse array given to bind), so the same values go in and come out."""
+    net = mx.sym.FullyConnected(mx.sym.var("x"), num_hidden=2, name="fc")
+    stypes = {"x": "csr", "fc_weight": "default", "fc_bias": "default", "other": "csr"}
+    exe = net.simple_bind(mx.cpu(), x=(3, 4), stype_dict=stypes)
+    data = np.array([[0, 1, 0, 2], [0, 0, 0, 0], [3, 0, 0, 0]], np.float32)
+    exe.arg_dict["x"][:] = mx.nd.array(data).tostype("csr")
+    exe.arg_dict["fc_weight"][:] = 1
+    exe.arg_dict["fc_bias"][:] = 0
+    np.testing.assert_array_equal(exe.forward()[0].asnumpy(), [[3, 3], [0, 0], [3, 3]])
+    with pytest.raises(mx.MXNetError, match=r"stype_dict\['x'\] = 'bogus'"):
+        net.simple_bind(mx.cpu(), x=(3, 4), stype_dict={"x": "bogus"})
+    with pytest.raises(TypeError, match="stype_dict must map"):
+        net.simple_bind(mx.cpu(), x=(3, 4), stype_dict=["csr"])
