@@ -274,7 +274,7 @@ class FeedForward:
         """`prefix-symbol.json` and `prefix-%04d.params` (epoch defaults to num_epoch)."""
         epoch = self.num_epoch if epoch is None else epoch
         save_checkpoint(prefix, epoch, self.symbol, self.arg_params or {},
-                        self.aux_params or {})
+                        self.aux_params or {}, remove_amp_cast=remove_amp_cast)
 
     @staticmethod
     def load(prefix, epoch, ctx=None, **kwargs):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Collection, Iterable, Mapping, Optional, Sequence
 
-__all__ = ["Node", "Entry", "Graph", "topo_sort", "substitute"]
+__all__ = ["Node", "Entry", "Graph", "topo_sort", "substitute", "without_amp_casts"]
 
 
 class Node:
@@ -264,3 +264,32 @@ def substitute(graph: Graph, replacement: dict) -> tuple:
         else:
             outputs.append(Entry(mapped, e.index))
     return tuple(outputs)
+
+
+def without_amp_casts(heads: Sequence[Entry]) -> list:
+    """The output entries of a copy of the graph in which no node reads through an
+    `amp_cast` or `amp_multicast` (each reads the cast's source instead); the outputs
+    themselves are kept, as in MXNet's `tojson(remove_amp_cast=True)`; nodes that read no
+    cast are not copied."""
+    def is_cast(node: Node) -> bool:
+        return node.op is not None and node.op.name in ("amp_cast", "amp_multicast")
+
+    copies: dict = {}
+
+    def source(e: Entry) -> Entry:
+        # casts of casts resolve through the copies, made first in topological order
+        node = copies.get(id(e.node), e.node)
+        if is_cast(node):
+            inner = node.inputs[0] if node.op.name == "amp_cast" else node.inputs[e.index]
+            return inner
+        return Entry(node, e.index)
+
+    for node in topo_sort(heads):
+        if node.op is None:
+            continue
+        inputs = [source(e) for e in node.inputs]
+        changed = any(a.node is not b.node or a.index != b.index
+                      for a, b in zip(inputs, node.inputs))
+        if changed:
+            copies[id(node)] = Node(node.op, node.name, node.attrs, inputs)
+    return [Entry(copies.get(id(e.node), e.node), e.index) for e in heads]

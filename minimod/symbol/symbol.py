@@ -25,6 +25,7 @@ from ..graph import (
     graph_from_json,
     graph_to_json,
     hidden_key,
+    without_amp_casts,
 )
 from ..graph.attrs import STYPE_CODES
 from ..ops.registry import (
@@ -42,6 +43,8 @@ from .inference import inferred_shapes, inferred_types
 from .naming import current_attr_scope, current_name_manager
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "make_op_symbol"]
+
+_AMP_CASTS = ("amp_cast", "amp_multicast")
 
 def _not_for_symbol(name: str, alias: Optional[str] = None):
     """A Symbol method that raises NotImplementedForSymbol (an NDArray-only operation)."""
@@ -376,11 +379,17 @@ class Symbol:
 
     # ------------------------------------------------------------------ serialisation
     def tojson(self, remove_amp_cast: bool = True) -> str:
-        return graph_to_json(self._graph)
+        """MXNet's JSON of the graph; by default (as MXNet's) without the `amp_cast` and
+        `amp_multicast` nodes AMP's conversion adds, each reader reading the cast's source."""
+        graph = self._graph
+        if remove_amp_cast and any(n.op is not None and n.op.name in _AMP_CASTS
+                                   for n in graph.nodes):
+            graph = Graph.from_heads(without_amp_casts(self._outputs))
+        return graph_to_json(graph)
 
     def save(self, fname: str, remove_amp_cast: bool = True) -> None:
-        """Write `tojson()` to `fname` atomically (a temp file, then a rename)."""
-        atomic_write(fname, self.tojson())
+        """Write `tojson(remove_amp_cast)` to `fname` atomically (a temp file, then a rename)."""
+        atomic_write(fname, self.tojson(remove_amp_cast))
 
     def debug_str(self) -> str:
         lines = []

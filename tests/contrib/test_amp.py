@@ -84,7 +84,7 @@ def case_params(case, sym):
 def test_conversion_matches_mxnet(case):
     _, converted, params = convert(case)
     want_nodes, want_heads = nodes_of(golden_text(case + "/conv"))
-    got_nodes, got_heads = nodes_of(converted.tojson())
+    got_nodes, got_heads = nodes_of(converted.tojson(remove_amp_cast=False))
     assert [n[:2] for n in got_nodes] == [n[:2] for n in want_nodes]
     assert got_nodes == want_nodes
     assert got_heads == want_heads
@@ -96,10 +96,13 @@ def test_conversion_matches_mxnet(case):
 
 @pytest.mark.parametrize("case", cases(CASES))
 def test_remove_amp_cast_matches_mxnet(case):
-    """MXNet's default tojson() drops the casts: reduce_precision.remove_amp_cast does that."""
+    """MXNet's default tojson() (and save()) drops the casts, as minimod's does."""
     _, converted, _ = convert(case)
+    want = nodes_of(golden_text(case + "/conv_removed"))
+    assert nodes_of(converted.tojson()) == want
     stripped = mx.sym.Symbol(reduce_precision.remove_amp_cast(converted._outputs))
-    assert nodes_of(stripped.tojson()) == nodes_of(golden_text(case + "/conv_removed"))
+    assert nodes_of(stripped.tojson(remove_amp_cast=False)) == want
+    assert nodes_of(converted.tojson(remove_amp_cast=False)) != want
 
 
 @needs_bn16
@@ -142,7 +145,7 @@ def test_converted_network_runs_in_float16(case):
     internals = converted.get_internals()
     _, out_types, _ = internals.infer_type_partial(**dtypes)
     kinds = dict(zip(internals.list_outputs(), out_types))
-    for node in json.loads(converted.tojson())["nodes"]:
+    for node in json.loads(converted.tojson(remove_amp_cast=False))["nodes"]:
         if node["op"] in ("FullyConnected", "Convolution"):
             want_type = np.float32 if node["name"] in excluded else np.float16
             assert kinds[node["name"] + "_output"] == want_type, node["name"]
@@ -198,7 +201,7 @@ def test_convert_bucketing_module():
     mod.bind(data_shapes=[("data", (2, 4))], label_shapes=[("softmax_label", (2,))])
     mod.init_params()
     converted = amp.convert_bucketing_module(mod)
-    ops = [n["op"] for n in json.loads(converted._buckets[4]._symbol.tojson())["nodes"]]
+    ops = [n["op"] for n in json.loads(converted._buckets[4]._symbol.tojson(remove_amp_cast=False))["nodes"]]
     assert ops.count("amp_cast") == 4  # data, weight, bias to float16; fc back to float32
     converted.bind(data_shapes=[("data", (2, 4))], label_shapes=[("softmax_label", (2,))])
     converted.forward(mx.io.DataBatch([mx.nd.ones((2, 4))], [mx.nd.array([0, 1])],
@@ -313,3 +316,12 @@ def test_converted_mlp_on_each_device(ctx):
     mod.update()
     weight = mod.get_params()[0]["fc1_weight"].asnumpy()
     assert weight.dtype == np.float32 and not np.allclose(weight, before)
+
+
+def test_save_drops_the_casts_unless_asked_to_keep_them(tmp_path):
+    _, converted, _ = convert(next(c for c in CASES if "amp_cast" in golden_text(c + "/conv")))
+    converted.save(str(tmp_path / "default.json"))
+    converted.save(str(tmp_path / "kept.json"), remove_amp_cast=False)
+    ops = {name: [n["op"] for n in json.loads((tmp_path / name).read_text())["nodes"]]
+           for name in ("default.json", "kept.json")}
+    assert "amp_cast" not in ops["default.json"] and "amp_cast" in ops["kept.json"]

@@ -33,9 +33,10 @@ does: by type inference over the converted graph with the data inputs float32 (u
 float32), and with `cast_optional_params`, a parameter whose type is still unknown but that
 only feeds float16 casts becomes float16 (`_infer_unknown`).
 
-`remove_amp_cast` undoes the casts for serialisation, as MXNet's `tojson(remove_amp_cast=True)`
-does: every input read through an `amp_cast` or `amp_multicast` is read from its source again
-(graph outputs keep theirs).
+`remove_amp_cast` (`minimod.graph.without_amp_casts`) undoes the casts for serialisation, as
+MXNet's `tojson(remove_amp_cast=True)`, the default of `Symbol.tojson` and `save`, does: every
+input read through an `amp_cast` or `amp_multicast` is read from its source again (graph
+outputs keep theirs).
 """
 from __future__ import annotations
 
@@ -44,7 +45,15 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from ...base import MXNetError
-from ...graph import DTYPE_MX_TO_NP, DTYPE_NP_TO_MX, Entry, Graph, Node, topo_sort
+from ...graph import (
+    DTYPE_MX_TO_NP,
+    DTYPE_NP_TO_MX,
+    Entry,
+    Graph,
+    Node,
+    topo_sort,
+    without_amp_casts,
+)
 from ...ops.registry import create_op
 from ...passes.infer import infer_graph_types
 from .lists.output_names import OPS_WITH_OUTPUT_NAMES
@@ -319,29 +328,5 @@ def param_dtype(attrs: Mapping[str, str]) -> Optional[np.dtype]:
 
 # -------------------------------------------------------------------- serialisation
 
-def remove_amp_cast(heads: Sequence[Entry]) -> list:
-    """The output entries of a copy of the graph in which no node reads through an
-    `amp_cast` or `amp_multicast` (each reads the cast's source instead); the outputs
-    themselves are kept, as in MXNet."""
-    def is_cast(node: Node) -> bool:
-        return node.op is not None and node.op.name in ("amp_cast", "amp_multicast")
-
-    copies: dict = {}
-
-    def source(e: Entry) -> Entry:
-        # casts of casts resolve through the copies, made first in topological order
-        node = copies.get(id(e.node), e.node)
-        if is_cast(node):
-            inner = node.inputs[0] if node.op.name == "amp_cast" else node.inputs[e.index]
-            return inner
-        return Entry(node, e.index)
-
-    for node in topo_sort(heads):
-        if node.op is None:
-            continue
-        inputs = [source(e) for e in node.inputs]
-        changed = any(a.node is not b.node or a.index != b.index
-                      for a, b in zip(inputs, node.inputs))
-        if changed:
-            copies[id(node)] = Node(node.op, node.name, node.attrs, inputs)
-    return [Entry(copies.get(id(e.node), e.node), e.index) for e in heads]
+#: the graph without its casts, what `Symbol.tojson()` writes by default (minimod.graph)
+remove_amp_cast = without_amp_casts
