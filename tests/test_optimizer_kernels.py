@@ -125,6 +125,8 @@ def test_reset_arrays_zeroes_in_place_and_returns_nothing():
     a, b = mx.nd.ones((2, 3)), mx.nd.ones((4,))
     assert mx.nd.reset_arrays(a, b, num_arrays=2) == []
     assert a.asnumpy().sum() == 0 and b.asnumpy().sum() == 0
+    with pytest.raises(MXNetError, match="num_arrays=3 but 2 arrays"):
+        mx.nd.reset_arrays(a, b, num_arrays=3)
 
 
 def test_errors_name_the_kernel_and_the_array():

@@ -55,3 +55,34 @@ def test_consistency_over_contexts_and_dtypes():
     out_name = sym.list_outputs()[0]
     assert truth[out_name].shape == (3, 2) and truth[out_name].dtype == np.float64
     assert truth["w"].shape == (4, 2)
+
+
+def test_create_sparse_array_helpers():
+    np.random.seed(3)
+    rsp = mx.test_utils.create_sparse_array((6, 2), "row_sparse", rsp_indices=[4, 0, 2],
+                                            data_init=7.0)
+    assert rsp.stype == "row_sparse" and rsp.indices.asnumpy().tolist() == [0, 2, 4]
+    assert np.all(rsp.data.asnumpy() == 7)
+    empty = mx.test_utils.create_sparse_array_zd((6, 2), "row_sparse", density=0.9)
+    assert empty.indices.shape == (0,) and empty.shape == (6, 2)
+    csr = mx.test_utils.create_sparse_array_zd((50, 40), "csr", density=0.3, dtype="float64")
+    assert csr.stype == "csr" and csr.dtype == np.float64
+    assert 0.2 < csr.indices.shape[0] / 2000 < 0.4
+    with pytest.raises(AssertionError, match="Unknown storage type"):
+        mx.test_utils.create_sparse_array((2, 2), "dense")
+    with pytest.raises(AssertionError, match="3 row indices for 2 rows"):
+        mx.test_utils.create_sparse_array_zd((2, 2), "row_sparse", 0, rsp_indices=[0, 1, 1])
+
+
+def test_shuffle_csr_column_indices_permutes_within_rows():
+    class Holder:
+        indptr = np.array([0, 4, 4, 7])
+        indices = np.arange(7)
+
+    np.random.seed(1)
+    holder = Holder()
+    holder.indices = np.arange(7)
+    mx.test_utils.shuffle_csr_column_indices(holder)
+    assert sorted(holder.indices[:4]) == [0, 1, 2, 3]
+    assert sorted(holder.indices[4:]) == [4, 5, 6]
+    assert holder.indices.tolist() != list(range(7))

@@ -212,6 +212,9 @@ def multi_lars(lrs, weights_sum_sq, grads_sum_sq, wds, eta, eps, rescale_grad=1.
 def reset_arrays(*data, num_arrays=None, out=None, name=None):
     """Set every array to 0, in place; returns an empty list, as MXNet does."""
     arrays = _flat(data)
+    if num_arrays is not None and num_arrays != len(arrays):
+        raise MXNetError("mx.nd.reset_arrays: num_arrays=%d but %d arrays given"
+                         % (num_arrays, len(arrays)))
     _check("reset_arrays", None, **{"array %d" % i: a for i, a in enumerate(arrays)})
     for a in arrays:
         with backend.device_scope(a.context):

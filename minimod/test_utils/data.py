@@ -19,7 +19,8 @@ from ..ndarray.ndarray import array as nd_array
 
 __all__ = ["default_context", "set_default_context", "default_dtype", "rand_shape_2d",
            "rand_shape_3d", "rand_shape_nd", "rand_coord_2d", "rand_ndarray",
-           "rand_sparse_ndarray", "random_arrays", "random_uniform_arrays", "random_sample",
+           "rand_sparse_ndarray", "create_sparse_array", "create_sparse_array_zd",
+           "shuffle_csr_column_indices", "random_arrays", "random_uniform_arrays", "random_sample",
            "np_reduce", "collapse_sum_like", "new_matrix_with_real_eigvals_nd",
            "new_sym_matrix_with_real_eigvals_nd", "list_gpus"]
 
@@ -143,6 +144,43 @@ def rand_sparse_ndarray(shape, stype: str, density=None, dtype=None, distributio
         cols = cols[np.lexsort((np.random.rand(cols.shape[0]), rows))]
     array = sparse.csr_matrix((values, cols, indptr), shape=shape, dtype=dtype, ctx=ctx)
     return array, (array.indptr, array.indices, array.data)
+
+
+def create_sparse_array(shape, stype: str, data_init=None, rsp_indices=None, dtype=None,
+                        modifier_func=None, density=0.5, shuffle_csr_indices: bool = False):
+    """`rand_sparse_ndarray`'s array alone (density 0.5 by default); a row-sparse array's
+    `rsp_indices` are sorted first, so its rows are in canonical order."""
+    if stype not in ("row_sparse", "csr"):
+        raise AssertionError("Unknown storage type: %s" % (stype,))
+    if stype == "row_sparse" and rsp_indices is not None:
+        rsp_indices = np.sort(np.asarray(rsp_indices))
+    array, _ = rand_sparse_ndarray(shape, stype, density=density, dtype=dtype,
+                                   data_init=data_init, modifier_func=modifier_func,
+                                   rsp_indices=rsp_indices if stype == "row_sparse" else None,
+                                   shuffle_csr_indices=shuffle_csr_indices)
+    return array
+
+
+def create_sparse_array_zd(shape, stype: str, density, data_init=None, rsp_indices=None,
+                           dtype=None, modifier_func=None, shuffle_csr_indices: bool = False):
+    """`create_sparse_array` where a row-sparse array stores exactly the rows `rsp_indices`
+    (none without them: density 0), and a csr one has the given density."""
+    if stype == "row_sparse":
+        density = 0.0
+        if rsp_indices is not None and len(rsp_indices) > shape[0]:
+            raise AssertionError("%d row indices for %d rows" % (len(rsp_indices), shape[0]))
+    return create_sparse_array(shape, stype, data_init=data_init, rsp_indices=rsp_indices,
+                               dtype=dtype, modifier_func=modifier_func, density=density,
+                               shuffle_csr_indices=shuffle_csr_indices)
+
+
+def shuffle_csr_column_indices(csr) -> None:
+    """Permute, in place, the column indices within each row of `csr` (a SciPy CSR matrix or
+    any object with `indptr` and writable `indices` arrays), as a valid CSR matrix allows."""
+    indptr, indices = np.asarray(csr.indptr), csr.indices
+    rows = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
+    order = np.lexsort((np.random.rand(rows.shape[0]), rows))
+    indices[:] = np.asarray(indices)[order]
 
 
 def _stored_values(values: np.ndarray, dtype, data_init, modifier_func) -> np.ndarray:

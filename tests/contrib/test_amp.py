@@ -201,7 +201,8 @@ def test_convert_bucketing_module():
     mod.bind(data_shapes=[("data", (2, 4))], label_shapes=[("softmax_label", (2,))])
     mod.init_params()
     converted = amp.convert_bucketing_module(mod)
-    ops = [n["op"] for n in json.loads(converted._buckets[4]._symbol.tojson(remove_amp_cast=False))["nodes"]]
+    graph = json.loads(converted._buckets[4]._symbol.tojson(remove_amp_cast=False))
+    ops = [n["op"] for n in graph["nodes"]]
     assert ops.count("amp_cast") == 4  # data, weight, bias to float16; fc back to float32
     converted.bind(data_shapes=[("data", (2, 4))], label_shapes=[("softmax_label", (2,))])
     converted.forward(mx.io.DataBatch([mx.nd.ones((2, 4))], [mx.nd.array([0, 1])],
