@@ -42,3 +42,23 @@ def test_selu_is_the_true_derivative_of_the_input():
     lam, alpha = 1.0507009873554804934193349852946, 1.6732632423543772848170429916717
     want = lam * np.where(X > 0, 1, alpha * np.exp(X))
     np.testing.assert_allclose(OURS["LeakyReLU_selu"], want, rtol=1e-5)
+
+
+def test_prelu_gamma_gradient_reads_the_input_after_another_op():
+    """MXNet 1.9.1 lets PReLU's output take its input's memory when the input comes from
+    another op, then forms gamma's gradient from the output: gamma times the true one
+    (docs/compatibility.md, MXNet bugs). minimod's is the true gradient."""
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-1, 1, (2, 4, 3, 3)).astype(np.float32)
+    gamma = rng.uniform(0.2, 1.2, (4,)).astype(np.float32)
+    net = mx.sym.LeakyReLU(mx.sym.tanh(mx.sym.var("x")), gamma=mx.sym.var("g"),
+                           act_type="prelu")
+    net = mx.sym.MakeLoss(mx.sym.sum(net * net))
+    exe = net.bind(mx.cpu(), {"x": mx.nd.array(x), "g": mx.nd.array(gamma)},
+                   args_grad={"x": mx.nd.zeros(x.shape), "g": mx.nd.zeros((4,))})
+    exe.forward(is_train=True)
+    exe.backward()
+    h = np.tanh(x)
+    p = np.where(h > 0, h, gamma.reshape(1, 4, 1, 1) * h)
+    np.testing.assert_allclose(exe.grad_dict["g"].asnumpy(),
+                               (2 * p * h * (h < 0)).sum(axis=(0, 2, 3)), rtol=1e-5)
