@@ -82,15 +82,16 @@ def _erf_values(xp, x):
     # Maclaurin series for |x| < 2.5 (60 terms reach double precision there, losing about two
     # digits to cancellation), Laplace's continued fraction for erfc beyond.
     ax = xp.abs(x)
-    term = ax
-    total = ax * 1.0
-    x2 = ax * ax
+    small = xp.minimum(ax, 2.5)  # the series' terms overflow far out, where it is not used
+    term = small
+    total = small * 1.0
+    x2 = small * small
     for n in range(1, 60):
         term = term * (-x2) / n
         total = total + term / (2 * n + 1)
     series = total * (2 / math.sqrt(math.pi))
     big = xp.maximum(ax, 2.5)
-    frac = big * 0
+    frac = xp.zeros_like(big)
     for k in range(60, 0, -1):
         frac = (k / 2) / (big + frac)
     erfc = xp.exp(-big * big) / math.sqrt(math.pi) / (big + frac)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import minimod as mx
 from minimod.base import DTypeError, OpParamError, ShapeError
 from minimod.ops.registry import canonical_name, create_op, get_op_class
 from tests.ops.harness import Case, check_case, infer, run_forward
@@ -608,3 +609,14 @@ def test_same_shape_gradient_property(shape, key, seed):
     lhs, rhs = rng.uniform(0.5, 2, shape), rng.uniform(0.5, 2, shape)
     name = SAME_SHAPE_NAME.get(key, "_" + key)
     check_case(Case(name, {}, [lhs, rhs], _ref2(BINARY_REF[key])))
+
+
+def test_erf_at_the_infinities_and_far_out_without_warnings():
+    """C's erf (MXNet's): erf(+-inf) = +-1; the series part must not overflow far out."""
+    import warnings
+    x = mx.nd.array([-np.inf, -40, -2.6, 2.4, 30, np.inf, np.nan])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = mx.nd.erf(x).asnumpy()
+    np.testing.assert_allclose(got[:6], [-1, -1, -0.99976397, 0.99931149, 1, 1], rtol=1e-6)
+    assert np.isnan(got[6])
