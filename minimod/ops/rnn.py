@@ -37,8 +37,9 @@ with state_outputs), which `num_json_outputs` reports so that node_row_ptr stays
 `projection_size` is accepted for shape inference only; like MXNet on CPU, it cannot run.
 `lstm_state_clip_min/max` clip the cell state as documented (cuDNN's behaviour, gradient zero
 where clipped); MXNet 1.9.1's CPU kernel silently ignores them (verified), so CPU numbers with
-clipping differ from MXNet's CPU numbers by design. `use_sequence_length=True` is accepted for
-graphs and shapes but not run yet.
+clipping differ from MXNet's CPU numbers by design. `use_sequence_length=True` runs each
+sequence for its own length, as cuDNN does (rnn_lengths.py); MXNet 1.9.1's CPU kernel ignores
+the lengths.
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ from ..base import OpParamError, ShapeError
 from .registry import Op, fmt_shape, register
 from .rnn_cells import backward_direction, forward_direction
 from .rnn_layout import rnn_param_size, rnn_param_slices, rnn_reserve_layout, view
+from .rnn_lengths import backward_by_length, forward_by_length
 from .scratch import _ScratchMixin
 
 __all__ = ["RNN", "RNNAttrs"]
@@ -110,6 +112,9 @@ class RNN(_ScratchMixin, Op):
             raise OpParamError("operator RNN: p=%g must lie in [0, 1)" % a.p)
         if a.projection_size is not None and a.mode != "lstm":
             raise OpParamError("operator RNN: projection_size needs mode='lstm'")
+        # with lengths, groups of sequences of one length run through the op without them
+        self.plain = RNN({k: v for k, v in self.raw_attrs.items()
+                          if k != "use_sequence_length"}) if a.use_sequence_length else self
         visible = ["output"]
         if a.state_outputs:
             visible += ["state_output", "statecell_output"] if a.mode == "lstm" \
@@ -118,6 +123,8 @@ class RNN(_ScratchMixin, Op):
         # backward reads data (layer 0's input), the weights, the initial states, `output`
         # (the last layer's hidden states) and the reserve; never the final states
         self.backward_inputs = (0, 1, 2, 3) if a.mode == "lstm" else (0, 1, 2)
+        if a.use_sequence_length:  # and the lengths, to group the sequences again
+            self.backward_inputs += (len(self.backward_inputs),)
         self.backward_outputs = (0, len(visible))
 
     # ------------------------------------------------------------------ slots
@@ -209,8 +216,6 @@ class RNN(_ScratchMixin, Op):
         if self.attrs.projection_size is not None:
             raise OpParamError("operator RNN: projection_size is not supported on this backend "
                                "(MXNet runs it only with cuDNN)")
-        if self.attrs.use_sequence_length:
-            raise OpParamError("operator RNN: use_sequence_length=True is not supported yet")
 
     def forward(self, xp, inputs, aux, out, is_train):
         """Writes the visible outputs and the whole reserve (in inference too)."""
@@ -220,6 +225,9 @@ class RNN(_ScratchMixin, Op):
         """`forward`, with `direction` (rnn_cells.forward_direction's signature) running each
         (layer, direction) pass: a fast path passes its own and keeps the rest of the op."""
         self._check_runnable()
+        if self.plain is not self:
+            forward_by_length(self, xp, inputs, out, is_train, direction)
+            return
         a = self.attrs
         data, params, state = inputs[0], inputs[1], inputs[2]
         cell = inputs[3] if a.mode == "lstm" else None
@@ -271,6 +279,9 @@ class RNN(_ScratchMixin, Op):
     def drive_backward(self, xp, out_grads, inputs, outputs, in_grads, direction) -> None:
         """`backward`, with `direction` (rnn_cells.backward_direction's signature) running
         each (layer, direction) pass, as in `drive_forward`."""
+        if self.plain is not self:
+            backward_by_length(self, xp, out_grads, inputs, outputs, in_grads, direction)
+            return
         a = self.attrs
         data, params = inputs[0], inputs[1]
         steps, batch, feat = data.shape
