@@ -334,25 +334,8 @@ class Module(BaseModule):
         batch_size = self._exec_group.batch_size
         if kvstore and "dist" in kvstore.type and "_sync" in kvstore.type:
             batch_size *= kvstore.num_workers
-        rescale_grad = 1.0 / batch_size
-        idx2name = self._idx2name(update_on_kvstore)
-        if isinstance(optimizer, str):
-            optimizer_params = dict(optimizer_params)
-            if "rescale_grad" not in optimizer_params:
-                optimizer_params["rescale_grad"] = rescale_grad
-            optimizer = opt.create(optimizer, sym=self.symbol, param_idx2name=idx2name,
-                                   **optimizer_params)
-        else:
-            if not isinstance(optimizer, opt.Optimizer):
-                raise TypeError("optimizer must be a name or an Optimizer, not %r"
-                                % (optimizer,))
-            if optimizer.rescale_grad != rescale_grad:
-                warnings.warn(
-                    "Optimizer created manually outside Module but rescale_grad is not "
-                    "normalized to 1.0/batch_size/num_workers (%s vs. %s). Is this intended?"
-                    % (optimizer.rescale_grad, rescale_grad), stacklevel=2)
-            if not optimizer.idx2name:
-                optimizer.idx2name = idx2name.copy()
+        optimizer = self._make_optimizer(optimizer, optimizer_params, 1.0 / batch_size,
+                                         self._idx2name(update_on_kvstore))
         self._lazy_sources = lazy_row_sources(self.symbol, optimizer, kvstore,
                                               update_on_kvstore)
         self._optimizer = optimizer
@@ -375,6 +358,27 @@ class Module(BaseModule):
         if self._preload_opt_states is not None:
             self.load_optimizer_states(self._preload_opt_states)
             self._preload_opt_states = None
+
+    def _make_optimizer(self, optimizer, optimizer_params, rescale_grad: float,
+                        idx2name: dict):
+        """An optimizer made from a name (gradients rescaled by 1 / batch size unless the
+        parameters say otherwise), or the given instance, warned about if its rescale_grad
+        is not that (MXNet's warning) and given the index-to-name map it lacks."""
+        if isinstance(optimizer, str):
+            optimizer_params = dict(optimizer_params)
+            optimizer_params.setdefault("rescale_grad", rescale_grad)
+            return opt.create(optimizer, sym=self.symbol, param_idx2name=idx2name,
+                              **optimizer_params)
+        if not isinstance(optimizer, opt.Optimizer):
+            raise TypeError("optimizer must be a name or an Optimizer, not %r" % (optimizer,))
+        if optimizer.rescale_grad != rescale_grad:
+            warnings.warn(
+                "Optimizer created manually outside Module but rescale_grad is not "
+                "normalized to 1.0/batch_size/num_workers (%s vs. %s). Is this intended?"
+                % (optimizer.rescale_grad, rescale_grad), stacklevel=3)
+        if not optimizer.idx2name:
+            optimizer.idx2name = idx2name.copy()
+        return optimizer
 
     def borrow_optimizer(self, shared_module):
         _require(shared_module.optimizer_initialized,
