@@ -53,7 +53,7 @@ def edge_id(data, u, v, out=None, name=None) -> NDArray:
     with device_scope(data.context):
         entry_rows = xp.searchsorted(indptr, xp.arange(indices.shape[0]), side="right") - 1
         keys = entry_rows * cols + indices.astype(np.int64)
-        order = xp.argsort(keys, kind="stable")
+        order = xp.argsort(keys)  # the keys of a valid csr array are distinct
         keys = keys[order]
         uu, vv = u._data.astype(np.int64), v._data.astype(np.int64)
         inside = (uu >= 0) & (uu < rows) & (vv >= 0) & (vv < cols)
