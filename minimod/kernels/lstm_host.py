@@ -39,10 +39,10 @@ __all__ = ["forward_direction", "backward_direction", "activate_gates", "gate_af
 
 
 def _applies(op, xp, arrays, step_kernel) -> bool:
-    """lstm without clipping, on plain NumPy arrays, where the backend has no fused kernel
-    for the step (`step_kernel`; under `backend.emulate_fused_kernels` it has one, and the
-    tests that set it run the op's own fused loops)."""
-    return op.attrs.mode == "lstm" and not op.clips_state \
+    """lstm without clipping or projection, on plain NumPy arrays, where the backend has no
+    fused kernel for the step (`step_kernel`; under `backend.emulate_fused_kernels` it has
+    one, and the tests that set it run the op's own fused loops)."""
+    return op.attrs.mode == "lstm" and not op.clips_state and not op.attrs.projection_size \
         and plain_numpy(xp, *[a for a in arrays if a is not None]) \
         and backend.elementwise(xp, step_kernel) is None
 

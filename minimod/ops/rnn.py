@@ -34,7 +34,10 @@ data, parameters, the initial states and `output`. MXNet keeps the same values i
 operator state ("reserve space"), and its symbol JSON counts only the visible outputs (1, or 2/3
 with state_outputs), which `num_json_outputs` reports so that node_row_ptr stays MXNet's.
 
-`projection_size` is accepted for shape inference only; like MXNet on CPU, it cannot run.
+`projection_size` R (lstm only) gives cuDNN's LSTMP: the hidden state is projected after each
+step, r = W_r h (no bias), r is what the next step and the next layer read and what `output`
+and `state_output` hold (R wide), the cell state stays H wide. MXNet runs it only with cuDNN;
+minimod on every device (rnn_cells.py, the LSTM's own passes).
 `lstm_state_clip_min/max` clip the cell state as documented (cuDNN's behaviour, gradient zero
 where clipped); MXNet 1.9.1's CPU kernel silently ignores them (verified), so CPU numbers with
 clipping differ from MXNet's CPU numbers by design. `use_sequence_length=True` runs each
@@ -159,7 +162,7 @@ class RNN(_ScratchMixin, Op):
     def _layout(self, steps: int, batch: int):
         a = self.attrs
         return rnn_reserve_layout(a.mode, a.state_size, a.num_layers, a.bidirectional, a.p,
-                                  self.clips_state, steps, batch)
+                                  self.clips_state, steps, batch, a.projection_size)
 
     # ------------------------------------------------------------------ inference
     def _known_dims(self, in_shapes: list, out_shapes: list) -> tuple:
@@ -212,11 +215,6 @@ class RNN(_ScratchMixin, Op):
         return in_shapes, out_shapes
 
     # ------------------------------------------------------------------ forward
-    def _check_runnable(self) -> None:
-        if self.attrs.projection_size is not None:
-            raise OpParamError("operator RNN: projection_size is not supported on this backend "
-                               "(MXNet runs it only with cuDNN)")
-
     def forward(self, xp, inputs, aux, out, is_train):
         """Writes the visible outputs and the whole reserve (in inference too)."""
         self.drive_forward(xp, inputs, out, is_train, forward_direction)
@@ -224,7 +222,6 @@ class RNN(_ScratchMixin, Op):
     def drive_forward(self, xp, inputs, out, is_train, direction) -> None:
         """`forward`, with `direction` (rnn_cells.forward_direction's signature) running each
         (layer, direction) pass: a fast path passes its own and keeps the rest of the op."""
-        self._check_runnable()
         if self.plain is not self:
             forward_by_length(self, xp, inputs, out, is_train, direction)
             return
@@ -232,9 +229,10 @@ class RNN(_ScratchMixin, Op):
         data, params, state = inputs[0], inputs[1], inputs[2]
         cell = inputs[3] if a.mode == "lstm" else None
         steps, batch, feat = data.shape
-        hidden = a.state_size
+        width = a.projection_size or a.state_size  # of each direction's hidden states
         dirs = self._dirs
-        slices = rnn_param_slices(a.mode, feat, hidden, a.num_layers, a.bidirectional)
+        slices = rnn_param_slices(a.mode, feat, a.state_size, a.num_layers, a.bidirectional,
+                                  a.projection_size)
         _, layers, rows = self._layout(steps, batch)
         reserve = out[len(self._visible)]
         h_final = out[1] if a.state_outputs else None
@@ -249,7 +247,7 @@ class RNN(_ScratchMixin, Op):
                 row = layer * dirs + d
                 w = {k: view(params, s) for k, s in slices[row].items()}
                 res = {k: view(reserve, s) for k, s in rows[row].items()}
-                hs = y[:, :, d * hidden:(d + 1) * hidden]
+                hs = y[:, :, d * width:(d + 1) * width]
                 direction(xp, a, layer_in, w, res, hs, state[row],
                           None if cell is None else cell[row], d == 1, self._scratch)
                 last_t = 0 if d == 1 else steps - 1
@@ -293,7 +291,8 @@ class RNN(_ScratchMixin, Op):
         call = _BackwardCall(
             inputs, outputs, in_grads, outputs[len(self._visible)],
             in_grads[1] if in_grads[1] is not None else xp.empty_like(params),
-            rnn_param_slices(a.mode, feat, a.state_size, a.num_layers, a.bidirectional),
+            rnn_param_slices(a.mode, feat, a.state_size, a.num_layers, a.bidirectional,
+                             a.projection_size),
             layers, rows,
             out_grads[1] if a.state_outputs and len(out_grads) > 1 else None,
             out_grads[2] if a.state_outputs and lstm and len(out_grads) > 2 else None,
@@ -335,7 +334,7 @@ class RNN(_ScratchMixin, Op):
 
     def _backward_row(self, xp, call: _BackwardCall, row: int, d: int, x, y, dy, dx) -> None:
         """Backward through the pass of direction d of one layer (state row `row`)."""
-        hidden = self.attrs.state_size
+        hidden = self.attrs.projection_size or self.attrs.state_size
         cell = call.inputs[3] if self.attrs.mode == "lstm" else None
         g_state = call.in_grads[2]
         g_cell = call.in_grads[3] if self.attrs.mode == "lstm" else None

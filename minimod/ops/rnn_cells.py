@@ -80,7 +80,8 @@ def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) 
     order = step_order(steps, reverse)
     rec_buf = scratch(xp, "rec", (batch, gh), x.dtype)
     if attrs.mode == "lstm":
-        _lstm_forward(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf)
+        proj = None if "wr" not in w else (w["wr"], scratch(xp, "proj", hs.shape[1:], x.dtype))
+        _lstm_forward(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf, proj)
     elif attrs.mode == "gru":
         fused = backend.elementwise(xp, _fused.GRU_STEP)
         if fused is not None:
@@ -97,16 +98,19 @@ def forward_direction(xp, attrs, x, w, res, hs, h0, c0, reverse: bool, scratch) 
                              rec_buf)
 
 
-def _lstm_forward(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf) -> None:
-    fused = None if "clip" in res else backend.elementwise(xp, _fused.LSTM_STEP)
+def _lstm_forward(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf, proj) -> None:
+    """proj: None, or (W_r, a work array (N, R)) for an LSTM with a projection."""
+    plain = "clip" not in res and proj is None
+    fused = backend.elementwise(xp, _fused.LSTM_STEP) if plain else None
     if fused is not None:
         _fused.lstm_forward(xp, fused, gates, wh_t, res, hs, h0, c0, order, rec_buf)
     else:
-        _lstm_forward_unfused(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf)
+        _lstm_forward_unfused(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf, proj)
 
 
-def _lstm_forward_unfused(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf) -> None:
-    hidden = hs.shape[-1]
+def _lstm_forward_unfused(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_buf,
+                          proj=None) -> None:
+    hidden = res["c"].shape[-1]
     cs, tanh_cs, clip_mask = res["c"], res["tanh_c"], res.get("clip")
     h_prev, c_prev = h0, c0
     for t in order:
@@ -129,7 +133,11 @@ def _lstm_forward_unfused(xp, attrs, gates, wh_t, res, hs, h0, c0, order, rec_bu
             xp.clip(c, lo, hi, out=c)
         tc = tanh_cs[t]
         xp.tanh(c, out=tc)
-        xp.multiply(g[:, 3 * hidden:], tc, out=hs[t])
+        if proj is None:
+            xp.multiply(g[:, 3 * hidden:], tc, out=hs[t])
+        else:  # r = W_r h is the state the next step and layer read
+            xp.multiply(g[:, 3 * hidden:], tc, out=res["h"][t])
+            hs[t] = backend.matmul(xp, res["h"][t], proj[0].T, out=proj[1])
         h_prev, c_prev = hs[t], c
 
 
@@ -189,19 +197,21 @@ def backward_direction(xp, attrs, x, res, hs, w, gw, dy, h0, c0, dh_last, dc_las
     states `hs`: writes gw (weights and biases), adds into dx (when not None), returns the
     gradients of the initial states (dh0, and dc0 for lstm, else None). dh_last and dc_last
     are the head gradients of the final states (None: zero)."""
-    steps, batch, hidden = hs.shape
+    steps, batch, width = hs.shape  # width: H, or R with a projection
+    hidden = res["c"].shape[-1] if attrs.mode == "lstm" else width
     gh = w["wh"].shape[0]
     dtype = hs.dtype
     order = list(step_order(steps, reverse))
     # the returned initial-state gradients live in scratch too: the caller copies them out
-    dh = filled(scratch(xp, "dh", (batch, hidden), dtype), dh_last)
+    dh = filled(scratch(xp, "dh", (batch, width), dtype), dh_last)
     d_gates = scratch(xp, "d_gates", (steps, batch, gh), dtype)
     tmp = scratch(xp, "tmp", (batch, hidden), dtype)
     tmp2 = scratch(xp, "tmp2", (batch, hidden), dtype)
     dc0 = None
     if attrs.mode == "lstm":
         dc0 = filled(scratch(xp, "dc", (batch, hidden), dtype), dc_last)
-        _lstm_backward(xp, res, w["wh"], dy, c0, dh, dc0, d_gates, tmp, tmp2, order, reverse)
+        _lstm_backward(xp, res, w, gw, dy, c0, dh, dc0, d_gates, tmp, tmp2, order, reverse,
+                       scratch)
         d_gates_h = d_gates
     elif attrs.mode == "gru":
         d_gates_h = scratch(xp, "d_gates_h", (steps, batch, gh), dtype)
@@ -224,54 +234,75 @@ def backward_direction(xp, attrs, x, res, hs, w, gw, dy, h0, c0, dh_last, dc_las
     return dh, dc0
 
 
-def _lstm_backward(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, order, reverse) -> None:
+def _lstm_backward(xp, res, w, gw, dy, c0, dh, dc, d_gates, tmp, tmp2, order, reverse,
+                   scratch) -> None:
+    """The lstm pass's step loop backward; with a projection, also dW_r into gw."""
+    if "wr" in w:  # the projected states' gradients per step, then dW_r = sum_t dr_t^T h_t
+        proj = (w["wr"], scratch(xp, "dr", dy.shape, dy.dtype),
+                scratch(xp, "dh_h", dc.shape, dc.dtype))
+        _lstm_backward_unfused(xp, res, w["wh"], dy, c0, dh, dc, d_gates, tmp, tmp2, order,
+                               reverse, proj)
+        backend.matmul(xp, proj[1].reshape(-1, dh.shape[-1]).T,
+                       res["h"].reshape(-1, dc.shape[-1]), out=gw["wr"])
+        return
     fused = None if "clip" in res else backend.elementwise(xp, _fused.LSTM_STEP_GRAD)
     if fused is not None:
-        _fused.lstm_backward(xp, fused, res, wh, dy, c0, dh, dc, d_gates, order, reverse)
+        _fused.lstm_backward(xp, fused, res, w["wh"], dy, c0, dh, dc, d_gates, order, reverse)
     else:
-        _lstm_backward_unfused(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, order,
+        _lstm_backward_unfused(xp, res, w["wh"], dy, c0, dh, dc, d_gates, tmp, tmp2, order,
                                reverse)
 
 
 def _lstm_backward_unfused(xp, res, wh, dy, c0, dh, dc, d_gates, tmp, tmp2, order,
-                           reverse) -> None:
-    gates, cs, tanh_cs, clip_mask = res["gates"], res["c"], res["tanh_c"], res.get("clip")
-    hidden = dh.shape[-1]
-    one = _const(xp, 1, dh.dtype)
+                           reverse, proj=None) -> None:
+    """dh carries the gradient of the state the steps read: with a projection (proj = W_r,
+    dr (T, N, R) to fill, a work array (N, H)) the projected one, taken through W_r to h."""
+    cs, clip_mask = res["c"], res.get("clip")
+    carry = dh
     for t in reversed(order):
-        dh += dy[t]
-        g = gates[t]
-        i_g, f_g = g[:, :hidden], g[:, hidden:2 * hidden]
-        c_g, o_g = g[:, 2 * hidden:3 * hidden], g[:, 3 * hidden:]
-        tc = tanh_cs[t]
-        da = d_gates[t]
-        # dc += dh * o * (1 - tanh(c)^2)
-        xp.multiply(tc, tc, out=tmp)
-        xp.subtract(one, tmp, out=tmp)
-        tmp *= o_g
-        tmp *= dh
-        dc += tmp
-        if clip_mask is not None:
-            dc *= clip_mask[t]
-        da_o = da[:, 3 * hidden:]
-        xp.multiply(dh, tc, out=da_o)
-        _dsigmoid_into(xp, o_g, tmp2)
-        da_o *= tmp2
-        da_i = da[:, :hidden]
-        xp.multiply(dc, c_g, out=da_i)
-        _dsigmoid_into(xp, i_g, tmp2)
-        da_i *= tmp2
-        da_f = da[:, hidden:2 * hidden]
-        xp.multiply(dc, prev_state(cs, c0, t, reverse), out=da_f)
-        _dsigmoid_into(xp, f_g, tmp2)
-        da_f *= tmp2
-        da_c = da[:, 2 * hidden:3 * hidden]
-        xp.multiply(dc, i_g, out=da_c)
-        xp.multiply(c_g, c_g, out=tmp2)
-        xp.subtract(one, tmp2, out=tmp2)
-        da_c *= tmp2
-        dc *= f_g
-        backend.matmul(xp, da, wh, out=dh)
+        carry += dy[t]
+        if proj is not None:
+            proj[1][t] = carry
+            dh = backend.matmul(xp, carry, proj[0], out=proj[2])
+        _lstm_step_grad(xp, res["gates"][t], res["tanh_c"][t], prev_state(cs, c0, t, reverse),
+                        dh, dc, d_gates[t], tmp, tmp2,
+                        None if clip_mask is None else clip_mask[t])
+        backend.matmul(xp, d_gates[t], wh, out=carry)
+
+
+def _lstm_step_grad(xp, g, tc, c_prev, dh, dc, da, tmp, tmp2, clip) -> None:
+    """One step backward: the gate gradients `da` from dh and the carried dc (which becomes
+    the previous step's); g the activated gates, tc tanh(c), clip the step's clip mask."""
+    hidden = dc.shape[-1]
+    one = _const(xp, 1, dh.dtype)
+    i_g, f_g = g[:, :hidden], g[:, hidden:2 * hidden]
+    c_g, o_g = g[:, 2 * hidden:3 * hidden], g[:, 3 * hidden:]
+    # dc += dh * o * (1 - tanh(c)^2)
+    xp.multiply(tc, tc, out=tmp)
+    xp.subtract(one, tmp, out=tmp)
+    tmp *= o_g
+    tmp *= dh
+    dc += tmp
+    if clip is not None:
+        dc *= clip
+    da_o = da[:, 3 * hidden:]
+    xp.multiply(dh, tc, out=da_o)
+    _dsigmoid_into(xp, o_g, tmp2)
+    da_o *= tmp2
+    da_i = da[:, :hidden]
+    xp.multiply(dc, c_g, out=da_i)
+    _dsigmoid_into(xp, i_g, tmp2)
+    da_i *= tmp2
+    da_f = da[:, hidden:2 * hidden]
+    xp.multiply(dc, c_prev, out=da_f)
+    _dsigmoid_into(xp, f_g, tmp2)
+    da_f *= tmp2
+    da_c = da[:, 2 * hidden:3 * hidden]
+    xp.multiply(dc, i_g, out=da_c)
+    xp.multiply(c_g, c_g, out=tmp2)
+    xp.subtract(one, tmp2, out=tmp2)
+    da_c *= tmp2
+    dc *= f_g
 
 
 def _gru_backward(xp, res, hs, wh, dy, h0, dh, d_gates, d_gates_h, tmp, tmp2, order,

@@ -8,6 +8,10 @@ the same order: b_x (G*H,) then b_h (G*H,). in_0 = C and in_l = D*H above, so
 
     P = D*G*H*(C + H + 2) + (L - 1) * D*G*H*(D*H + H + 2).
 
+An LSTM with `projection_size` R (LSTMP, cuDNN's) has W_h (4H, R) and after it W_r (R, H), the
+projection, in each (layer, direction); in_l = D*R; the biases are as above (the order MXNet's
+Gluon LSTM packs them in).
+
 (T time steps, N batch, C input features, H = state_size, L = num_layers, D = 2 if
 bidirectional else 1, G gates: 1 for rnn_*, 4 for lstm, 3 for gru.)
 
@@ -46,18 +50,23 @@ def rnn_param_size(mode: str, input_size: int, state_size: int, num_layers: int,
 
 
 def rnn_param_slices(mode: str, input_size: int, state_size: int, num_layers: int,
-                     bidirectional: bool = False) -> list:
+                     bidirectional: bool = False, projection_size: Optional[int] = None) -> list:
     """Per (layer, direction), in row order layer * D + direction: a dict of
-    (offset, shape) for 'wx', 'wh', 'bx', 'bh' in the flat vector."""
+    (offset, shape) for 'wx', 'wh', 'bx', 'bh' in the flat vector, and with a projection
+    'wr' (P, H), after W_h: the LSTM's W_h is then (4H, P) and in_l = D*P."""
     dirs = 2 if bidirectional else 1
     gh = GATES[mode] * state_size
+    out_h = projection_size or state_size
     pieces = []
     pos = 0
     for layer in range(num_layers):
-        cols = input_size if layer == 0 else dirs * state_size
+        cols = input_size if layer == 0 else dirs * out_h
         for _ in range(dirs):
-            pieces.append({"wx": (pos, (gh, cols)), "wh": (pos + gh * cols, (gh, state_size))})
-            pos += gh * (cols + state_size)
+            pieces.append({"wx": (pos, (gh, cols)), "wh": (pos + gh * cols, (gh, out_h))})
+            pos += gh * (cols + out_h)
+            if projection_size:
+                pieces[-1]["wr"] = (pos, (out_h, state_size))
+                pos += out_h * state_size
     for piece in pieces:
         piece["bx"] = (pos, (gh,))
         piece["bh"] = (pos + gh, (gh,))
@@ -78,7 +87,8 @@ class _Cursor:
 
 
 def rnn_reserve_layout(mode: str, state_size: int, num_layers: int, bidirectional: bool,
-                       p: float, clip: bool, steps: int, batch: int):
+                       p: float, clip: bool, steps: int, batch: int,
+                       projection_size: Optional[int] = None):
     """Where the hidden `reserve` output keeps what backward reads, as (offset, shape) pairs.
 
     Returns (size, layers, rows). layers[l] has 'y', the hidden states (T, N, D*H) of layer l
@@ -87,11 +97,12 @@ def rnn_reserve_layout(mode: str, state_size: int, num_layers: int, bidirectiona
     rows[layer * D + d] has, for lstm 'gates' (T, N, 4H) activated, 'c' and 'tanh_c' (T, N, H)
     and with clipping 'clip' (1 where c was not clipped); for gru 'gates' (T, N, 3H) and 'hn'
     (T, N, H), W_hn h + b_hn; nothing for rnn_* (backward reads their gates off the hidden
-    states).
+    states). With a projection (lstm), the hidden states are the projected ones (P wide) and
+    each row also keeps 'h' (T, N, H), the states before the projection.
     """
     dirs = 2 if bidirectional else 1
     cursor = _Cursor()
-    layer_seq = (steps, batch, dirs * state_size)
+    layer_seq = (steps, batch, dirs * (projection_size or state_size))
     layers, rows = [], []
     for layer in range(num_layers):
         layers.append({
@@ -99,6 +110,8 @@ def rnn_reserve_layout(mode: str, state_size: int, num_layers: int, bidirectiona
             "mask": cursor.take(layer_seq) if layer > 0 and p > 0 else None})
         for _ in range(dirs):
             rows.append(_reserve_row(cursor, mode, state_size, clip, steps, batch))
+            if projection_size:
+                rows[-1]["h"] = cursor.take((steps, batch, state_size))
     return cursor.pos, layers, rows
 
 
@@ -120,10 +133,11 @@ def _reserve_row(cursor: _Cursor, mode: str, hidden: int, clip: bool, steps: int
 
 
 def rnn_reserve_size(mode: str, state_size: int, num_layers: int, bidirectional: bool = False,
-                     p: float = 0.0, clip: bool = False, steps: int = 1, batch: int = 1) -> int:
+                     p: float = 0.0, clip: bool = False, steps: int = 1, batch: int = 1,
+                     projection_size: Optional[int] = None) -> int:
     """Length of the hidden `reserve` output of an RNN op (see `rnn_reserve_layout`)."""
     return rnn_reserve_layout(mode, state_size, num_layers, bidirectional, p, clip, steps,
-                              batch)[0]
+                              batch, projection_size)[0]
 
 
 def view(flat, spec):

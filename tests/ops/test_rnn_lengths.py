@@ -69,6 +69,27 @@ def test_each_sequence_runs_for_its_own_length(ctx, mode, layers, dirs):
     np.testing.assert_allclose(grads["p"], param_grad, atol=1e-5)
 
 
+def test_lengths_with_a_projection():
+    """An LSTMP (projection_size 2 of state_size 3) with lengths: sequence by sequence too."""
+    from minimod.ops.rnn_layout import rnn_param_size
+    rng = np.random.RandomState(5)
+    data = rng.uniform(-1, 1, (T, N, D)).astype(np.float32)
+    params = rng.uniform(-0.5, 0.5, (rnn_param_size("lstm", D, H, 1, True, 2),))
+    h0, c0 = rng.uniform(-0.5, 0.5, (2, N, 2)), rng.uniform(-0.5, 0.5, (2, N, H))
+    kwargs = dict(state_size=H, num_layers=1, mode="lstm", bidirectional=True,
+                  projection_size=2, state_outputs=True)
+    out = mx.nd.RNN(mx.nd.array(data), mx.nd.array(params), mx.nd.array(h0), mx.nd.array(c0),
+                    mx.nd.array(LENGTHS), use_sequence_length=True, **kwargs)
+    assert out[0].shape == (T, N, 4) and out[1].shape == (2, N, 2)
+    for n, length in enumerate(LENGTHS.astype(int)):
+        alone = mx.nd.RNN(mx.nd.array(data[:length, n:n + 1]), mx.nd.array(params),
+                          mx.nd.array(h0[:, n:n + 1]), mx.nd.array(c0[:, n:n + 1]), **kwargs)
+        np.testing.assert_allclose(out[0].asnumpy()[:length, n], alone[0].asnumpy()[:, 0],
+                                   atol=1e-5)
+        for whole, part in zip(out[1:], alone[1:]):
+            np.testing.assert_allclose(whole.asnumpy()[:, n], part.asnumpy()[:, 0], atol=1e-5)
+
+
 def test_full_lengths_give_the_op_without_lengths():
     rng = np.random.RandomState(4)
     values = {"x": rng.uniform(-1, 1, (T, N, D)),

@@ -23,13 +23,15 @@ def reference_rnn(attrs, data, params, state, cell=None):
     mode, hidden, layers = attrs["mode"], attrs["state_size"], attrs["num_layers"]
     dirs = 2 if attrs.get("bidirectional") else 1
     lo, hi = attrs.get("lstm_state_clip_min"), attrs.get("lstm_state_clip_max")
+    proj = attrs.get("projection_size")
+    width = proj or hidden
     steps, batch, feat = data.shape
-    slices = rnn_param_slices(mode, feat, hidden, layers, dirs == 2)
+    slices = rnn_param_slices(mode, feat, hidden, layers, dirs == 2, proj)
     hT = np.zeros_like(state)
     cT = None if cell is None else np.zeros_like(cell)
     x = data
     for layer in range(layers):
-        y = np.zeros((steps, batch, dirs * hidden))
+        y = np.zeros((steps, batch, dirs * width))
         for d in range(dirs):
             row = layer * dirs + d
             w = {k: params[o:o + int(np.prod(s))].reshape(s) for k, (o, s) in slices[row].items()}
@@ -44,6 +46,8 @@ def reference_rnn(attrs, data, params, state, cell=None):
                     if lo is not None:
                         c = np.clip(c, lo, hi)
                     h = _sigmoid(o) * np.tanh(c)
+                    if proj:
+                        h = h @ w["wr"].T  # LSTMP: the projected state is the state
                 elif mode == "gru":
                     xr, xz, xn = np.split(ax, 3, axis=1)
                     hr, hz, hn = np.split(ah, 3, axis=1)
@@ -54,7 +58,7 @@ def reference_rnn(attrs, data, params, state, cell=None):
                     h = np.tanh(ax + ah)
                 else:
                     h = np.maximum(ax + ah, 0)
-                y[t, :, d * hidden:(d + 1) * hidden] = h
+                y[t, :, d * width:(d + 1) * width] = h
             hT[row] = h
             if cT is not None:
                 cT[row] = c
@@ -76,14 +80,16 @@ def _case(mode, steps=3, batch=2, feat=3, hidden=2, layers=1, bidirectional=Fals
         attrs["state_outputs"] = True
     rng = np.random.RandomState(seed)
     dirs = 2 if bidirectional else 1
-    size = rnn_param_size(mode, feat, hidden, layers, bidirectional)
+    proj = extra.get("projection_size")
+    size = rnn_param_size(mode, feat, hidden, layers, bidirectional, proj)
     inputs = [rng.uniform(-1, 1, (steps, batch, feat)), rng.uniform(-0.8, 0.8, (size,)),
-              rng.uniform(-0.5, 0.5, (layers * dirs, batch, hidden))]
+              rng.uniform(-0.5, 0.5, (layers * dirs, batch, proj or hidden))]
     if mode == "lstm":
         inputs.append(rng.uniform(-0.5, 0.5, (layers * dirs, batch, hidden)))
     return Case("RNN", attrs, inputs, lambda *a: reference_rnn(attrs, *a), infer_from=[0],
-                id="%s-L%d-D%d%s%s" % (mode, layers, dirs, "-states" if state_outputs else "",
-                                       "-clip" if "lstm_state_clip_min" in extra else ""))
+                id="%s-L%d-D%d%s%s%s" % (mode, layers, dirs, "-states" if state_outputs else "",
+                                         "-clip" if "lstm_state_clip_min" in extra else "",
+                                         "-proj" if proj else ""))
 
 
 CASES = [
@@ -93,6 +99,11 @@ CASES = [
     _case("lstm", layers=2, bidirectional=True, state_outputs=True, seed=2),
     _case("lstm", state_outputs=True, lstm_state_clip_min=-0.3, lstm_state_clip_max=0.25,
           seed=3),
+    _case("lstm", state_outputs=True, hidden=3, projection_size=2, seed=6),
+    _case("lstm", layers=2, bidirectional=True, state_outputs=True, hidden=3,
+          projection_size=2, seed=7),
+    _case("lstm", layers=2, state_outputs=True, hidden=2, projection_size=3, seed=8,
+          lstm_state_clip_min=-0.3, lstm_state_clip_max=0.25),
     _case("gru"),
     _case("gru", layers=2, bidirectional=True, state_outputs=True, hidden=3, seed=4),
     _case("rnn_tanh", layers=3, steps=4, batch=1, feat=2, state_outputs=True, seed=5),
