@@ -6,7 +6,8 @@ with its own gate order: LSTM i, o, f, c where MXNet has i, f, g, o; GRU z, r, h
 has r, z, n. The vector is cut and reordered at export time, so the parameters must be given
 (not graph inputs). MXNet's GRU applies the reset gate after the recurrent product, which is
 ONNX's linear_before_reset=1. Layers above the first read the previous layer's output, its
-directions side by side: (T, D, N, H) transposed and reshaped to (T, N, D*H).
+directions side by side: (T, D, N, H) transposed and reshaped to (T, N, D*H). With
+use_sequence_length the lengths go to every layer's node as ONNX's sequence_lens.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..ops.rnn_layout import GATES, rnn_param_slices, view
 from .builder import Site, converts
 
 _OP_TYPE = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN", "rnn_relu": "RNN"}
+_INT32 = 6  # ONNX's TensorProto.INT32, the type of sequence_lens
 # for each ONNX gate, the MXNet gate block it comes from
 _GATE_ORDER = {"lstm": [0, 3, 1, 2], "gru": [1, 0, 2], "rnn_tanh": [0], "rnn_relu": [0]}
 
@@ -50,8 +52,6 @@ def _rnn(site: Site) -> None:
     if a.projection_size or a.lstm_state_clip_min is not None \
             or a.lstm_state_clip_max is not None:
         raise site.refuse("projection_size and the LSTM state clip have no ONNX equivalent")
-    if a.use_sequence_length:
-        raise site.refuse("use_sequence_length=True is not exported")
     flat = site.param(1)
     if flat is None:
         raise site.refuse("its 'parameters' must be given in params: the flat vector is cut "
@@ -62,13 +62,16 @@ def _rnn(site: Site) -> None:
     attrs = _node_attrs(a.mode, a.state_size, dirs)
     is_lstm = a.mode == "lstm"
     x, finals = site.ins[0], ([], [])
+    lengths = ""  # ONNX's sequence_lens: each sequence runs for its own length, as minimod's
+    if a.use_sequence_length:
+        lengths = b.add("Cast", [site.ins[-1]], hint=site.name + "_lengths", to=_INT32)
     for layer in range(a.num_layers):
         tag = "%s_l%d" % (site.name, layer)
         w, r, bias = _layer_weights(site, flat, pieces[layer * dirs:(layer + 1) * dirs])
         rows = (b.ints([layer * dirs], tag + "_from"), b.ints([(layer + 1) * dirs], tag + "_to"),
                 b.ints([0], tag + "_axis"))
         inputs = [x, b.const(w, tag + "_W"), b.const(r, tag + "_R"), b.const(bias, tag + "_B"),
-                  "", b.add("Slice", [site.ins[2], *rows], hint=tag + "_h0")]
+                  lengths, b.add("Slice", [site.ins[2], *rows], hint=tag + "_h0")]
         if is_lstm:
             inputs.append(b.add("Slice", [site.ins[3], *rows], hint=tag + "_c0"))
         outs = b.add(_OP_TYPE[a.mode], inputs, hint=tag, num_outputs=3 if is_lstm else 2,

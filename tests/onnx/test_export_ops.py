@@ -279,19 +279,24 @@ CASES.update({
 })
 
 
-def _rnn_case(mode, layers, bidirectional, state_outputs, steps=5, batch=3, size=4, hidden=6):
+def _rnn_case(mode, layers, bidirectional, state_outputs, steps=5, batch=3, size=4, hidden=6,
+              lengths=None):
     dirs = 2 if bidirectional else 1
 
     def build():
         states = [S.var("state")] + ([S.var("state_cell")] if mode == "lstm" else [])
+        extra = {} if lengths is None else dict(use_sequence_length=True,
+                                                sequence_length=S.var("lengths"))
         return S.RNN(D, S.var("parameters"), *states, state_size=hidden, num_layers=layers,
                      mode=mode, bidirectional=bidirectional, state_outputs=state_outputs,
-                     p=0.3 if layers > 1 else 0.0, name="rnn")
+                     p=0.3 if layers > 1 else 0.0, name="rnn", **extra)
 
     inputs = {"data": _x((steps, batch, size)), "state": _x((layers * dirs, batch, hidden),
                                                             seed=3)}
     if mode == "lstm":
         inputs["state_cell"] = _x((layers * dirs, batch, hidden), seed=4)
+    if lengths is not None:
+        inputs["lengths"] = np.array(lengths, np.float32)
     return build, inputs
 
 
@@ -302,6 +307,8 @@ CASES.update({
     "rnn_gru_bidirectional": _rnn_case("gru", 1, True, True),
     "rnn_tanh": _rnn_case("rnn_tanh", 1, False, True),
     "rnn_relu_deep_bidirectional": _rnn_case("rnn_relu", 3, True, False),
+    "rnn_lstm_lengths": _rnn_case("lstm", 2, True, True, lengths=[5, 2, 4]),
+    "rnn_gru_lengths": _rnn_case("gru", 1, True, True, lengths=[3, 5, 1]),
 })
 
 
