@@ -3,7 +3,8 @@
 The reverse of convert_rnn.py: W, R and B go back into MXNet's flat parameter vector (every
 weight matrix, then every bias, direction by direction) with MXNet's gate order; the output
 Y (T, D, N, H) is the RNN op's (T, N, D*H) output split by direction. Missing initial states
-are zeros sized from the data, so the imported symbol binds at any batch size.
+are zeros sized from the data, so the imported symbol binds at any batch size. ONNX's
+sequence_lens become the op's sequence lengths (use_sequence_length).
 """
 from __future__ import annotations
 
@@ -36,9 +37,8 @@ def _check(node, attrs, mode: str) -> None:
     if mode == "lstm" and "activations" in attrs \
             and attrs["activations"][:3] != ["Sigmoid", "Tanh", "Tanh"]:
         raise refuse(node, "activations %s are not imported" % attrs["activations"])
-    for index in (4, 7):
-        if len(node.input) > index and node.input[index]:
-            raise refuse(node, "sequence lengths and peepholes are not imported")
+    if len(node.input) > 7 and node.input[7]:
+        raise refuse(node, "peepholes are not imported")
 
 
 def _mxnet_order(mode: str, array: np.ndarray, hidden: int) -> np.ndarray:
@@ -82,8 +82,13 @@ def _rnn(ctx, node, attrs):
         given = len(node.input) > index and node.input[index]
         states.append(ctx.symbol(node.input[index]) if given else _zero_state(x, dirs, hidden))
     wanted = [bool(n) for n in node.output]
+    lengths = {}
+    if len(node.input) > 4 and node.input[4]:  # sequence_lens: the op's own lengths
+        lengths = dict(use_sequence_length=True, sequence_length=sym.Cast(
+            ctx.symbol(node.input[4]), dtype="float32"))
     out = sym.RNN(x, ctx.symbol(flat), *states, state_size=hidden, num_layers=1, mode=mode,
-                  bidirectional=dirs == 2, state_outputs=any(wanted[1:]), name=name_of(node))
+                  bidirectional=dirs == 2, state_outputs=any(wanted[1:]), name=name_of(node),
+                  **lengths)
     y = sym.transpose(sym.reshape(out[0], shape=(0, 0, dirs, -1)), axes=(0, 2, 1, 3))
     results = [y]
     if any(wanted[1:]):
