@@ -22,7 +22,8 @@ from ..backend import matmul
 from .helpers import param_error
 
 __all__ = [
-    "Layout", "CudnnTune", "check_layout", "conv_out_dim", "window", "offsets", "padded",
+    "Layout", "CudnnTune", "check_layout", "is_channels_last", "conv_out_dim", "window",
+    "offsets", "padded",
     "cn_layout", "interior", "work_shape", "to_work", "from_work", "tap_index", "im2col",
     "col2im", "row_sums", "gemm", "weight_rows", "data_panel", "transposed", "write_reshaped",
 ]
@@ -32,11 +33,22 @@ Layout = Optional[Literal["NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC"]]
 CudnnTune = Optional[Literal["off", "limited_workspace", "fastest"]]
 
 
-def check_layout(op: str, layout: Optional[str], ndim: int) -> None:
-    """An OpParamError unless `layout` is unset or the channels-first one of ndim-D data."""
-    if layout is not None and layout != _CHANNEL_FIRST.get(ndim):
+_CHANNEL_LAST = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
+
+
+def check_layout(op: str, layout: Optional[str], ndim: int,
+                 channels_last: bool = False) -> None:
+    """An OpParamError unless `layout` is unset or the channels-first one of ndim-D data (or,
+    where the op takes them, the channels-last one)."""
+    allowed = {_CHANNEL_FIRST.get(ndim)} | ({_CHANNEL_LAST.get(ndim)} if channels_last else set())
+    if layout is not None and layout not in allowed:
         raise param_error(op, "layout=%s is not supported for %d-D data (only %s)"
-                          % (layout, ndim, _CHANNEL_FIRST.get(ndim)))
+                          % (layout, ndim, " or ".join(sorted(a for a in allowed if a))))
+
+
+def is_channels_last(layout: Optional[str]) -> bool:
+    """Whether `layout` puts the channels last (NWC, NHWC, NDHWC)."""
+    return layout in _CHANNEL_LAST.values()
 
 
 def conv_out_dim(x, k, s, d, p):

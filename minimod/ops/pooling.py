@@ -1,4 +1,6 @@
-"""Pooling: max, average, sum and Lp pooling over the spatial dims of channels-first data."""
+"""Pooling: max, average, sum and Lp pooling over the spatial dims of channels-first data, or of
+channels-last data (layout NWC, NHWC, NDHWC), which MXNet's CPU pools as the transposed
+channels-first data and so does minimod (moving the channel axis around the same op)."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,7 +8,7 @@ import math
 from typing import Literal, Optional
 
 from ..base import ShapeError
-from .conv_helpers import Layout, check_layout, offsets, padded, window
+from .conv_helpers import Layout, check_layout, is_channels_last, offsets, padded, window
 from .helpers import check_rank, param_error, spatial_tuple
 from .pool_windows import backward_disjoint, disjoint, forward_disjoint
 from .registry import Op, fmt_shape, register
@@ -79,10 +81,13 @@ class Pooling(_ScratchMixin, Op):
                 pad = spatial_tuple(self.name, "pad", a.pad, nd, 0)
             if any(s <= 0 for s in stride) or any(p < 0 for p in pad):
                 raise param_error(self.name, "stride must be positive and pad non-negative")
-            check_layout(self.name, a.layout, nd)
+            check_layout(self.name, a.layout, nd, channels_last=True)
         if a.pool_type == "lp" and a.p_value not in (1, 2, 3):
             raise param_error(self.name, "pool_type='lp' needs p_value 1, 2 or 3, got %s"
                                % a.p_value)
+        # channels-last data pools through a channels-first twin (None for channels-first data)
+        self.first = Pooling({k: v for k, v in self.raw_attrs.items() if k != "layout"}) \
+            if is_channels_last(a.layout) else None
         # avg and sum gradients need neither the input nor the output values; max reads only
         # its hidden 'mask' output (the winning kernel offset of every window), which is also
         # why MXNet's JSON counts two outputs for max pooling
@@ -126,6 +131,12 @@ class Pooling(_ScratchMixin, Op):
     def infer_shape(self, in_shapes: list, out_shapes: list):
         data = in_shapes[0]
         if data is None:
+            return in_shapes, out_shapes
+        if self.first is not None:  # channels last: the channels-first op's shapes, moved
+            _, outs = self.first.infer_shape([_to_first(data)], [None] * len(out_shapes))
+            for i, shape in enumerate(outs):
+                if shape is not None:
+                    self.set_out(out_shapes, i, _to_last(shape))
             return in_shapes, out_shapes
         a = self.attrs
         nd = len(data) - 2
@@ -210,6 +221,12 @@ class Pooling(_ScratchMixin, Op):
             xp.copyto(mask, last, where=nan)
 
     def forward(self, xp, inputs, aux, out, is_train):
+        if self.first is not None:
+            outs = [xp.empty(_to_first(o.shape), dtype=o.dtype) for o in out]
+            self.first.forward(xp, [_moved_first(xp, inputs[0])], aux, outs, is_train)
+            for whole, part in zip(out, outs):
+                whole[...] = xp.moveaxis(part, 1, -1)
+            return
         x = inputs[0]
         y = out[0]
         a = self.attrs
@@ -239,6 +256,13 @@ class Pooling(_ScratchMixin, Op):
     def backward(self, xp, out_grads, inputs, outputs, in_grads, aux):
         dx = in_grads[0]
         if dx is None:
+            return
+        if self.first is not None:
+            dx_first = xp.empty(_to_first(dx.shape), dtype=dx.dtype)
+            self.first.backward(xp, [_moved_first(xp, g) for g in out_grads],
+                                [_moved_first(xp, x) for x in inputs],
+                                [_moved_first(xp, y) for y in outputs], [dx_first], aux)
+            dx[...] = xp.moveaxis(dx_first, 1, -1)
             return
         a = self.attrs
         gy = out_grads[0]
@@ -271,3 +295,18 @@ class Pooling(_ScratchMixin, Op):
         dx[...] = gpad[(Ellipsis,) + tuple(slice(lo, lo + n)
                                            for lo, n in zip(pad_lo, dx.shape[2:]))]
 
+
+
+def _to_first(shape: tuple) -> tuple:
+    """(N, *spatial, C) -> (N, C, *spatial)."""
+    return (shape[0], shape[-1]) + tuple(shape[1:-1])
+
+
+def _to_last(shape: tuple) -> tuple:
+    """(N, C, *spatial) -> (N, *spatial, C)."""
+    return (shape[0],) + tuple(shape[2:]) + (shape[1],)
+
+
+def _moved_first(xp, array):
+    """A channels-last array as a contiguous channels-first one (None stays None)."""
+    return None if array is None else xp.ascontiguousarray(xp.moveaxis(array, -1, 1))
