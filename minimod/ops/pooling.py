@@ -222,10 +222,7 @@ class Pooling(_ScratchMixin, Op):
 
     def forward(self, xp, inputs, aux, out, is_train):
         if self.first is not None:
-            outs = [xp.empty(_to_first(o.shape), dtype=o.dtype) for o in out]
-            self.first.forward(xp, [_moved_first(xp, inputs[0])], aux, outs, is_train)
-            for whole, part in zip(out, outs):
-                whole[...] = xp.moveaxis(part, 1, -1)
+            self._forward_channels_last(xp, inputs, aux, out, is_train)
             return
         x = inputs[0]
         y = out[0]
@@ -258,11 +255,7 @@ class Pooling(_ScratchMixin, Op):
         if dx is None:
             return
         if self.first is not None:
-            dx_first = xp.empty(_to_first(dx.shape), dtype=dx.dtype)
-            self.first.backward(xp, [_moved_first(xp, g) for g in out_grads],
-                                [_moved_first(xp, x) for x in inputs],
-                                [_moved_first(xp, y) for y in outputs], [dx_first], aux)
-            dx[...] = xp.moveaxis(dx_first, 1, -1)
+            self._backward_channels_last(xp, out_grads, inputs, outputs, dx, aux)
             return
         a = self.attrs
         gy = out_grads[0]
@@ -295,6 +288,20 @@ class Pooling(_ScratchMixin, Op):
         dx[...] = gpad[(Ellipsis,) + tuple(slice(lo, lo + n)
                                            for lo, n in zip(pad_lo, dx.shape[2:]))]
 
+
+    # ------------------------------------------------------------------ channels last
+    def _forward_channels_last(self, xp, inputs, aux, out, is_train) -> None:
+        outs = [xp.empty(_to_first(o.shape), dtype=o.dtype) for o in out]
+        self.first.forward(xp, [_moved_first(xp, inputs[0])], aux, outs, is_train)
+        for whole, part in zip(out, outs):
+            whole[...] = xp.moveaxis(part, 1, -1)
+
+    def _backward_channels_last(self, xp, out_grads, inputs, outputs, dx, aux) -> None:
+        dx_first = xp.empty(_to_first(dx.shape), dtype=dx.dtype)
+        self.first.backward(xp, [_moved_first(xp, g) for g in out_grads],
+                            [_moved_first(xp, x) for x in inputs],
+                            [_moved_first(xp, y) for y in outputs], [dx_first], aux)
+        dx[...] = xp.moveaxis(dx_first, 1, -1)
 
 
 def _to_first(shape: tuple) -> tuple:

@@ -198,9 +198,7 @@ def backward_direction(xp, attrs, x, res, hs, w, gw, dy, h0, c0, dh_last, dc_las
     gradients of the initial states (dh0, and dc0 for lstm, else None). dh_last and dc_last
     are the head gradients of the final states (None: zero)."""
     steps, batch, width = hs.shape  # width: H, or R with a projection
-    hidden = res["c"].shape[-1] if attrs.mode == "lstm" else width
-    gh = w["wh"].shape[0]
-    dtype = hs.dtype
+    hidden, gh, dtype = res["c"].shape[-1] if "c" in res else width, w["wh"].shape[0], hs.dtype
     order = list(step_order(steps, reverse))
     # the returned initial-state gradients live in scratch too: the caller copies them out
     dh = filled(scratch(xp, "dh", (batch, width), dtype), dh_last)
