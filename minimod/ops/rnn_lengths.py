@@ -34,7 +34,7 @@ def _groups(xp, lengths, steps: int) -> list:
             for length in np.unique(values)]
 
 
-def _pieces(op, groups: list, batch: int):
+def _pieces(op, groups: list):
     """Each group's (offset, size) in the op's reserve, in group order."""
     offset, out = 0, []
     for length, idx in groups:
@@ -47,13 +47,12 @@ def _pieces(op, groups: list, batch: int):
 def forward_by_length(op, xp, inputs, out, is_train, direction) -> None:
     """RNN.drive_forward when the op takes sequence lengths (see the module docstring)."""
     data = inputs[0]
-    steps, batch, _ = data.shape
     states = inputs[2:4] if op.attrs.mode == "lstm" else inputs[2:3]
-    groups = _groups(xp, inputs[-1], steps)
+    groups = _groups(xp, inputs[-1], data.shape[0])
     reserve = out[len(op._visible)]
     visible = len(op._visible)
     out[0][...] = 0
-    for (length, idx), (offset, size) in zip(groups, _pieces(op, groups, batch)):
+    for (length, idx), (offset, size) in zip(groups, _pieces(op, groups)):
         n = int(idx.shape[0])
         group_in = [data[:length][:, idx], inputs[1]] + [s[:, idx] for s in states]
         y = xp.empty((length, n, out[0].shape[2]), dtype=out[0].dtype)
@@ -70,16 +69,15 @@ def backward_by_length(op, xp, out_grads, inputs, outputs, in_grads, direction) 
     """RNN.drive_backward when the op takes sequence lengths: each group's backward through
     the plain op, its input and state gradients scattered back, its weight gradients summed."""
     data, params = inputs[0], inputs[1]
-    steps, batch, _ = data.shape
     n_states = 2 if op.attrs.mode == "lstm" else 1
-    groups = _groups(xp, inputs[-1], steps)
+    groups = _groups(xp, inputs[-1], data.shape[0])
     reserve = outputs[len(op._visible)]
     visible = len(op._visible)
     if in_grads[0] is not None:
         in_grads[0][...] = 0
     if in_grads[1] is not None:
         in_grads[1][...] = 0
-    for (length, idx), (offset, size) in zip(groups, _pieces(op, groups, batch)):
+    for (length, idx), (offset, size) in zip(groups, _pieces(op, groups)):
         group_in = [data[:length][:, idx], params] + [s[:, idx] for s in inputs[2:2 + n_states]]
         group_out = [outputs[0][:length][:, idx]] + [None] * (visible - 1) \
             + [reserve[offset:offset + size]]
