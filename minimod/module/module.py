@@ -270,28 +270,38 @@ class Module(BaseModule):
         label_names = self.label_names if (for_training or label_shapes) else []
         self._data_shapes, self._label_shapes = _parse_data_desc(
             self.data_names, label_names, data_shapes, label_shapes)
-        if shared_module is not None:
-            if not (isinstance(shared_module, Module) and shared_module.binded
-                    and shared_module.params_initialized):
-                raise MXNetError("shared_module must be a bound Module with initialized "
-                                 "parameters")
-            shared_group = shared_module._exec_group
-            if len(shared_group.execs) < len(self._context):
-                raise MXNetError("shared_module is bound on fewer devices than this module")
-        else:
-            shared_group = None
         self._exec_group = DataParallelExecutorGroup(
             self._symbol, self._context, self._work_load_list, self._data_shapes,
-            self._label_shapes, self._param_names, for_training, inputs_need_grad, shared_group,
-            logger=self.logger, fixed_param_names=self._fixed_param_names, grad_req=grad_req,
+            self._label_shapes, self._param_names, for_training, inputs_need_grad,
+            self._shared_group(shared_module), logger=self.logger,
+            fixed_param_names=self._fixed_param_names, grad_req=grad_req,
             group2ctxs=self._group2ctxs, state_names=self._state_names)
         self._total_exec_bytes = self._exec_group._total_exec_bytes
+        self._adopt_params(shared_module)
+        if shared_module is not None and shared_module.optimizer_initialized:
+            self.borrow_optimizer(shared_module)
+        self.binded = True
+
+    def _shared_group(self, shared_module):
+        """The executor group of `shared_module` whose memory the new executors share, after
+        checking it can lend it; None without one."""
+        if shared_module is None:
+            return None
+        if not (isinstance(shared_module, Module) and shared_module.binded
+                and shared_module.params_initialized):
+            raise MXNetError("shared_module must be a bound Module with initialized parameters")
+        if len(shared_module._exec_group.execs) < len(self._context):
+            raise MXNetError("shared_module is bound on fewer devices than this module")
+        return shared_module._exec_group
+
+    def _adopt_params(self, shared_module) -> None:
+        """The parameters a fresh bind starts from: the shared module's, the ones this module
+        already had (pushed to the new executors), or new host arrays shaped by the bind."""
         if shared_module is not None:
             self.params_initialized = True
             self._arg_params = shared_module._arg_params
             self._aux_params = shared_module._aux_params
         elif self.params_initialized:
-            # re-binding: push the parameters we already have to the new executors
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
             stypes = declared_stypes(self._symbol)
@@ -301,9 +311,6 @@ class Module(BaseModule):
             self._aux_params = {
                 name: nd.zeros(block[0].shape, dtype=block[0].dtype)
                 for name, block in zip(self._aux_names, self._exec_group.aux_arrays)}
-        if shared_module is not None and shared_module.optimizer_initialized:
-            self.borrow_optimizer(shared_module)
-        self.binded = True
 
     def reshape(self, data_shapes, label_shapes=None):
         _require(self.binded, "reshape: call bind first")
