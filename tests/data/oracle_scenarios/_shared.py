@@ -73,3 +73,22 @@ def sgd_trajectory(mx, sym, x, y, size, grads, keep=lambda name, a: a):
     mod.forward(batch(mx, x, y, 3, size), is_train=False)
     put("eval", mod.get_outputs()[0])
     return out
+
+
+def train_steps(mx, mod, batches, grads=(), prefix=""):
+    """One forward_backward and update of the bound `mod` per DataBatch of `batches`, keeping
+    for step i every output ("<prefix>out<j>_<i>"), the first input's gradient
+    ("<prefix>dx<i>") and the gradients of the `grads` names ("<prefix>g_<name>_<i>"), then
+    the parameters after them (`params_out`, prefix "<prefix>p")."""
+    out = {}
+    for i, data_batch in enumerate(batches):
+        mod.forward_backward(data_batch)
+        for j, o in enumerate(mod.get_outputs()):
+            out["%sout%d_%d" % (prefix, j, i)] = o.asnumpy()
+        out["%sdx%d" % (prefix, i)] = mod.get_input_grads()[0].asnumpy()
+        exe = mod._exec_group.execs[0]
+        for name in grads:
+            out["%sg_%s_%d" % (prefix, name, i)] = exe.grad_dict[name].asnumpy()
+        mod.update()
+    out.update(params_out(mod, prefix + "p"))
+    return out

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _shared import det_params, to_nd  # noqa: E402
+from _shared import batch, det_params, to_nd, train_steps  # noqa: E402
 
 
 def _net(mx):
@@ -56,22 +56,10 @@ def run(mx):
     mod.set_params(to_nd(mx, args), to_nd(mx, auxs))
     mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.05,
                                                           "momentum": 0.9})
-    for i in range(3):
-        sl = slice(4 * i, 4 * (i + 1))
-        mod.forward_backward(mx.io.DataBatch([mx.nd.array(x[sl])], [mx.nd.array(y[sl])]))
-        for j, o in enumerate(mod.get_outputs()):
-            out["out%d_%d" % (j, i)] = o.asnumpy()
-        out["dx%d" % i] = mod.get_input_grads()[0].asnumpy()
-        exe = mod._exec_group.execs[0]
-        for name in ("gconv_weight", "dec_adj_weight", "dec_target_weight", "conv1d_weight",
-                     "conv3d_weight", "bn_last_gamma", "bn_global_gamma"):
-            out["g_%s_%d" % (name, i)] = exe.grad_dict[name].asnumpy()
-        mod.update()
-    arg, aux = mod.get_params()
-    for name in sorted(arg):
-        out["p_" + name] = arg[name].asnumpy()
-    for name in sorted(aux):
-        out["a_" + name] = aux[name].asnumpy()
+    batches = [batch(mx, x, y, i, 4) for i in range(3)]
+    out.update(train_steps(mx, mod, batches, grads=(
+        "gconv_weight", "dec_adj_weight", "dec_target_weight", "conv1d_weight", "conv3d_weight",
+        "bn_last_gamma", "bn_global_gamma")))
     mod.forward(mx.io.DataBatch([mx.nd.array(x[:4])], [mx.nd.array(y[:4])]), is_train=False)
     out["eval"] = mod.get_outputs()[0].asnumpy()
     return out

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _shared import det_params, to_nd  # noqa: E402
+from _shared import batch, det_params, to_nd, train_steps  # noqa: E402
 
 _REGISTERED = {}
 
@@ -103,7 +103,6 @@ def _net(mx):
 
 def run(mx):
     _register(mx)
-    out = {}
     rng = np.random.RandomState(53)
     x = rng.uniform(-1, 1, size=(18, 5)).astype(np.float32)
     y = rng.uniform(-1, 1, size=(18, 3)).astype(np.float32)
@@ -116,16 +115,4 @@ def run(mx):
     mod.set_params(to_nd(mx, args), to_nd(mx, auxs))
     mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.2,
                                                           "momentum": 0.5})
-    for i in range(3):
-        sl = slice(6 * i, 6 * (i + 1))
-        mod.forward_backward(mx.io.DataBatch([mx.nd.array(x[sl])], [mx.nd.array(y[sl])]))
-        for j, o in enumerate(mod.get_outputs()):
-            out["out%d_%d" % (j, i)] = o.asnumpy()
-        out["dx%d" % i] = mod.get_input_grads()[0].asnumpy()
-        mod.update()
-    arg, aux = mod.get_params()
-    for name in sorted(arg):
-        out["p_" + name] = arg[name].asnumpy()
-    for name in sorted(aux):
-        out["a_" + name] = aux[name].asnumpy()
-    return out
+    return train_steps(mx, mod, [batch(mx, x, y, i, 6) for i in range(3)])

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _shared import det_params, to_nd  # noqa: E402
+from _shared import batch, det_params, to_nd, train_steps  # noqa: E402
 
 
 def _net(mx):
@@ -55,18 +55,9 @@ def run(mx):
     mod.set_params(to_nd(mx, args), to_nd(mx, auxs))
     mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
                                                           "momentum": 0.9, "wd": 0.001})
-    for i in range(3):
-        sl = slice(4 * i, 4 * (i + 1))
-        mod.forward_backward(mx.io.DataBatch([mx.nd.array(x[sl])], [mx.nd.array(y[sl])]))
-        out["prob%d" % i] = mod.get_outputs()[0].asnumpy()
-        out["dx%d" % i] = mod.get_input_grads()[0].asnumpy()
-        exe = mod._exec_group.execs[0]
-        for name in ("c1_weight", "in1_gamma", "dec_weight", "ln_gamma", "fc_weight"):
-            out["g_%s_%d" % (name, i)] = exe.grad_dict[name].asnumpy()
-        mod.update()
-    arg, aux = mod.get_params()
-    for name in sorted(arg):
-        out["p_" + name] = arg[name].asnumpy()
+    batches = [batch(mx, x, y, i, 4) for i in range(3)]
+    out.update(train_steps(mx, mod, batches, grads=("c1_weight", "in1_gamma", "dec_weight",
+                                                   "ln_gamma", "fc_weight")))
     mod.forward(mx.io.DataBatch([mx.nd.array(x[:4])], [mx.nd.array(y[:4])]), is_train=False)
     out["eval"] = mod.get_outputs()[0].asnumpy()
     return out

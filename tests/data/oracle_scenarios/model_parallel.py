@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _shared import det_params, to_nd  # noqa: E402
+from _shared import batch, det_params, to_nd, train_steps  # noqa: E402
 
 
 def _net(mx):
@@ -41,17 +41,7 @@ def run(mx):
     mod.set_params(to_nd(mx, args), to_nd(mx, auxs))
     mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
                                                           "momentum": 0.9})
-    for i in range(3):
-        sl = slice(6 * i, 6 * (i + 1))
-        mod.forward_backward(mx.io.DataBatch([mx.nd.array(x[sl])], [mx.nd.array(y[sl])]))
-        out["mod_prob%d" % i] = mod.get_outputs()[0].asnumpy()
-        out["mod_dx%d" % i] = mod.get_input_grads()[0].asnumpy()
-        mod.update()
-    arg, aux = mod.get_params()
-    for name in sorted(arg):
-        out["mod_p_" + name] = arg[name].asnumpy()
-    for name in sorted(aux):
-        out["mod_a_" + name] = aux[name].asnumpy()
+    out.update(train_steps(mx, mod, [batch(mx, x, y, i, 6) for i in range(3)], prefix="mod_"))
     reqs = {name: "add" for name in args}
     reqs.update(data="null", softmax_label="null")
     exe = sym.simple_bind(mx.cpu(0), group2ctx=groups, grad_req=reqs, data=(6, 5),

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _shared import det_params, to_nd  # noqa: E402
+from _shared import batch, det_params, to_nd, train_steps  # noqa: E402
 
 
 def _net(mx):
@@ -27,7 +27,6 @@ def _net(mx):
 
 
 def run(mx):
-    out = {}
     rng = np.random.RandomState(67)
     x = rng.uniform(-1, 1, size=(12, 6, 6, 4)).astype(np.float32)
     y = rng.randint(0, 3, size=(12,)).astype(np.float32)
@@ -40,13 +39,4 @@ def run(mx):
     mod.set_params(to_nd(mx, args), to_nd(mx, auxs))
     mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.2,
                                                           "momentum": 0.9})
-    for i in range(3):
-        sl = slice(4 * i, 4 * (i + 1))
-        mod.forward_backward(mx.io.DataBatch([mx.nd.array(x[sl])], [mx.nd.array(y[sl])]))
-        out["prob%d" % i] = mod.get_outputs()[0].asnumpy()
-        out["dx%d" % i] = mod.get_input_grads()[0].asnumpy()
-        mod.update()
-    arg, _ = mod.get_params()
-    for name in sorted(arg):
-        out["p_" + name] = arg[name].asnumpy()
-    return out
+    return train_steps(mx, mod, [batch(mx, x, y, i, 4) for i in range(3)])

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _shared import det_params, to_nd  # noqa: E402
+from _shared import det_params, to_nd, train_steps  # noqa: E402
 
 N, CLASSES = 2, 3
 
@@ -49,7 +49,6 @@ def _net(mx):
 
 
 def run(mx):
-    out = {}
     rng = np.random.RandomState(47)
     x = rng.uniform(-1, 1, size=(3 * N, 3, 16, 16)).astype(np.float32)
     boxes = []
@@ -75,17 +74,9 @@ def run(mx):
     mod.set_params(to_nd(mx, args), to_nd(mx, auxs))
     mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.05,
                                                           "momentum": 0.9})
-    for i in range(3):
-        sl = slice(N * i, N * (i + 1))
-        mod.forward_backward(mx.io.DataBatch([mx.nd.array(x[sl]), mx.nd.array(rois)],
-                                             [mx.nd.array(labels[sl])]))
-        for j, o in enumerate(mod.get_outputs()):
-            out["out%d_%d" % (j, i)] = o.asnumpy()
-        out["dx%d" % i] = mod.get_input_grads()[0].asnumpy()
-        mod.update()
-    arg, _ = mod.get_params()
-    for name in sorted(arg):
-        out["p_" + name] = arg[name].asnumpy()
+    out = train_steps(mx, mod, [
+        mx.io.DataBatch([mx.nd.array(x[N * i:N * (i + 1)]), mx.nd.array(rois)],
+                        [mx.nd.array(labels[N * i:N * (i + 1)])]) for i in range(3)])
     det = mod.get_outputs()[3]
     flat = mx.nd.reshape(det, shape=(-1, 6))
     out["nms"] = mx.nd.contrib.box_nms(flat, overlap_thresh=0.3, coord_start=2, score_index=1,

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _shared import det_params, to_nd  # noqa: E402
+from _shared import det_params, to_nd, train_steps  # noqa: E402
 
 N = 4
 
@@ -46,7 +46,6 @@ def _net(mx):
 
 
 def run(mx):
-    out = {}
     rng = np.random.RandomState(23)
     x = rng.uniform(-1, 1, size=(3 * N, 8)).astype(np.float32)
     y = rng.randint(0, 3, size=(3 * N,)).astype(np.float32)
@@ -65,18 +64,9 @@ def run(mx):
     mod.set_params(to_nd(mx, args), to_nd(mx, auxs))
     mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
                                                           "momentum": 0.9})
+    batches = []
     for i in range(3):
-        sl = slice(N * i, N * (i + 1))
-        batch = mx.io.DataBatch([mx.nd.array(a) for a in (x[sl], idx, pick_idx, nd_idx)],
-                                [mx.nd.array(y[sl])])
-        mod.forward_backward(batch)
-        out["prob%d" % i] = mod.get_outputs()[0].asnumpy()
-        out["dx%d" % i] = mod.get_input_grads()[0].asnumpy()
-        exe = mod._exec_group.execs[0]
-        for name in ("fc1_weight", "fc2_weight"):
-            out["g_%s_%d" % (name, i)] = exe.grad_dict[name].asnumpy()
-        mod.update()
-    arg, _ = mod.get_params()
-    for name in sorted(arg):
-        out["p_" + name] = arg[name].asnumpy()
-    return out
+        rows = slice(N * i, N * (i + 1))
+        batches.append(mx.io.DataBatch([mx.nd.array(a) for a in (x[rows], idx, pick_idx, nd_idx)],
+                                       [mx.nd.array(y[rows])]))
+    return train_steps(mx, mod, batches, grads=("fc1_weight", "fc2_weight"))
