@@ -16,6 +16,7 @@ from ..context import Context, current_context
 from ..ndarray import sparse
 from ..ndarray.ndarray import NDArray
 from ..ndarray.ndarray import array as nd_array
+from ..ndarray.sparse import codec
 
 __all__ = ["default_context", "set_default_context", "default_dtype", "rand_shape_2d",
            "rand_shape_3d", "rand_shape_nd", "rand_coord_2d", "rand_ndarray",
@@ -140,8 +141,8 @@ def rand_sparse_ndarray(shape, stype: str, density=None, dtype=None, distributio
     rows, cols = np.nonzero(mask)
     values = _stored_values(np.random.rand(rows.shape[0]), dtype, data_init, modifier_func)
     indptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))]).astype(np.int64)
-    if shuffle_csr_indices:  # a random order of the columns within each row
-        cols = cols[np.lexsort((np.random.rand(cols.shape[0]), rows))]
+    if shuffle_csr_indices:
+        cols = _shuffled_in_rows(cols, rows)
     array = sparse.csr_matrix((values, cols, indptr), shape=shape, dtype=dtype, ctx=ctx)
     return array, (array.indptr, array.indices, array.data)
 
@@ -177,10 +178,14 @@ def create_sparse_array_zd(shape, stype: str, density, data_init=None, rsp_indic
 def shuffle_csr_column_indices(csr) -> None:
     """Permute, in place, the column indices within each row of `csr` (a SciPy CSR matrix or
     any object with `indptr` and writable `indices` arrays), as a valid CSR matrix allows."""
-    indptr, indices = np.asarray(csr.indptr), csr.indices
-    rows = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
-    order = np.lexsort((np.random.rand(rows.shape[0]), rows))
-    indices[:] = np.asarray(indices)[order]
+    rows = codec.csr_rows(np, np.asarray(csr.indptr))
+    csr.indices[:] = _shuffled_in_rows(np.asarray(csr.indices), rows)
+
+
+def _shuffled_in_rows(cols: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`cols` (one per stored entry, in row order; `rows` their rows) in a random order
+    within each row."""
+    return cols[np.lexsort((np.random.rand(cols.shape[0]), rows))]
 
 
 def _stored_values(values: np.ndarray, dtype, data_init, modifier_func) -> np.ndarray:

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..core import NDArray, device_scope, wrap
 from ..imperative import invoke
+from . import codec
 from .arrays import CSRNDArray
 
 __all__ = ["getnnz", "edge_id"]
@@ -51,8 +52,7 @@ def edge_id(data, u, v, out=None, name=None) -> NDArray:
     xp, (indptr, indices), values = data._xp, data._aux, data._values
     rows, cols = data.shape
     with device_scope(data.context):
-        entry_rows = xp.searchsorted(indptr, xp.arange(indices.shape[0]), side="right") - 1
-        keys = entry_rows * cols + indices.astype(np.int64)
+        keys = codec.csr_rows(xp, indptr).astype(np.int64) * cols + indices.astype(np.int64)
         order = xp.argsort(keys)  # the keys of a valid csr array are distinct
         keys = keys[order]
         uu, vv = u._data.astype(np.int64), v._data.astype(np.int64)
