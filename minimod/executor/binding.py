@@ -24,6 +24,7 @@ import numpy as np
 from .. import backend
 from ..base import BindError, ShapeError
 from ..context import Context
+from ..graph.attrs import STYPE_CODES
 from ..ndarray.ndarray import NDArray
 from ..passes import Plan, compile_graph, default_options, normalize_grad_req, placement_for
 from ..passes.memory import entry_nbytes
@@ -75,7 +76,7 @@ def check_stype_dict(stype_dict) -> None:
         raise TypeError("simple_bind: stype_dict must map argument names to storage types, "
                         "got %s" % type(stype_dict).__name__)
     for name, stype in stype_dict.items():
-        if stype not in ("default", "row_sparse", "csr"):
+        if stype not in STYPE_CODES:
             raise BindError("simple_bind: stype_dict[%r] = %r is not a storage type ('default', "
                             "'row_sparse' or 'csr')" % (name, stype))
 

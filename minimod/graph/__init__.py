@@ -13,10 +13,10 @@
 them, so the pipeline's arrows point one way.
 """
 from .attrs import DTYPE_MX_TO_NP, DTYPE_NP_TO_MX, HIDDEN_KEYS, hidden_key, parse_shape_attr
-from .graph import Entry, Graph, Node, substitute, topo_sort, without_amp_casts
+from .graph import AMP_CASTS, Entry, Graph, Node, substitute, topo_sort, without_amp_casts
 from .jsonfmt import MXNET_VERSION, graph_from_json, graph_to_json
 
-__all__ = ["Node", "Entry", "Graph", "topo_sort", "substitute", "without_amp_casts",
+__all__ = ["Node", "Entry", "Graph", "topo_sort", "substitute", "AMP_CASTS", "without_amp_casts",
            "HIDDEN_KEYS", "hidden_key",
            "DTYPE_MX_TO_NP", "DTYPE_NP_TO_MX", "parse_shape_attr", "graph_to_json",
            "graph_from_json", "MXNET_VERSION"]

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from typing import Collection, Iterable, Mapping, Optional, Sequence
 
-__all__ = ["Node", "Entry", "Graph", "topo_sort", "substitute", "without_amp_casts"]
+__all__ = ["Node", "Entry", "Graph", "topo_sort", "substitute", "AMP_CASTS", "without_amp_casts"]
+
+#: the operators AMP's conversion inserts, which MXNet's `tojson()` leaves out by default
+AMP_CASTS = ("amp_cast", "amp_multicast")
 
 
 class Node:
@@ -272,7 +275,7 @@ def without_amp_casts(heads: Sequence[Entry]) -> list:
     themselves are kept, as in MXNet's `tojson(remove_amp_cast=True)`; nodes that read no
     cast are not copied."""
     def is_cast(node: Node) -> bool:
-        return node.op is not None and node.op.name in ("amp_cast", "amp_multicast")
+        return node.op is not None and node.op.name in AMP_CASTS
 
     copies: dict = {}
 

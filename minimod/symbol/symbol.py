@@ -17,6 +17,7 @@ import numpy as np
 
 from ..base import MXNetError, NotImplementedForSymbol, atomic_write
 from ..graph import (
+    AMP_CASTS,
     DTYPE_NP_TO_MX,
     HIDDEN_KEYS,
     Entry,
@@ -43,8 +44,6 @@ from .inference import inferred_shapes, inferred_types
 from .naming import current_attr_scope, current_name_manager
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "make_op_symbol"]
-
-_AMP_CASTS = ("amp_cast", "amp_multicast")
 
 def _not_for_symbol(name: str, alias: Optional[str] = None):
     """A Symbol method that raises NotImplementedForSymbol (an NDArray-only operation)."""
@@ -382,7 +381,7 @@ class Symbol:
         """MXNet's JSON of the graph; by default (as MXNet's) without the `amp_cast` and
         `amp_multicast` nodes AMP's conversion adds, each reader reading the cast's source."""
         graph = self._graph
-        if remove_amp_cast and any(n.op is not None and n.op.name in _AMP_CASTS
+        if remove_amp_cast and any(n.op is not None and n.op.name in AMP_CASTS
                                    for n in graph.nodes):
             graph = Graph.from_heads(without_amp_casts(self._outputs))
         return graph_to_json(graph)
