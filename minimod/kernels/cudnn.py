@@ -290,7 +290,7 @@ def _deconvolution_on(op, ctx, dtype):
 @variant_chooser(Pooling)
 def _pooling_on(op, ctx, dtype):
     a = op.attrs
-    if op.first is not None:
+    if op.channels_first is not None:
         return op  # channels last: the op moves the axis around its own path
     if a.pool_type not in ("max", "avg") or not (a.global_pool
                                                  or a.pooling_convention == "valid"):

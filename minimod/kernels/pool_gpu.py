@@ -26,7 +26,7 @@ _FAMILIES = (pool_max, pool_overlap)
 
 @fast_path(Pooling, stage="forward")
 def bind_forward(op, xp, inputs, aux, out):
-    if op.first is not None:  # channels last: the op moves the axis around its own path
+    if op.channels_first is not None:  # channels last: the op moves the axis around its own path
         return None
     for family in _FAMILIES:
         run = family.bind_forward(op, xp, inputs, aux, out)
@@ -37,7 +37,7 @@ def bind_forward(op, xp, inputs, aux, out):
 
 @fast_path(Pooling, stage="backward")
 def bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux):
-    if op.first is not None:
+    if op.channels_first is not None:
         return None
     for family in _FAMILIES:
         run = family.bind_backward(op, xp, out_grads, inputs, outputs, in_grads, aux)

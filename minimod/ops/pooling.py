@@ -86,7 +86,8 @@ class Pooling(_ScratchMixin, Op):
             raise param_error(self.name, "pool_type='lp' needs p_value 1, 2 or 3, got %s"
                                % a.p_value)
         # channels-last data pools through a channels-first twin (None for channels-first data)
-        self.first = Pooling({k: v for k, v in self.raw_attrs.items() if k != "layout"}) \
+        self.channels_first = Pooling(
+            {k: v for k, v in self.raw_attrs.items() if k != "layout"}) \
             if is_channels_last(a.layout) else None
         # avg and sum gradients need neither the input nor the output values; max reads only
         # its hidden 'mask' output (the winning kernel offset of every window), which is also
@@ -132,8 +133,8 @@ class Pooling(_ScratchMixin, Op):
         data = in_shapes[0]
         if data is None:
             return in_shapes, out_shapes
-        if self.first is not None:  # channels last: the channels-first op's shapes, moved
-            _, outs = self.first.infer_shape([_to_first(data)], [None] * len(out_shapes))
+        if self.channels_first is not None:  # channels last: the channels-first op's shapes, moved
+            _, outs = self.channels_first.infer_shape([_to_first(data)], [None] * len(out_shapes))
             for i, shape in enumerate(outs):
                 if shape is not None:
                     self.set_out(out_shapes, i, _to_last(shape))
@@ -221,7 +222,7 @@ class Pooling(_ScratchMixin, Op):
             xp.copyto(mask, last, where=nan)
 
     def forward(self, xp, inputs, aux, out, is_train):
-        if self.first is not None:
+        if self.channels_first is not None:
             self._forward_channels_last(xp, inputs, aux, out, is_train)
             return
         x = inputs[0]
@@ -254,7 +255,7 @@ class Pooling(_ScratchMixin, Op):
         dx = in_grads[0]
         if dx is None:
             return
-        if self.first is not None:
+        if self.channels_first is not None:
             self._backward_channels_last(xp, out_grads, inputs, outputs, dx, aux)
             return
         a = self.attrs
@@ -288,19 +289,18 @@ class Pooling(_ScratchMixin, Op):
         dx[...] = gpad[(Ellipsis,) + tuple(slice(lo, lo + n)
                                            for lo, n in zip(pad_lo, dx.shape[2:]))]
 
-
     # ------------------------------------------------------------------ channels last
     def _forward_channels_last(self, xp, inputs, aux, out, is_train) -> None:
         outs = [xp.empty(_to_first(o.shape), dtype=o.dtype) for o in out]
-        self.first.forward(xp, [_moved_first(xp, inputs[0])], aux, outs, is_train)
+        self.channels_first.forward(xp, [_moved_first(xp, inputs[0])], aux, outs, is_train)
         for whole, part in zip(out, outs):
             whole[...] = xp.moveaxis(part, 1, -1)
 
     def _backward_channels_last(self, xp, out_grads, inputs, outputs, dx, aux) -> None:
         dx_first = xp.empty(_to_first(dx.shape), dtype=dx.dtype)
-        self.first.backward(xp, [_moved_first(xp, g) for g in out_grads],
-                            [_moved_first(xp, x) for x in inputs],
-                            [_moved_first(xp, y) for y in outputs], [dx_first], aux)
+        self.channels_first.backward(xp, [_moved_first(xp, g) for g in out_grads],
+                                     [_moved_first(xp, x) for x in inputs],
+                                     [_moved_first(xp, y) for y in outputs], [dx_first], aux)
         dx[...] = xp.moveaxis(dx_first, 1, -1)
 
 

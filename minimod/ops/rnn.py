@@ -116,8 +116,9 @@ class RNN(_ScratchMixin, Op):
         if a.projection_size is not None and a.mode != "lstm":
             raise OpParamError("operator RNN: projection_size needs mode='lstm'")
         # with lengths, groups of sequences of one length run through the op without them
-        self.plain = RNN({k: v for k, v in self.raw_attrs.items()
-                          if k != "use_sequence_length"}) if a.use_sequence_length else self
+        self.without_lengths = RNN({k: v for k, v in self.raw_attrs.items()
+                                    if k != "use_sequence_length"}) \
+            if a.use_sequence_length else None
         visible = ["output"]
         if a.state_outputs:
             visible += ["state_output", "statecell_output"] if a.mode == "lstm" \
@@ -151,6 +152,11 @@ class RNN(_ScratchMixin, Op):
     @property
     def _dirs(self) -> int:
         return 2 if self.attrs.bidirectional else 1
+
+    @property
+    def _width(self) -> int:
+        """Each direction's hidden state width: projection_size where given, else H."""
+        return self.attrs.projection_size or self.attrs.state_size
 
     @property
     def clips_state(self) -> bool:
@@ -189,7 +195,7 @@ class RNN(_ScratchMixin, Op):
         a = self.attrs
         dirs = self._dirs
         rows = a.num_layers * dirs
-        out_h = a.projection_size or a.state_size
+        out_h = self._width
         steps, batch, feat = self._known_dims(in_shapes, out_shapes)
         self.set_in(in_shapes, 0, (steps, batch, feat))
         if feat is not None:
@@ -222,14 +228,14 @@ class RNN(_ScratchMixin, Op):
     def drive_forward(self, xp, inputs, out, is_train, direction) -> None:
         """`forward`, with `direction` (rnn_cells.forward_direction's signature) running each
         (layer, direction) pass: a fast path passes its own and keeps the rest of the op."""
-        if self.plain is not self:
+        if self.without_lengths is not None:
             forward_by_length(self, xp, inputs, out, is_train, direction)
             return
         a = self.attrs
         data, params, state = inputs[0], inputs[1], inputs[2]
         cell = inputs[3] if a.mode == "lstm" else None
         steps, batch, feat = data.shape
-        width = a.projection_size or a.state_size  # of each direction's hidden states
+        width = self._width
         dirs = self._dirs
         slices = rnn_param_slices(a.mode, feat, a.state_size, a.num_layers, a.bidirectional,
                                   a.projection_size)
@@ -277,7 +283,7 @@ class RNN(_ScratchMixin, Op):
     def drive_backward(self, xp, out_grads, inputs, outputs, in_grads, direction) -> None:
         """`backward`, with `direction` (rnn_cells.backward_direction's signature) running
         each (layer, direction) pass, as in `drive_forward`."""
-        if self.plain is not self:
+        if self.without_lengths is not None:
             backward_by_length(self, xp, out_grads, inputs, outputs, in_grads, direction)
             return
         a = self.attrs
@@ -334,7 +340,7 @@ class RNN(_ScratchMixin, Op):
 
     def _backward_row(self, xp, call: _BackwardCall, row: int, d: int, x, y, dy, dx) -> None:
         """Backward through the pass of direction d of one layer (state row `row`)."""
-        hidden = self.attrs.projection_size or self.attrs.state_size
+        hidden = self._width
         cell = call.inputs[3] if self.attrs.mode == "lstm" else None
         g_state = call.in_grads[2]
         g_cell = call.in_grads[3] if self.attrs.mode == "lstm" else None

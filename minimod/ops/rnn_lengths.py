@@ -7,9 +7,9 @@ at step len[n] - 1. (MXNet 1.9.1's CPU kernel ignores the lengths and runs every
 all T steps; minimod gives the GPU's results on every device.)
 
 The samples are grouped by length (the lengths are read on the host once per call, so such a
-step is not captured as a CUDA graph), and each group runs through the op's plain form
-(`drive_forward` / `drive_backward` of an RNN without lengths) on its first L steps: nothing
-of the cell kernels changes. Each group's reserve is a piece of the op's reserve, which holds
+step is not captured as a CUDA graph), and each group runs through the op without lengths
+(`drive_forward` / `drive_backward` of `op.without_lengths`) on its first L steps: nothing of
+the cell kernels changes. Each group's reserve is a piece of the op's reserve, which holds
 them all, since a group of n sequences of L <= T steps needs L * n / (T * N) of it; backward
 regroups the same way and sums the groups' parameter gradients.
 """
@@ -38,7 +38,7 @@ def _pieces(op, groups: list):
     """Each group's (offset, size) in the op's reserve, in group order."""
     offset, out = 0, []
     for length, idx in groups:
-        size = op.plain._layout(length, int(idx.shape[0]))[0]
+        size = op.without_lengths._layout(length, int(idx.shape[0]))[0]
         out.append((offset, size))
         offset += size
     return out
@@ -58,8 +58,8 @@ def forward_by_length(op, xp, inputs, out, is_train, direction) -> None:
         y = xp.empty((length, n, out[0].shape[2]), dtype=out[0].dtype)
         finals = [xp.empty((o.shape[0], n, o.shape[2]), dtype=o.dtype)
                   for o in out[1:visible]]
-        op.plain.drive_forward(xp, group_in, [y] + finals + [reserve[offset:offset + size]],
-                               is_train, direction)
+        op.without_lengths.drive_forward(
+            xp, group_in, [y] + finals + [reserve[offset:offset + size]], is_train, direction)
         out[0][:length, idx] = y
         for whole, part in zip(out[1:visible], finals):
             whole[:, idx] = part
@@ -67,7 +67,8 @@ def forward_by_length(op, xp, inputs, out, is_train, direction) -> None:
 
 def backward_by_length(op, xp, out_grads, inputs, outputs, in_grads, direction) -> None:
     """RNN.drive_backward when the op takes sequence lengths: each group's backward through
-    the plain op, its input and state gradients scattered back, its weight gradients summed."""
+    the op without lengths, its input and state gradients scattered back, its weight
+    gradients summed."""
     data, params = inputs[0], inputs[1]
     n_states = 2 if op.attrs.mode == "lstm" else 1
     groups = _groups(xp, inputs[-1], data.shape[0])
@@ -87,7 +88,7 @@ def backward_by_length(op, xp, out_grads, inputs, outputs, in_grads, direction) 
                  None if in_grads[1] is None else xp.empty_like(params)]
         grads += [None if g is None else xp.empty_like(s)
                   for g, s in zip(in_grads[2:2 + n_states], group_in[2:])]
-        op.plain.drive_backward(xp, [dy] + d_final, group_in, group_out, grads, direction)
+        op.without_lengths.drive_backward(xp, [dy] + d_final, group_in, group_out, grads, direction)
         if grads[0] is not None:
             in_grads[0][:length, idx] = grads[0]
         if grads[1] is not None:
