@@ -282,13 +282,11 @@ def group_adagrad_update(weight, grad, history, lr, rescale_grad=1.0, clip_gradi
     it). The new weight goes to `out` (out=weight: in place, which MXNet requires), or to a
     new array."""
     fn = "contrib.group_adagrad_update"
-    for label, arr in (("weight", weight), ("grad", grad), ("history", history)):
-        if not isinstance(arr, NDArray):
-            raise TypeError("mx.nd.%s: %s must be an NDArray, got %s"
-                            % (fn, label, type(arr).__name__))
-    if grad.shape != weight.shape or weight.ndim < 2:
-        raise MXNetError("mx.nd.%s: the weight %s and the gradient %s must have one shape, "
-                         "of at least 2 axes" % (fn, weight.shape, grad.shape))
+    _check(fn, None, weight=weight, history=history)
+    _check(fn, weight.shape, grad=grad)
+    if weight.ndim < 2:
+        raise MXNetError("mx.nd.%s: the weight %s must have at least 2 axes (its rows are the "
+                         "groups)" % (fn, weight.shape))
     if history.shape != (weight.shape[0], 1):
         raise MXNetError("mx.nd.%s: history has shape %s; for a weight of shape %s it must be "
                          "%s" % (fn, history.shape, weight.shape, (weight.shape[0], 1)))
