@@ -341,10 +341,11 @@ class BaseModule:
         raise NotImplementedError()
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
-        """Prepare for a batch (nothing to do for dense parameters)."""
+        """Get ready for a batch: nothing here; a module with row_sparse parameters on a
+        kvstore (Module) calls `sparse_row_id_fn`, this one only warns it does not."""
         if sparse_row_id_fn is not None:
-            warnings.warn("sparse_row_id_fn is not used: minimod has no row_sparse parameters",
-                          stacklevel=2)
+            warnings.warn("prepare: sparse_row_id_fn is not called by %s"
+                          % type(self).__name__, UserWarning, stacklevel=2)
 
     # ------------------------------------------------------------------ computation
     def forward(self, data_batch, is_train=None):

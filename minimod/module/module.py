@@ -556,6 +556,30 @@ class Module(BaseModule):
         self._exec_group.install_monitor(mon)
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
+        """Get ready for `data_batch`. With the parameters updated on a kvstore,
+        `sparse_row_id_fn(data_batch)` gives {parameter name: row ids} for the row_sparse
+        parameters the batch reads, as in MXNet; minimod's update already brings every row of
+        them back to the devices, so the answer is checked (a dict of this module's
+        parameters; a warning for one not declared row_sparse), not pulled. Without updates on
+        a kvstore the function is not called and a warning says so, as MXNet's does."""
         _require(self.binded, "prepare: call bind first")
-        super().prepare(data_batch, sparse_row_id_fn)
+        if sparse_row_id_fn is None:
+            return
+        if not (self._kvstore and self._update_on_kvstore):
+            warnings.warn("prepare: sparse_row_id_fn is not called, the parameters are not "
+                          "updated on a kvstore", UserWarning, stacklevel=2)
+            return
+        row_ids = sparse_row_id_fn(data_batch)
+        if not isinstance(row_ids, dict):
+            raise MXNetError("prepare: sparse_row_id_fn must return a dict of parameter name "
+                             "-> row ids, got %s" % type(row_ids).__name__)
+        stypes = declared_stypes(self._symbol)
+        for name in row_ids:
+            if name not in self._exec_group.param_names:
+                raise MXNetError("prepare: sparse_row_id_fn names %r, which is not a parameter "
+                                 "of this module (parameters: %s)"
+                                 % (name, ", ".join(self._exec_group.param_names)))
+            if stypes.get(name) != "row_sparse":
+                warnings.warn("prepare: parameter %r is not row_sparse, so it needs no "
+                              "row_sparse pull" % name, UserWarning, stacklevel=2)
 

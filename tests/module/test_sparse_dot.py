@@ -94,3 +94,36 @@ def test_variable_takes_an_int_shape_as_mxnet():
     assert b.attr("__shape__") == "3"
     net = mx.sym.broadcast_add(mx.sym.var("x", shape=(2, 3)), b)
     assert net.infer_shape()[0] == [(2, 3), (3,)]
+
+
+def _prepared_module(contexts, kvstore):
+    mod = mx.mod.Module(_dot_net(lambda x: x), data_names=["data"], label_names=["label"],
+                        context=contexts)
+    mod.bind(data_shapes=[("data", (4, 6))], label_shapes=[("label", (4, 2))])
+    mod.init_params(mx.init.One())
+    mod.init_optimizer(kvstore=kvstore, optimizer="sgd")
+    csr = mx.nd.array(np.eye(4, 6, 1, dtype=np.float32)).tostype("csr")
+    return mod, mx.io.DataBatch([csr], [mx.nd.zeros((4, 2))])
+
+
+def test_prepare_calls_sparse_row_id_fn_when_the_kvstore_updates():
+    mod, batch = _prepared_module([mx.cpu(0), mx.cpu(1)], "local")
+    seen = []
+    mod.prepare(batch, sparse_row_id_fn=lambda b: seen.append(b) or
+                {"w_weight": b.data[0].indices})
+    assert seen == [batch]
+    with pytest.raises(MXNetError, match="must return a dict.*got list"):
+        mod.prepare(batch, sparse_row_id_fn=lambda b: [b.data[0].indices])
+    with pytest.raises(MXNetError, match="names 'w', which is not a parameter.*w_weight"):
+        mod.prepare(batch, sparse_row_id_fn=lambda b: {"w": b.data[0].indices})
+
+
+def test_prepare_does_not_call_sparse_row_id_fn_without_kvstore_updates():
+    mod, batch = _prepared_module([mx.cpu(0)], None)
+
+    def fail(_):
+        raise AssertionError("called")
+
+    with pytest.warns(UserWarning, match="not called, the parameters are not updated on a "
+                                         "kvstore"):
+        mod.prepare(batch, sparse_row_id_fn=fail)

@@ -166,6 +166,11 @@ def test_csr_take_rows_and_ndarrayiter_batches_csr_data():
         x, y = batch.data
         assert x.stype == "csr" and x.shape == (4, 6)
         np.testing.assert_array_equal(x.asnumpy(), y.asnumpy())
+    # in order too (MXNet 1.9.1 gives these densely, docs/compatibility.md)
+    for i, batch in enumerate(mx.io.NDArrayIter(csr, None, batch_size=4,
+                                                last_batch_handle="discard")):
+        assert batch.data[0].stype == "csr"
+        np.testing.assert_array_equal(batch.data[0].asnumpy(), dense[4 * i:4 * i + 4])
     with pytest.raises(NotImplementedError, match="discard"):
         mx.io.NDArrayIter(csr, dense, batch_size=4)
 
