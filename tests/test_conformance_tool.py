@@ -44,16 +44,20 @@ def test_report_lists_the_out_of_scope_tests_minimod_passes_too(tmp_path):
     wanted, beyond = conformance.read_baseline(kit), conformance.read_beyond(kit)
     assert beyond == [("test_a.py::test_gluon", "out", "gluon")]
     results = {n: ("passed", "") for n in wanted}
+    results["test_a.py::test_gluon"] = ("failed", "MXNetError: no gluon")
     report = tmp_path / "report.md"
     conformance.write_report(str(report), ["test_a.py", "test_b.py"], wanted, results, {},
                              beyond=beyond)
-    assert "0 of the 1 tests outside the scope" in report.read_text()
+    text = report.read_text()
+    assert "0 of the 1 tests outside the scope" in text
+    assert ("The 1 that do not, with what stopped them:\n\n"
+            "- `test_a.py::test_gluon` (out: gluon): failed: MXNetError: no gluon") in text
     results["test_a.py::test_gluon"] = ("passed", "")
     conformance.write_report(str(report), ["test_a.py", "test_b.py"], wanted, results, {},
                              beyond=beyond)
     text = report.read_text()
     assert "1 of the 1 tests outside the scope" in text
-    assert "- `test_a.py::test_gluon` (out: gluon)" in text
+    assert "- `test_a.py::test_gluon` (out: gluon)" in text and "that do not, with" not in text
     conformance.write_report(str(report), ["test_b.py"], wanted, results, {}, beyond=beyond)
     assert "Beyond the scope" not in report.read_text()  # its file did not run
 

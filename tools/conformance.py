@@ -256,6 +256,13 @@ def _beyond_lines(files: list, beyond, results: dict) -> list:
              "1.9.1 pass on minimod as well; they are not counted above:" % (len(passing),
                                                                            len(ran)), ""]
     lines += ["- `%s` (%s: %s)" % (n, scope, why) for n, scope, why in passing]
+    failing = [(n, scope, why) for n, scope, why in ran if (n, scope, why) not in passing]
+    if failing:
+        lines += ["", "The %d that do not, with what stopped them:" % len(failing), ""]
+        for n, scope, why in failing:
+            outcome, message = results.get(n, ("not run", ""))
+            lines.append("- `%s` (%s: %s): %s%s" % (n, scope, why, outcome,
+                                                     ": " + message if message else ""))
     return lines
 
 
