@@ -74,7 +74,26 @@ SAME = [  # (module path, name, the object it must be)
     ("minimod.optimizer.contrib", "GroupAdaGrad", lambda: mx.optimizer.GroupAdaGrad),
     ("minimod.ndarray.op", "sum", lambda: mx.nd.sum),
     ("minimod.symbol.op", "FullyConnected", lambda: mx.sym.FullyConnected),
+    ("minimod.ndarray.ndarray", "add", lambda: mx.nd.add),
+    ("minimod.ndarray.ndarray", "lesser_equal", lambda: mx.nd.lesser_equal),
+    ("minimod.ndarray.ndarray", "moveaxis", lambda: mx.nd.moveaxis),
+    ("minimod.ndarray.ndarray", "histogram", lambda: mx.nd.histogram),
+    ("minimod.ndarray.ndarray", "onehot_encode", lambda: mx.nd.onehot_encode),
+    ("minimod.ndarray.ndarray", "from_dlpack", lambda: mx.nd.from_dlpack),
 ]
+
+
+def test_ndarray_module_has_mxnets_code_tables():
+    import minimod.ndarray.ndarray as nd_module
+    assert nd_module._DTYPE_NP_TO_MX[np.float16] == 2 and nd_module._DTYPE_NP_TO_MX[None] == -1
+    assert nd_module._DTYPE_MX_TO_NP[6] is np.int64
+    assert all(nd_module._DTYPE_MX_TO_NP[code] is t
+               for t, code in nd_module._DTYPE_NP_TO_MX.items())
+    assert mx.nd._GRAD_REQ_MAP == {"null": 0, "write": 1, "add": 3}
+    # the codes are those the serialisers write (minimod.graph.DTYPE_NP_TO_MX)
+    from minimod.graph import DTYPE_NP_TO_MX
+    assert {np.dtype(t): code for t, code in nd_module._DTYPE_NP_TO_MX.items()
+            if t is not None} == DTYPE_NP_TO_MX
 
 
 @pytest.mark.parametrize("path, name, expected", SAME, ids=[f"{p}.{n}" for p, n, _ in SAME])

@@ -22,7 +22,10 @@ from . import (
 )
 from .cached_op import CachedOp
 from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
-from .ndarray import (
+from .ndarray import (  # MXNet's mx.nd has the dtype and grad_req code tables too
+    _DTYPE_MX_TO_NP,  # noqa: F401 (served as mx.nd._DTYPE_MX_TO_NP)
+    _DTYPE_NP_TO_MX,  # noqa: F401
+    _GRAD_REQ_MAP,  # noqa: F401
     NDArray,
     arange,
     array,
@@ -32,6 +35,7 @@ from .ndarray import (
     full,
     linspace,
     normalize_dtype,
+    onehot_encode,
     ones,
     waitall,
     zeros,
@@ -60,12 +64,6 @@ __all__ = [
 #: the optimizer kernels `mx.nd.<name>` serves
 _KERNELS = {**update_kernels.UPDATE_KERNELS, **update_kernels.KERNELS,
             **update_kernels_multi.KERNELS}
-
-
-def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
-    """One-hot rows of `indices` written into `out` (N, C) and returned (MXNet's deprecated
-    form of `one_hot`; an index outside [0, C) gives a row of zeros)."""
-    return imperative.invoke("_onehot_encode", (indices, out), {"out": out})
 
 
 def __getattr__(name: str):
