@@ -139,7 +139,8 @@ class FeedForward:
     # ------------------------------------------------------------------ training
     def fit(self, X, y=None, eval_data=None, eval_metric="acc", epoch_end_callback=None,
             batch_end_callback=None, kvstore="local", logger=None, work_load_list=None,
-            monitor=None, eval_end_callback=None, eval_batch_end_callback=None):
+            monitor=None, eval_end_callback=callback.LogValidationMetricsCallback(),
+            eval_batch_end_callback=None):
         """Train for num_epoch epochs. The loop is MXNet's FeedForward loop, step for step
         (the training iterator is reset first and at the end of each pass over it, an epoch
         of epoch_size batches may span passes, epoch_end_callback runs before evaluation), so
@@ -161,8 +162,6 @@ class FeedForward:
             module.install_monitor(monitor)
         if not isinstance(eval_metric, metric.EvalMetric):
             eval_metric = metric.create(eval_metric)
-        if eval_end_callback is None:
-            eval_end_callback = callback.LogValidationMetricsCallback()
         data.reset()
         for epoch in range(self.begin_epoch, self.num_epoch):
             tic = time.time()
@@ -287,7 +286,8 @@ class FeedForward:
     def create(symbol, X, y=None, ctx=None, num_epoch=None, epoch_size=None, optimizer="sgd",
                initializer=None, eval_data=None, eval_metric="acc", epoch_end_callback=None,
                batch_end_callback=None, kvstore="local", logger=None, work_load_list=None,
-               eval_end_callback=None, eval_batch_end_callback=None, **kwargs):
+               eval_end_callback=callback.LogValidationMetricsCallback(),
+               eval_batch_end_callback=None, **kwargs):
         """A FeedForward made and fitted in one call."""
         model = FeedForward(symbol, ctx=ctx, num_epoch=num_epoch, epoch_size=epoch_size,
                             optimizer=optimizer, initializer=initializer, **kwargs)

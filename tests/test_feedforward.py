@@ -85,3 +85,7 @@ def test_training_logs_like_mxnet(caplog):
     text = caplog.text
     assert "Epoch[0] Train-accuracy=" in text and "Epoch[0] Time cost=" in text
     assert "Epoch[0] Validation-accuracy=" in text
+    caplog.clear()
+    with caplog.at_level(logging.INFO):  # None turns the validation log off, as in MXNet
+        model.fit(x, y, eval_data=(x[:10], y[:10]), eval_end_callback=None)
+    assert "Train-accuracy=" in caplog.text and "Validation" not in caplog.text

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Callable
 
 from ..core import NDArray
-from ..sparse import cast_to
+from ..sparse import cast_to, written
 from .elementwise import (
     abs,
     add,
@@ -223,9 +223,10 @@ def _method_broadcast_to(data: NDArray, shape: Sequence[int]) -> NDArray:
     return broadcast_to(data, shape)
 
 
-def cast_storage(data: NDArray, stype: str = "default") -> NDArray:
-    """A copy of `data` stored as `stype` ('default', 'row_sparse' or 'csr'; see mx.nd.sparse)."""
-    return cast_to(data, stype)
+def cast_storage(data: NDArray, stype: str = "default", out=None, name=None) -> NDArray:
+    """A copy of `data` stored as `stype` ('default', 'row_sparse' or 'csr'; see mx.nd.sparse),
+    or `out` holding it; `name` is MXNet's and dropped."""
+    return written(cast_to(data, stype), out)
 
 
 METHODS: dict[str, Callable] = {

@@ -27,10 +27,11 @@ def recorded(op_name: str, variadic: bool = False) -> Callable:
     also takes its arrays as one list (`concat([a, b])`)."""
     def decorate(routine: Callable) -> Callable:
         known = {p.name for p in inspect.signature(routine).parameters.values()
-                 if p.kind is not p.VAR_KEYWORD} | {"name"}
+                 if p.kind is not p.VAR_KEYWORD}
 
         @functools.wraps(routine)
         def call(*args, **kwargs):
+            kwargs.pop("name", None)  # MXNet's imperative operators take a name and drop it
             if tape.tracked(*args, *kwargs.values()) or not known.issuperset(kwargs):
                 if variadic and len(args) == 1 and isinstance(args[0], (list, tuple)):
                     args = tuple(args[0])

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ...base import DTypeError, ShapeError
 from ...ops.helpers import cast as cast_array
 from ...ops.registry import get_op_class
 from ..core import NDArray, binary_op, device_scope
@@ -75,11 +76,37 @@ def _binary(op: str) -> Callable:
     return routine
 
 
-add = broadcast_add = elemwise_add = _binary("add")
-subtract = broadcast_sub = elemwise_sub = _binary("subtract")
-multiply = broadcast_mul = elemwise_mul = _binary("multiply")
-divide = broadcast_div = elemwise_div = _binary("divide")
-power = _binary("power")
+def _same_shape(op: str, mx_name: str) -> Callable:
+    """MXNet's `elemwise_*`: two NDArrays of one shape (no broadcasting, no scalars)."""
+    def routine(lhs, rhs, out: NDArray | None = None, name: str | None = None):
+        for side, arg in (("lhs", lhs), ("rhs", rhs)):
+            if not isinstance(arg, NDArray):
+                raise DTypeError("%s: input '%s' must be an NDArray, got %s (mx.nd.%s takes "
+                                 "a number)" % (mx_name, side, type(arg).__name__, op))
+        if lhs.shape != rhs.shape:
+            raise ShapeError("%s: input 'rhs' has shape %s but input 'lhs' has %s (it does "
+                             "not broadcast: broadcast_%s does)" % (mx_name, rhs.shape,
+                                                                    lhs.shape, mx_name[9:]))
+        return binary_op(op, lhs, rhs, out=out)
+    routine.__name__ = routine.__qualname__ = mx_name
+    return routine
+
+
+add = broadcast_add = _binary("add")
+subtract = broadcast_sub = _binary("subtract")
+multiply = broadcast_mul = _binary("multiply")
+divide = broadcast_div = _binary("divide")
+elemwise_add = _same_shape("add", "elemwise_add")
+elemwise_sub = _same_shape("subtract", "elemwise_sub")
+elemwise_mul = _same_shape("multiply", "elemwise_mul")
+elemwise_div = _same_shape("divide", "elemwise_div")
+
+
+def power(base, exp, out: NDArray | None = None, name: str | None = None):
+    """base ** exp, broadcasting (either may be a number)."""
+    return binary_op("power", base, exp, out=out)
+
+
 modulo = _binary("mod")
 equal = _binary("equal")
 not_equal = _binary("not_equal")

@@ -12,12 +12,13 @@ views, as MXNet falls back to dense storage for an operator without a sparse for
 """
 from __future__ import annotations
 
+from ...base import ShapeError
 from ...ops.registry import list_ops
 from ..imperative import op_function
 from ..update_kernels import adagrad_update, adam_update, ftrl_update, sgd_mom_update, sgd_update
 from .arrays import BaseSparseNDArray, CSRNDArray, RowSparseNDArray, cast_to
 from .creation import array, csr_matrix, empty, row_sparse_array, zeros
-from .products import dot, retain
+from .products import dot, retain, written
 
 __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "array", "csr_matrix",
            "empty", "row_sparse_array", "zeros", "dot", "retain", "cast_storage", "add",
@@ -25,9 +26,9 @@ __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "array", "csr_
            "sgd_update", "sgd_mom_update", "adam_update", "ftrl_update", "adagrad_update"]
 
 
-def cast_storage(data, stype: str):
+def cast_storage(data, stype: str, out=None, name=None):
     """A copy of `data` stored as `stype` ('default', 'row_sparse' or 'csr')."""
-    return cast_to(data, stype)
+    return written(cast_to(data, stype), out)
 
 
 def add(lhs, rhs):
@@ -50,7 +51,22 @@ def divide(lhs, rhs):
     return lhs / rhs
 
 
-elemwise_add, elemwise_sub, elemwise_mul = add, subtract, multiply
+def _elemwise(what: str, combine):
+    def elemwise(lhs, rhs, out=None, name=None):
+        if tuple(lhs.shape) != tuple(rhs.shape):
+            raise ShapeError("elemwise_%s: input 'rhs' has shape %s but input 'lhs' has %s "
+                             "(it does not broadcast)" % (what, tuple(rhs.shape),
+                                                          tuple(lhs.shape)))
+        return written(combine(lhs, rhs), out)
+    elemwise.__name__ = elemwise.__qualname__ = "elemwise_" + what
+    elemwise.__doc__ = ("lhs %s rhs for operands of one shape, any storage types (see math.py "
+                        "for the result's)." % {"add": "+", "sub": "-", "mul": "*"}[what])
+    return elemwise
+
+
+elemwise_add = _elemwise("add", add)
+elemwise_sub = _elemwise("sub", subtract)
+elemwise_mul = _elemwise("mul", multiply)
 
 
 def __getattr__(name: str):

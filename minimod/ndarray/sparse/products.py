@@ -14,22 +14,35 @@ from ..imperative import invoke
 from . import codec
 from .arrays import BaseSparseNDArray, CSRNDArray, RowSparseNDArray, make_sparse
 
-__all__ = ["dot", "retain"]
+__all__ = ["dot", "retain", "written"]
 
 
-def retain(data: RowSparseNDArray, indices) -> RowSparseNDArray:
+def written(result: NDArray, out) -> NDArray:
+    """`result`, or, given MXNet's `out=`, `out` holding it (converted to out's storage type).
+    The functions here take MXNet's `name=` too and drop it, as its imperative calls do."""
+    if out is None:
+        return result
+    result.copyto(out)
+    return out
+
+
+def retain(data: RowSparseNDArray, indices, out=None, name=None) -> RowSparseNDArray:
     """The rows of `data` that `indices` (an NDArray or array of row numbers) names and
     `data` stores, as a new row-sparse array (MXNet's `sparse.retain`)."""
     if not isinstance(data, RowSparseNDArray):
         raise MXNetError("retain: data must be a RowSparseNDArray, not %s storage"
                          % getattr(data, "stype", type(data).__name__))
-    return data.retain(indices)
+    return written(data.retain(indices), out)
 
 
 def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool = False,
-        forward_stype=None) -> NDArray:
+        forward_stype=None, out=None, name=None) -> NDArray:
     """Matrix product with sparse operands (MXNet's `sparse.dot`); see the module docstring
     for the storage type of the result. `forward_stype`, when given, converts the result."""
+    return written(_dot(lhs, rhs, transpose_a, transpose_b, forward_stype), out)
+
+
+def _dot(lhs, rhs, transpose_a, transpose_b, forward_stype) -> NDArray:
     if isinstance(lhs, CSRNDArray) and not transpose_b and rhs.ndim == 2:
         out = _csr_dot(lhs, rhs, transpose_a)
     else:
