@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal, Optional
 
-from ..base import ShapeError
+from ..base import OpParamError, ShapeError
 from .helpers import attr_axis, same_dtype_types, write_grad
 from .registry import Op, fmt_shape, register
 
@@ -100,6 +100,7 @@ class LogSoftmaxAttrs:
     axis: int = -1
     temperature: Optional[float] = None
     dtype: Optional[FloatName] = None
+    use_length: Optional[bool] = False  # MXNet's parameter; True is refused (see LogSoftmax)
 
 
 @register
@@ -108,8 +109,16 @@ class LogSoftmax(Softmax):
 
     name = "log_softmax"
     SIGNATURE_INPUTS = ("data",)
-    PARAM_ORDER = ("axis", "temperature", "dtype", "use_length")  # MXNet's (no use_length here)
+    PARAM_ORDER = ("axis", "temperature", "dtype", "use_length")
     Attrs = LogSoftmaxAttrs
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.attrs.use_length:
+            raise OpParamError("operator log_softmax: use_length=True needs a length input, "
+                               "which MXNet 1.9.1's log_softmax does not have (it fails the "
+                               "same way); take the log of softmax(data, length, "
+                               "use_length=True) instead")
 
     def arguments(self) -> list:
         return ["data"]

@@ -800,12 +800,18 @@ def test_shape_conflicts_name_the_slot():
     ("Dropout", dict(mode="sometimes"), "mode"),
     ("Embedding", dict(input_dim=3), "output_dim"),
     ("softmax", dict(dtype="int8"), "dtype"),
+    ("log_softmax", dict(use_length=True), "use_length=True needs a length input"),
     ("SoftmaxActivation", dict(mode="spatial"), "mode"),
     ("LRN", dict(nsize=4), "nsize"),
 ])
 def test_bad_params_raise(op, attrs, match):
     with pytest.raises(OpParamError, match=match):
         create_op(op, attrs)
+
+
+def test_log_softmax_takes_mxnets_use_length_false():
+    op = create_op("log_softmax", dict(use_length="False"))
+    assert op.arguments() == ["data"] and not op.attrs.use_length
 
 
 def test_string_attrs_parse_like_mxnet_json():
