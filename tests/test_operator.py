@@ -157,6 +157,19 @@ def test_prop_defaults_and_one_operator_per_shape():
     assert len(op._operators) == 1
 
 
+def test_prop_default_storage_types_are_dense_only():
+    prop = _TwiceProp()
+    assert prop.infer_storage_type(["default"]) == (["default"], ["default"], [])
+    assert prop.infer_storage_type_backward(["default"], ["default"], ["default"], ["default"],
+                                            []) == (["default"], ["default"], ["default"],
+                                                    ["default"], [])
+    with pytest.raises(MXNetError, match=r"_TwiceProp: in_stype\[0\] is 'csr'.*override"):
+        prop.infer_storage_type(["csr"])
+    with pytest.raises(MXNetError, match=r"ograd_stype\[0\] is 'row_sparse'"):
+        prop.infer_storage_type_backward(["row_sparse"], ["default"], ["default"],
+                                         ["default"], [])
+
+
 def test_assign_honours_req():
     op = mx.operator.CustomOp()
     dst = mx.nd.ones((2,))

@@ -101,6 +101,24 @@ class CustomOpProp:
         return ([first] * len(in_type), [first] * len(self.list_outputs()),
                 [first] * len(self.list_auxiliary_states()))
 
+    def infer_storage_type(self, in_stype: list):
+        """(argument, output, aux storage types): every one 'default', as MXNet's default.
+        minimod runs custom operators on dense arrays (a CSR batch is fed densely), so it
+        does not call this itself; it is here for subclasses that call it."""
+        _dense_only(self, "in_stype", in_stype)
+        return (list(in_stype), ["default"] * len(self.list_outputs()),
+                ["default"] * len(self.list_auxiliary_states()))
+
+    def infer_storage_type_backward(self, ograd_stype, in_stype, out_stype, igrad_stype,
+                                    aux_stype):
+        """The backward pass's storage types, every one 'default' (see infer_storage_type):
+        (head gradients, inputs, outputs, input gradients, aux)."""
+        for what, stypes in (("ograd_stype", ograd_stype), ("in_stype", in_stype),
+                             ("out_stype", out_stype), ("aux_stype", aux_stype)):
+            _dense_only(self, what, stypes)
+        return (list(ograd_stype), list(in_stype), list(out_stype),
+                ["default"] * len(igrad_stype), list(aux_stype))
+
     def declare_backward_dependency(self, out_grad, in_data, out_data) -> list:
         """What backward reads (MXNet frees the rest early; minimod keeps all of them)."""
         deps = list(out_grad) if self.need_top_grad_ else []
@@ -109,6 +127,15 @@ class CustomOpProp:
     def create_operator(self, ctx, in_shapes, in_dtypes) -> CustomOp:
         """The CustomOp to run on `ctx` for inputs of these shapes and dtypes."""
         raise NotImplementedError("%s does not define create_operator()" % type(self).__name__)
+
+
+def _dense_only(prop, what: str, stypes) -> None:
+    for i, stype in enumerate(stypes):
+        if stype != "default":
+            raise MXNetError("%s: %s[%d] is '%s', but the default storage-type inference "
+                             "takes default storage only; override infer_storage_type and "
+                             "infer_storage_type_backward for other storage types"
+                             % (type(prop).__name__, what, i, stype))
 
 
 def register(reg_name: str) -> Callable[[type], type]:
