@@ -357,7 +357,8 @@ def ref_multibox_prior(sizes, ratios, clip=False, steps=(-1, -1), offsets=(0.5, 
         for r in range(h):
             for c in range(w):
                 cy, cx = (r + offsets[0]) * sy, (c + offsets[1]) * sx
-                shapes = [(s * h / w / 2, s / 2) for s in sizes]
+                first = math.sqrt(ratios[0])  # the size anchors take the first ratio
+                shapes = [(s * h / w * first / 2, s / first / 2) for s in sizes]
                 shapes += [(sizes[0] * h / w * math.sqrt(q) / 2, sizes[0] / math.sqrt(q) / 2)
                            for q in ratios[1:]]
                 boxes += [[cx - hw, cy - hh, cx + hw, cy + hh] for hw, hh in shapes]

@@ -61,8 +61,8 @@ class MultiBoxPrior(_NoGradient):
 
     Centres sit at ((c + offsets[1]) * step_x, (r + offsets[0]) * step_y) for cell (r, c),
     steps = (step_y, step_x) (either <= 0: (1/H, 1/W)). Per cell, in order: one box per size
-    s with ratio 1, half-extents (s * H / W / 2, s / 2); then one box per ratio after the first
-    (MXNet takes ratios[0] to be 1) with size sizes[0], half-extents
+    s with the first ratio r0, half-extents (s * H / W * sqrt(r0) / 2, s / sqrt(r0) / 2); then
+    one box per ratio r after the first with size sizes[0], half-extents
     (sizes[0] * H / W * sqrt(r) / 2, sizes[0] / sqrt(r) / 2). With clip, coordinates are
     clipped to [0, 1]. Only data's spatial shape is read."""
 
@@ -109,10 +109,10 @@ class MultiBoxPrior(_NoGradient):
         cy = (xp.arange(height).astype(f) + f(a.offsets[0])) * step_y
         cx = (xp.arange(width).astype(f) + f(a.offsets[1])) * step_x
         sizes = xp.asarray(a.sizes, dtype=f)
-        root = xp.sqrt(xp.asarray(a.ratios[1:], dtype=f))
-        half_w = xp.concatenate([sizes * f(height) / f(width) / f(2),
-                                 sizes[0] * f(height) / f(width) * root / f(2)])
-        half_h = xp.concatenate([sizes / f(2), sizes[0] / root / f(2)])
+        root = xp.sqrt(xp.asarray(a.ratios, dtype=f))  # the first for every size
+        half_w = xp.concatenate([sizes * f(height) / f(width) * root[0] / f(2),
+                                 sizes[0] * f(height) / f(width) * root[1:] / f(2)])
+        half_h = xp.concatenate([sizes / root[0] / f(2), sizes[0] / root[1:] / f(2)])
         cx = cx[None, :, None]
         cy = cy[:, None, None]
         boxes = xp.stack(xp.broadcast_arrays(cx - half_w, cy - half_h, cx + half_w,

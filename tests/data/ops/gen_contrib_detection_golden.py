@@ -166,6 +166,11 @@ CASES = {
                                  nms_topk=4, clip=False),
                             [u(0, 1, 1, 3, 10), r(1, 40, scale=0.5),
                              _boxes(10, 0, 0.7).reshape(1, 10, 4)], []),
+    # a first ratio other than 1 shapes every size anchor (the op reads the shape only: no
+    # draw, so the other cases keep their numbers)
+    "mbprior_first_ratio": ("_contrib_MultiBoxPrior",
+                            dict(sizes=(0.75, 0.3), ratios=(20, 2, 0.5), clip=True),
+                            [np.zeros((1, 2, 4, 5), np.float32)], []),
 }
 
 
