@@ -303,11 +303,10 @@ def _check_grads(plan: Plan, grad_list: list, reqs: dict, ctx: Context) -> None:
 
 
 def _as_nd(value, ctx) -> NDArray:
-    """`value` as the NDArray the executor holds. Executors compute on dense arrays: a
-    row-sparse or CSR array is bound as a dense copy (what `arg_dict` / `grad_dict` then
-    hold, and what writes through them reach), where MXNet binds the sparse array itself."""
+    """`value` as the NDArray the executor holds (a row-sparse or CSR one as it is: the
+    executor computes on a dense twin kept in step with it, sparse_binding.py)."""
     if isinstance(value, NDArray):
-        return value.tostype("default") if value.stype != "default" else value
+        return value
     xp = backend.xp_for(ctx)
     with backend.device_scope(ctx):
         return NDArray(xp.asarray(value, dtype=np.float32), ctx)

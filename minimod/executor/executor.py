@@ -35,6 +35,7 @@ from .placing import context_of, grad_copies, head_grad_arrays, step_context
 from .pool import MemoryPool
 from .profiling import api_span, profiled
 from .reshaping import reshaped
+from .sparse_binding import SparseBindings
 from .steps import Step, StepLists, bind_steps
 
 __all__ = ["Executor", "assign"]
@@ -62,6 +63,13 @@ class Executor:
         self.grad_arrays = list(grad_arrays)
         self.aux_arrays = list(aux_arrays)
         self._grad_req = dict(plan.grad_req)
+        # row-sparse / CSR arrays the user bound run through dense twins (sparse_binding.py);
+        # `_bound` is (arguments, gradients, aux states) as the steps read and write them
+        self._sparse = SparseBindings.of(self.arg_arrays, self.grad_arrays, self.aux_arrays,
+                                         self._grad_req, plan.arg_names)
+        self._bound = ((self.arg_arrays, self.grad_arrays, self.aux_arrays)
+                       if self._sparse is None else
+                       (self._sparse.args, self._sparse.grads, self._sparse.aux))
         self._pool = pool if pool is not None else MemoryPool(ctx)
         self._placement = self._pool.place(plan.memory.block_bytes, plan.memory.block_devices)
         self._monitor: Optional[Callable] = None
@@ -92,7 +100,7 @@ class Executor:
         self._watched = {}
         self.outputs = [NDArray(arrays[eid], context_of(plan, eid, self._ctx))
                         for eid in plan.output_eids]
-        self._grad_copies = grad_copies(plan, self.grad_arrays, self._grad_req, arrays,
+        self._grad_copies = grad_copies(plan, self._bound[1], self._grad_req, arrays,
                                         self._ctx)
         self._generation = self._pool.generation
         self._graphs.reset()
@@ -101,14 +109,15 @@ class Executor:
         """Per entry id: the user's bound array, a head gradient, or a view into the pool."""
         plan, pool = self._plan, self._pool
         arrays: list = [None] * plan.graph.num_entries
-        for nd_arr, eid in zip(self.arg_arrays, plan.arg_eids):
+        args, grads, aux = self._bound
+        for nd_arr, eid in zip(args, plan.arg_eids):
             arrays[eid] = nd_arr._data
-        for nd_arr, eid in zip(self.aux_arrays, plan.aux_eids):
+        for nd_arr, eid in zip(aux, plan.aux_eids):
             arrays[eid] = nd_arr._data
         for i, eid in enumerate(plan.head_grad_eids):
             if eid is not None:
                 arrays[eid] = self._head_grads[i]
-        for name, grad in zip(plan.arg_names, self.grad_arrays):
+        for name, grad in zip(plan.arg_names, grads):
             if name in plan.direct_grads:
                 arrays[plan.grad_eids[name]] = grad._data
         for eid, sid in enumerate(plan.memory.storage):
@@ -141,8 +150,8 @@ class Executor:
         inputs = None
         forward = self._steps.forward
         if forward and step.nid == forward[0].nid:  # the guard checks what forward reads
-            inputs = (list(zip(plan.arg_names, self.arg_arrays))
-                      + list(zip(plan.aux_names, self.aux_arrays)))
+            inputs = (list(zip(plan.arg_names, self._bound[0]))
+                      + list(zip(plan.aux_names, self._bound[2])))
         if self._monitor is not None:
             step = monitored(step, plan, ctx, self._monitor, self._monitor_all)
         if profile:
@@ -199,8 +208,12 @@ class Executor:
                                 % (name, tuple(np.shape(src)), dst.shape))
             dst[:] = value
         self._check_pool()
+        if self._sparse is not None:
+            self._sparse.before_forward()
         with api_span("Executor.forward"):
             self._run("forward", bool(is_train))
+        if self._sparse is not None:
+            self._sparse.after_forward()
         self._pool.last_forward = self
         self._forward_done = True
         return self.outputs
@@ -219,6 +232,8 @@ class Executor:
                 "needs are gone; run forward on this executor again first")
         self._copy_head_grads(self._normalize_out_grads(out_grads))
         self._check_pool()
+        if self._sparse is not None:
+            self._sparse.before_backward()
         with api_span("Executor.backward"):
             self._run("backward", True)
         self._copy_grads()
@@ -241,11 +256,14 @@ class Executor:
             backend.copy_into(self._head_grads[i], src)
 
     def _copy_grads(self) -> None:
-        """Gradients not written straight into the user's arrays: copied or added there."""
+        """Gradients not written straight into the user's arrays: copied or added there
+        (and those of sparse arrays the user bound, written into them)."""
         for ctx, copies in self._grad_copies:
             with backend.device_scope(ctx):
                 for dst, req, src in copies:
                     assign(dst, req, src)
+        if self._sparse is not None:
+            self._sparse.after_backward()
 
     def forward_backward(self) -> None:
         """forward(is_train=True) then backward() for a net whose outputs are all losses (no
@@ -256,8 +274,13 @@ class Executor:
             self.backward()
             return
         self._check_pool()
+        if self._sparse is not None:
+            self._sparse.before_forward()
+            self._sparse.before_backward()
         with api_span("Executor.forward_backward"):
             self._run("train", True)
+        if self._sparse is not None:
+            self._sparse.after_forward()
         self._pool.last_forward = self
         self._forward_done = True
         self._copy_grads()
