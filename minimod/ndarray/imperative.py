@@ -217,7 +217,10 @@ def _write_out(name: str, results: list, out):
                              % (name, fmt_shape(tuple(target.shape)),
                                 fmt_shape(tuple(result.shape))))
         target._check_writable()
-        backend.copy_into(target._data, result._data)
+        if target.stype != "default":  # a sparse `out` stores the result in its own type
+            result.tostype(target.stype).copyto(target)
+        else:
+            backend.copy_into(target._data, result._data)
         target._ag = result._ag
     return out
 

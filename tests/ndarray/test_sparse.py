@@ -194,3 +194,61 @@ def test_unary_operators_keep_the_storage_where_mxnet_does(name, stype):
         if name in KEEPING:  # the same stored entries, the input's untouched
             assert got.indices.asnumpy().tolist() == x.indices.asnumpy().tolist()
     np.testing.assert_array_equal(x.asnumpy(), dense)
+
+
+@pytest.mark.parametrize("stype", ["row_sparse", "csr"])
+def test_operators_write_into_a_sparse_out_in_its_storage_type(stype):
+    """MXNet's samplers and operators take a sparse `out=`; it keeps its storage type."""
+    out = mx.nd.zeros((3, 4)).tostype(stype)
+    assert mx.nd.random.gamma(alpha=2, beta=1, shape=(3, 4), out=out) is out
+    assert out.stype == stype and (out.asnumpy() > 0).all()
+    mx.nd.exp(mx.nd.zeros((3, 4)), out=out)
+    assert out.stype == stype
+    np.testing.assert_array_equal(out.asnumpy(), np.ones((3, 4)))
+
+
+#: (expression over a sparse y, whether MXNet 1.9.1 keeps y's storage type), checked by hand
+#: against MXNet 1.9.1 for both sparse types: a scalar comparison, + or - keeps it when it
+#: maps 0 to 0; the mx.nd functions follow the operators with a number
+SCALAR_CASES = [
+    ("y == 1", True), ("y == 0", False), ("y != 0", True), ("y != 1", False),
+    ("y > 0", True), ("y > -1", False), ("0 > y", True), ("y >= 1", True), ("y >= 0", False),
+    ("y < 0", True), ("y < 1", False), ("1 <= y", True), ("y <= 0", False), ("y - 0", True),
+    ("y + 0", True), ("y + 1", False), ("1 - y", False), ("y * 2", True),
+    ("mx.nd.greater(y, 0)", True), ("mx.nd.equal(y, 1)", True), ("mx.nd.add(y, 0)", True),
+    ("mx.nd.lesser(0, y)", True), ("mx.nd.multiply(y, 2)", True), ("y == y", False),
+]
+
+
+@pytest.mark.parametrize("expr, keeps", SCALAR_CASES)
+@pytest.mark.parametrize("stype", ["row_sparse", "csr"])
+def test_operations_with_a_scalar_keep_the_storage_type_where_mxnet_does(stype, expr, keeps):
+    dense = np.array([[0, 1.5, 0], [0, 0, 0], [2, 0, -1]], np.float32)
+    y = mx.nd.array(dense).tostype(stype)
+    got = eval(expr, {"mx": mx, "y": y})
+    assert got.stype == (stype if keeps else "default")
+    np.testing.assert_array_equal(got.asnumpy(), eval(expr, {"mx": mx,
+                                                             "y": mx.nd.array(dense)}).asnumpy())
+
+
+#: MXNet 1.9.1's result storage of mx.nd.<fn>(a, b) over two arrays of one shape
+#: (R row_sparse, C csr, D dense), checked by hand
+PAIR_CASES = {
+    "elemwise_add": {"RR": "R", "CC": "C"}, "elemwise_sub": {"RR": "R", "CC": "C"},
+    "elemwise_mul": {"RR": "R", "CC": "C", "RD": "R", "DR": "R", "CD": "C", "DC": "C"},
+    "elemwise_div": {}, "add": {}, "maximum": {}, "multiply": {"CD": "C"},
+}
+NAMES = {"R": "row_sparse", "C": "csr", "D": "default"}
+
+
+@pytest.mark.parametrize("fn", sorted(PAIR_CASES))
+@pytest.mark.parametrize("pair", ["RR", "RC", "RD", "CR", "CC", "CD", "DR", "DC"])
+def test_functions_of_two_arrays_give_mxnets_storage_type(fn, pair):
+    a = np.array([[0, 1.5, 0], [0, 0, 0], [2, 0, -1]], np.float32)
+    b = np.array([[1, 0, 0], [0, 0, 3], [2, 0, 0]], np.float32)
+    lhs, rhs = (mx.nd.array(x).tostype(NAMES[k]) for x, k in zip((a, b), pair))
+    got = getattr(mx.nd, fn)(lhs, rhs)
+    assert got.stype == NAMES[PAIR_CASES[fn].get(pair, "D")]
+    with np.errstate(all="ignore"):
+        want = getattr(mx.nd, fn)(mx.nd.array(a), mx.nd.array(b)).asnumpy()
+    np.testing.assert_array_equal(got.asnumpy(), want)

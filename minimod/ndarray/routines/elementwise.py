@@ -13,6 +13,7 @@ from ...ops.helpers import cast as cast_array
 from ...ops.registry import get_op_class
 from ..core import NDArray, binary_op, device_scope
 from ..rules import normalize_dtype
+from ..sparse import math as sparse_math
 from .common import _result, recorded
 
 
@@ -71,9 +72,34 @@ sin = recorded("sin")(_unary(lambda xp, x: xp.sin(x), op="sin"))
 
 def _binary(op: str) -> Callable:
     def routine(lhs, rhs, out: NDArray | None = None, name: str | None = None):
+        if out is None and _keeps_sparse(op, lhs, rhs):
+            return sparse_math.binary(op, lhs, rhs)
         return binary_op(op, lhs, rhs, out=out)
     routine.__name__ = routine.__qualname__ = op
     return routine
+
+
+def _is_sparse(value) -> bool:
+    return isinstance(value, NDArray) and value.stype != "default"
+
+
+def _keeps_sparse(op: str, lhs, rhs) -> bool:
+    """Whether MXNet's `mx.nd.<op>` keeps a sparse operand's storage type (sparse/math.py
+    then says which): with a number, or for multiply(CSR, dense); two arrays otherwise go
+    through its broadcasting operators, which give dense results."""
+    if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
+        return op == "multiply" and lhs.stype == "csr" and rhs.stype == "default"
+    return _is_sparse(lhs) or _is_sparse(rhs)
+
+
+def _elemwise_keeps_sparse(op: str, lhs: NDArray, rhs: NDArray) -> bool:
+    """MXNet's elemwise_* keep the storage type of two sparse arrays of one type (add, sub,
+    mul) and of a sparse array multiplied by a dense one."""
+    if op == "divide" or not (_is_sparse(lhs) or _is_sparse(rhs)):
+        return False
+    if lhs.stype == rhs.stype:
+        return True
+    return op == "multiply" and "default" in (lhs.stype, rhs.stype)
 
 
 def _same_shape(op: str, mx_name: str) -> Callable:
@@ -87,6 +113,8 @@ def _same_shape(op: str, mx_name: str) -> Callable:
             raise ShapeError("%s: input 'rhs' has shape %s but input 'lhs' has %s (it does "
                              "not broadcast: broadcast_%s does)" % (mx_name, rhs.shape,
                                                                     lhs.shape, mx_name[9:]))
+        if out is None and _elemwise_keeps_sparse(op, lhs, rhs):
+            return sparse_math.binary(op, lhs, rhs)
         return binary_op(op, lhs, rhs, out=out)
     routine.__name__ = routine.__qualname__ = mx_name
     return routine

@@ -213,6 +213,11 @@ class BaseSparseNDArray(NDArray):
     __sub__, __rsub__ = _arithmetic("subtract"), _arithmetic("subtract", reflected=True)
     __mul__, __rmul__ = _arithmetic("multiply"), _arithmetic("multiply", reflected=True)
     __truediv__ = _arithmetic("divide")
+    # comparisons with a scalar keep the storage type where MXNet's do (math.py)
+    __eq__, __ne__ = _arithmetic("equal"), _arithmetic("not_equal")  # type: ignore[assignment]
+    __gt__, __ge__ = _arithmetic("greater"), _arithmetic("greater_equal")
+    __lt__, __le__ = _arithmetic("lesser"), _arithmetic("lesser_equal")
+    __hash__ = NDArray.__hash__
 
     def __neg__(self):
         return math.negative(self)

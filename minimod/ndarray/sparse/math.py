@@ -2,7 +2,9 @@
 
 What keeps a sparse result, as MXNet's operators do:
 
-* `sparse * scalar`, `sparse / scalar`, `-sparse`: the operand's storage type;
+* `sparse * scalar`, `sparse / scalar`, `-sparse`: the operand's storage type; so does a
+  comparison with a scalar, `sparse + scalar` and `sparse - scalar` when the scalar makes
+  them map 0 to 0;
 * `a + b`, `a - b`, `a * b` of two arrays of one sparse type: that type (row-sparse on the
   union of the stored rows, for `*` too); `sparse * dense`: the sparse operand's type (a
   row-sparse one keeps its rows).
@@ -26,6 +28,17 @@ from . import codec
 __all__ = ["binary", "inplace", "negative"]
 
 _SAME_TYPE_OPS = ("add", "subtract", "multiply")
+#: with a scalar, MXNet keeps the sparse operand's storage type for these when they map its
+#: zeros to zero (`y > 0`, `y == 1`, `y - 0` ... but not `y >= 0` or `y + 1`)
+_ZERO_KEEPING = ("add", "subtract", "equal", "not_equal", "greater", "greater_equal",
+                 "lesser", "lesser_equal")
+
+
+def _maps_zero_to_zero(name: str, array, scalar, array_first: bool) -> bool:
+    zero = np.zeros((), array.dtype)
+    value = _scalar_as(np, scalar, array.dtype)
+    pair = (zero, value) if array_first else (value, zero)
+    return not bool(_BINARY[name](np, *pair))
 
 
 def _is_scalar(value) -> bool:
@@ -38,6 +51,8 @@ def binary(name: str, lhs, rhs):
         array, scalar = (rhs, lhs) if _is_scalar(lhs) else (lhs, rhs)
         if name == "multiply" or (name == "divide" and array is lhs):
             return _scale(name, array, scalar)
+        if name in _ZERO_KEEPING and _maps_zero_to_zero(name, array, scalar, array is lhs):
+            return array._encode(binary_op(name, lhs, rhs)._data)
         return binary_op(name, lhs, rhs)
     if not (isinstance(lhs, NDArray) and isinstance(rhs, NDArray)):
         return binary_op(name, lhs, rhs)  # its own error for the operand type
