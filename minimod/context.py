@@ -6,11 +6,32 @@ distinct arrays, which is how every multi-device code path is exercised on a CPU
 from __future__ import annotations
 
 import threading
+import warnings
 
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus"]
 
 
-class Context:
+class _ContextType(type):
+    """Context's metaclass, for MXNet's deprecated class property `Context.default_ctx` (the
+    default device: read it as `current_context()`, set it with `with ctx:`)."""
+
+    @property
+    def default_ctx(cls) -> "Context":
+        warnings.warn("Context.default_ctx is deprecated (as in MXNet): use "
+                      "mx.context.current_context()", DeprecationWarning, stacklevel=2)
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, value: "Context") -> None:
+        warnings.warn("Context.default_ctx is deprecated (as in MXNet): use a `with ctx:` "
+                      "block or test_utils.set_default_context", DeprecationWarning,
+                      stacklevel=2)
+        if not isinstance(value, Context):
+            raise TypeError("Context.default_ctx must be a Context, got %r" % (value,))
+        Context._default.value = value
+
+
+class Context(metaclass=_ContextType):
     """A device: `Context('cpu', 0)`, `Context('gpu', 1)`, or a copy of another Context.
 
     Usable as a context manager: `with mx.gpu(0): ...` makes it the default device.

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import backend
 from ..context import Context, current_context
-from ..ops.random import PARAMETERS
+from ..ops.random import PARAMETERS, check_parameters
 from .core import NDArray, as_backend_operand, device_scope, wrap
 from .imperative import invoke
 from .rules import normalize_dtype
@@ -71,10 +71,18 @@ def _sample(draw: Callable, params: Sequence[Any], shape: ShapeArg, dtype: Any,
     return wrap(samples, ctx)
 
 
+def _check_scalars(dist: str, **params) -> None:
+    """MXNet's range checks of scalar parameters (ops/random.py `PARAMETER_RULES`); arrays of
+    parameters are not checked, as in MXNet."""
+    if not any(isinstance(v, NDArray) for v in params.values()):
+        check_parameters("mx.nd.random." + dist, dist, params)
+
+
 def uniform(low: float | NDArray = 0, high: float | NDArray = 1,
             shape: ShapeArg = None, dtype: Any = None, ctx: Context | None = None,
             out: NDArray | None = None, name: str | None = None) -> NDArray:
     """Samples from the uniform distribution on [low, high)."""
+    _check_scalars("uniform", low=low, high=high)
     return _sample(lambda rng, lo, hi, size: rng.uniform(lo, hi, size), (low, high), shape,
                    dtype, ctx, out, np.float32)
 
@@ -83,6 +91,7 @@ def normal(loc: float | NDArray = 0, scale: float | NDArray = 1,
            shape: ShapeArg = None, dtype: Any = None, ctx: Context | None = None,
            out: NDArray | None = None, name: str | None = None) -> NDArray:
     """Samples from the normal distribution N(loc, scale**2)."""
+    _check_scalars("normal", loc=loc, scale=scale)
     return _sample(lambda rng, mu, sigma, size: rng.normal(mu, sigma, size), (loc, scale),
                    shape, dtype, ctx, out, np.float32)
 

@@ -44,8 +44,10 @@ def _draw(xp, name: str, params: tuple, size: tuple):
         return gen.exponential(1.0 / xp.asarray(params[0], dtype="float64"), size)
     if name == "poisson":
         return gen.poisson(params[0], size)
-    if name == "negative_binomial":
-        return gen.negative_binomial(params[0], params[1], size)
+    if name == "negative_binomial":  # k = 0 successes to wait for: no failure, as MXNet's
+        k = xp.asarray(params[0], dtype="float64")
+        draws = gen.negative_binomial(xp.where(k > 0, k, 1.0), params[1], size)
+        return xp.where(k > 0, draws, 0)
     # generalized_negative_binomial: Poisson with a gamma-distributed rate of mean mu
     mu, alpha = (xp.asarray(p, dtype="float64") for p in params)
     safe = xp.where(alpha > 0, alpha, 1.0)
@@ -68,9 +70,40 @@ def _draw_on_device(xp, name: str, params: tuple, size: tuple):
     return params[0] + params[1] * (radius * xp.cos(2 * math.pi * backend.uniform(xp, size)))
 
 
+#: the parameter ranges of each distribution, as (test, what it needs), checked when an
+#: op is made (as MXNet checks its scalar parameters): MXNet's, and p in (0, 1] for the
+#: negative binomial, where MXNet draws garbage (p = 0) or zeros (p > 1)
+PARAMETER_RULES = {
+    "uniform": ((lambda a: a["high"] >= a["low"], "low <= high"),),
+    "normal": ((lambda a: a["scale"] > 0, "scale > 0"),),
+    "gamma": ((lambda a: a["alpha"] > 0, "alpha > 0"), (lambda a: a["beta"] > 0, "beta > 0")),
+    "exponential": ((lambda a: a["lam"] > 0, "lam > 0"),),
+    "poisson": ((lambda a: a["lam"] >= 0, "lam >= 0"),),
+    "negative_binomial": ((lambda a: a["k"] >= 0, "k >= 0"),
+                          (lambda a: 0 < a["p"] <= 1, "0 < p <= 1")),
+    "generalized_negative_binomial": ((lambda a: a["mu"] >= 0, "mu >= 0"),
+                                      (lambda a: a["alpha"] >= 0, "alpha >= 0")),
+}
+
+
+def check_parameters(where: str, dist: str, values: dict) -> None:
+    """Raise OpParamError naming `where` when scalar `values` break `dist`'s ranges."""
+    for test, need in PARAMETER_RULES.get(dist, ()):
+        if not test(values):
+            raise OpParamError("%s: %s needs %s, got %s" % (
+                where, dist, need, ", ".join("%s=%g" % kv for kv in values.items())))
+
+
 class _Random(Op):
     """Base of `_random_<dist>`: no inputs, out of `shape` (0 = unknown dim, inferred from
-    the consumer) and `dtype` (float32 when not given)."""
+    the consumer) and `dtype` (float32 when not given). Scalar parameters outside their
+    distribution's range are refused when the op is made (`PARAMETER_RULES`)."""
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.dist:
+            check_parameters("operator " + self.name, self.dist,
+                             dict(zip(self.params, self._values())))
 
     ARGUMENTS = ()
     backward_inputs = ()

@@ -252,3 +252,44 @@ def test_functions_of_two_arrays_give_mxnets_storage_type(fn, pair):
     with np.errstate(all="ignore"):
         want = getattr(mx.nd, fn)(mx.nd.array(a), mx.nd.array(b)).asnumpy()
     np.testing.assert_array_equal(got.asnumpy(), want)
+
+
+DENSE_4x2 = np.array([[0, 1.5], [0, 0], [2, 0], [0, 0]], np.float32)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: mx.nd.sparse.row_sparse_array((4, 2), shape=(3, 2)),
+    lambda: mx.nd.sparse.row_sparse_array(DENSE_4x2, shape=(3, 2)),
+    lambda: mx.nd.sparse.row_sparse_array(mx.nd.array(DENSE_4x2).tostype("row_sparse"),
+                                          shape=(3, 2)),
+    lambda: mx.nd.sparse.csr_matrix((4, 2), shape=(3, 2)),
+    lambda: mx.nd.sparse.csr_matrix(mx.nd.array(DENSE_4x2), shape=(4, 3)),
+    lambda: mx.nd.sparse.csr_matrix(mx.nd.array(DENSE_4x2).tostype("csr"), shape=(3, 2)),
+])
+def test_a_shape_beside_a_source_of_another_shape_is_refused_as_in_mxnet(make):
+    with pytest.raises(ValueError, match=r"Shape mismatch detected: .*\(4, 2\)"):
+        make()
+
+
+def test_csr_components_that_cannot_tell_the_shape_are_refused():
+    empty = (np.array([], np.float32), np.array([], np.int64), np.array([0, 0, 0]))
+    with pytest.raises(ValueError, match="number of columns cannot be inferred; give shape"):
+        mx.nd.sparse.csr_matrix(empty)
+    assert mx.nd.sparse.csr_matrix(empty, shape=(2, 5)).shape == (2, 5)
+    with pytest.raises(ValueError, match="column index of the COO input is outside"):
+        mx.nd.sparse.csr_matrix((np.array([1.0]), (np.array([1]), np.array([3]))),
+                                shape=(2, 2))
+    assert mx.nd.sparse.row_sparse_array((4, 2), shape=(4, 2)).shape == (4, 2)
+
+
+def test_context_default_ctx_is_mxnets_deprecated_class_property():
+    with pytest.warns(DeprecationWarning, match="default_ctx is deprecated"):
+        assert mx.context.Context.default_ctx == mx.cpu(0)
+    try:
+        with pytest.warns(DeprecationWarning):
+            mx.context.Context.default_ctx = mx.cpu(2)
+        assert mx.context.current_context() == mx.cpu(2)
+        assert mx.nd.zeros((1,)).context == mx.cpu(2)
+    finally:
+        with pytest.warns(DeprecationWarning):
+            mx.context.Context.default_ctx = mx.cpu(0)

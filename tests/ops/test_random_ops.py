@@ -131,3 +131,30 @@ def test_bad_random_calls():
         mx.sym.random.normal(mx.sym.var("x"), 1.0)
     with pytest.raises(ShapeError, match="parameters of _sample_uniform need one shape"):
         mx.sym.random.uniform(mx.sym.var("x"), mx.sym.var("y")).infer_shape(x=(2,), y=(3,))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: mx.nd.random.normal(0, -1, shape=(2,)), r"mx.nd.random.normal: .*scale > 0"),
+    (lambda: mx.nd.random.normal(0, 0, shape=(2,)), r"scale > 0, got loc=0, scale=0"),
+    (lambda: mx.nd.random.uniform(1, 0, shape=(2,)), r"uniform: .*low <= high"),
+    (lambda: mx.nd.random.gamma(1, -1, shape=(2,)), r"_random_gamma: .*beta > 0"),
+    (lambda: mx.nd.random.gamma(0, 1, shape=(2,)), r"alpha > 0"),
+    (lambda: mx.nd.random.poisson(-1, shape=(2,)), r"lam >= 0"),
+    (lambda: mx.nd.random.negative_binomial(-1, 0.5, shape=(2,)), r"k >= 0"),
+    (lambda: mx.nd.random.negative_binomial(1, 0, shape=(2,)), r"0 < p <= 1"),
+    (lambda: mx.nd.random.generalized_negative_binomial(-1, 1, shape=(2,)), r"mu >= 0"),
+    (lambda: mx.nd.random.normal_like(mx.nd.ones(2), scale=-1), r"_random_normal_like"),
+    (lambda: mx.sym.random.uniform(2, 1, shape=(2,)), r"operator _random_uniform"),
+])
+def test_scalar_parameters_outside_their_range_are_refused_as_in_mxnet(call, message):
+    """MXNet checks these when the operator runs (the negative binomial's p too here: MXNet
+    draws garbage for p = 0)."""
+    with pytest.raises(OpParamError, match=message):
+        call()
+
+
+def test_parameters_at_the_edge_of_their_range_draw():
+    np.testing.assert_array_equal(mx.nd.random.uniform(1, 1, shape=(3,)).asnumpy(), 1)
+    np.testing.assert_array_equal(mx.nd.random.poisson(0, shape=(3,)).asnumpy(), 0)
+    np.testing.assert_array_equal(mx.nd.random.negative_binomial(0, 0.5, shape=(3,)).asnumpy(),
+                                  0)

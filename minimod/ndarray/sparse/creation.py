@@ -85,9 +85,9 @@ def csr_matrix(arg1, shape=None, ctx: Context | None = None, dtype=None) -> CSRN
     indptr, columns to the largest index + 1)."""
     ctx = _ctx(ctx)
     if _is_shape(arg1) and len(arg1) == 2:
-        return zeros("csr", arg1, ctx, dtype)
+        return _of_shape(zeros("csr", arg1, ctx, dtype), shape)
     if isinstance(arg1, CSRNDArray):
-        return arg1.copyto(ctx).astype(dtype or arg1.dtype, copy=False)
+        return _of_shape(arg1.copyto(ctx).astype(dtype or arg1.dtype, copy=False), shape)
     if _is_scipy(arg1):
         csr = arg1.tocsr()
         csr.sort_indices()
@@ -100,18 +100,29 @@ def csr_matrix(arg1, shape=None, ctx: Context | None = None, dtype=None) -> CSRN
         indices = _backend(arg1[1], ctx, codec.INDEX).reshape(-1)
         indptr = _backend(arg1[2], ctx, codec.INDEX).reshape(-1)
         if shape is None:
-            cols = int(indices.max()) + 1 if indices.size else 0
-            shape = (int(indptr.shape[0]) - 1, cols)
+            if not indices.size:
+                raise ValueError("csr_matrix: with no stored entry the number of columns "
+                                 "cannot be inferred; give shape")
+            shape = (int(indptr.shape[0]) - 1, int(indices.max()) + 1)
         return _checked(make_sparse("csr", values, (indptr, indices), shape, ctx))
     if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
         return _from_coo(arg1[0], arg1[1], shape, ctx, dtype)
     if isinstance(arg1, BaseSparseNDArray):
-        return cast_to(arg1, "csr").astype(dtype or arg1.dtype, copy=False)
+        return _of_shape(cast_to(arg1, "csr").astype(dtype or arg1.dtype, copy=False), shape)
     dense = _dense_source(arg1, ctx, dtype)
     if dense.ndim != 2:
         raise MXNetError("csr_matrix: a dense source must be 2-D, not shape %s"
                          % (tuple(dense.shape),))
-    return encode("csr", dense, ctx)
+    return _of_shape(encode("csr", dense, ctx), shape)
+
+
+def _of_shape(array: BaseSparseNDArray, shape) -> BaseSparseNDArray:
+    """`array`, after checking that a `shape` given beside a shape or a source matches it
+    (MXNet's ValueError otherwise)."""
+    if shape is not None and tuple(shape) != tuple(array.shape):
+        raise ValueError("Shape mismatch detected: the source has shape %s but shape=%s"
+                         % (tuple(array.shape), tuple(shape)))
+    return array
 
 
 def _from_coo(data, coords, shape, ctx, dtype) -> CSRNDArray:
@@ -122,6 +133,10 @@ def _from_coo(data, coords, shape, ctx, dtype) -> CSRNDArray:
     cols = _backend(col, ctx, codec.INDEX).reshape(-1)
     if shape is None:
         shape = (int(rows.max()) + 1 if rows.size else 0, int(cols.max()) + 1 if cols.size else 0)
+    for what, index, size in (("row", rows, shape[0]), ("column", cols, shape[1])):
+        if index.size and (int(index.min()) < 0 or int(index.max()) >= size):
+            raise ValueError("csr_matrix: a %s index of the COO input is outside [0, %d)"
+                             % (what, size))
     xp = backend.xp_for(ctx)
     with device_scope(ctx):
         dense = xp.zeros(tuple(shape), dtype=kind)
@@ -137,9 +152,9 @@ def row_sparse_array(arg1, shape=None, ctx: Context | None = None,
     defaults to (largest index + 1,) + the rows' shape."""
     ctx = _ctx(ctx)
     if _is_shape(arg1):
-        return zeros("row_sparse", arg1, ctx, dtype)
+        return _of_shape(zeros("row_sparse", arg1, ctx, dtype), shape)
     if isinstance(arg1, RowSparseNDArray):
-        return arg1.copyto(ctx).astype(dtype or arg1.dtype, copy=False)
+        return _of_shape(arg1.copyto(ctx).astype(dtype or arg1.dtype, copy=False), shape)
     if isinstance(arg1, tuple) and len(arg1) == 2:
         kind = _values_dtype(arg1[0], dtype)
         values = _backend(arg1[0], ctx, kind)
@@ -152,8 +167,9 @@ def row_sparse_array(arg1, shape=None, ctx: Context | None = None,
             shape = (rows,) + tuple(values.shape[1:])
         return _checked(make_sparse("row_sparse", values, (indices,), tuple(shape), ctx))
     if isinstance(arg1, BaseSparseNDArray):
-        return cast_to(arg1, "row_sparse").astype(dtype or arg1.dtype, copy=False)
-    return encode("row_sparse", _dense_source(arg1, ctx, dtype), ctx)
+        return _of_shape(cast_to(arg1, "row_sparse").astype(dtype or arg1.dtype, copy=False),
+                         shape)
+    return _of_shape(encode("row_sparse", _dense_source(arg1, ctx, dtype), ctx), shape)
 
 
 def _dense_source(source, ctx: Context, dtype):
