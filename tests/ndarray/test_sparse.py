@@ -293,3 +293,16 @@ def test_context_default_ctx_is_mxnets_deprecated_class_property():
     finally:
         with pytest.warns(DeprecationWarning):
             mx.context.Context.default_ctx = mx.cpu(0)
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_take_of_csr_rows_is_csr_as_in_mxnet(mode):
+    dense = np.array([[0, 1.5, 0], [0, 0, 0], [2, 0, -1], [0, 0, 4]], np.float32)
+    csr = mx.nd.array(dense).tostype("csr")
+    idx = mx.nd.array([2, 0, 5, -1, 2])
+    got = mx.nd.take(csr, idx, mode=mode)
+    assert got.stype == "csr"
+    got.check_format()
+    np.testing.assert_array_equal(got.asnumpy(),
+                                  mx.nd.take(mx.nd.array(dense), idx, mode=mode).asnumpy())
+    assert mx.nd.take(csr, mx.nd.array([1]), axis=1).stype == "default"  # as MXNet

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import backend
 from ...base import MXNetError, ShapeError
 from ..core import NDArray, as_backend_operand, device_scope
 from ..rules import normalize_dtype
@@ -45,11 +46,14 @@ def pick(data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False,
 @recorded("take")
 def take(a: NDArray, indices: NDArray, axis: int = 0, mode: str = "clip",
          out: NDArray | None = None) -> NDArray:
-    """Entries of `a` along `axis` at `indices` (result shape: indices.shape spliced in)."""
+    """Entries of `a` along `axis` at `indices` (result shape: indices.shape spliced in).
+    Rows of a CSR array by a 1-D index are a CSR array, as in MXNet."""
     xp = a._xp
     axis = int(axis) % a.ndim
     with device_scope(a.context):
         idx = _indices(indices.as_in_context(a.context), a.shape[axis], mode, xp)
+        if a.stype == "csr" and axis == 0 and idx.ndim == 1 and out is None:
+            return a.take_rows(backend.asnumpy(idx))
         return _result(xp.take(a._data, idx, axis=axis), a, out)
 
 
