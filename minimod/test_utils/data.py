@@ -116,14 +116,20 @@ def rand_sparse_ndarray(shape, stype: str, density=None, dtype=None, distributio
     'csr' (2-D): each element is stored with probability `density`, values uniform in
     [0, 1); `shuffle_csr_indices` permutes the column indices within each row. Returns
     (array, (indptr, indices, values)). `data_init` sets every stored value, `modifier_func`
-    maps each one."""
+    maps each one. `distribution='powerlaw'` (csr only) gives `_powerlaw_csr`'s matrix."""
     density = np.random.rand() if density is None else density
     dtype = dtype or default_dtype()
     ctx = ctx or default_context()
-    if distribution not in (None, "uniform"):
-        raise MXNetError("rand_sparse_ndarray: distribution %r is not implemented (uniform)"
-                         % (distribution,))
+    if distribution not in (None, "uniform", "powerlaw"):
+        raise MXNetError("rand_sparse_ndarray: distribution %r is not one of 'uniform' and "
+                         "'powerlaw'" % (distribution,))
     shape = tuple(shape)
+    if distribution == "powerlaw":
+        if stype != "csr" or len(shape) != 2:
+            raise MXNetError("rand_sparse_ndarray: the 'powerlaw' distribution makes 2-D csr "
+                             "arrays only, not %s of shape %s" % (stype, shape))
+        array = sparse.csr_matrix(_powerlaw_csr(shape[0], shape[1], density, dtype), ctx=ctx)
+        return array, (array.indptr, array.indices, array.data)
     if stype == "row_sparse":
         if rsp_indices is not None:
             indices = np.asarray(rsp_indices, dtype=np.int64)
@@ -145,6 +151,35 @@ def rand_sparse_ndarray(shape, stype: str, density=None, dtype=None, distributio
         cols = _shuffled_in_rows(cols, rows)
     array = sparse.csr_matrix((values, cols, indptr), shape=shape, dtype=dtype, ctx=ctx)
     return array, (array.indptr, array.indices, array.data)
+
+
+def _powerlaw_csr(rows: int, cols: int, density: float, dtype) -> np.ndarray:
+    """MXNet's power-law test matrix (dense here): int(rows * cols * density) stored values,
+    each 1 + U(0.001, 2); first column 0 of every row, then row i its columns 1 .. 2**(i+1) - 1
+    (a row that reaches the last column while more values are left is stored whole), row
+    after row until the count is used. Counts under 2 per row are refused, as MXNet does."""
+    total = int(rows * cols * density)
+    if not 0 <= density <= 1 or rows <= 0 or cols <= 0 or total < 2 * rows:
+        raise ValueError("powerlaw: needs 0 <= density <= 1, rows and columns > 0 and "
+                         "rows * cols * density >= 2 * rows; got density %s for shape (%d, %d)"
+                         % (density, rows, cols))
+    out = np.zeros((rows, cols), dtype=dtype)
+    out[:, 0] = 1 + np.random.uniform(0.001, 2, rows)
+    left, limit = total - rows, 2
+    for row in range(rows):
+        width = min(cols, limit)
+        if width == cols and left > width:  # the whole row, one value
+            out[row] = 1 + np.random.uniform(0.001, 2)
+            left -= width - 1
+        else:
+            count = min(width - 1, left)
+            out[row, 1:1 + count] = 1 + np.random.uniform(0.001, 2, count)
+            left -= count
+            limit *= 2
+        if left <= 0:
+            return out
+    raise ValueError("powerlaw: density %s is too high for shape (%d, %d)"
+                     % (density, rows, cols))
 
 
 def create_sparse_array(shape, stype: str, data_init=None, rsp_indices=None, dtype=None,

@@ -306,3 +306,22 @@ def test_take_of_csr_rows_is_csr_as_in_mxnet(mode):
     np.testing.assert_array_equal(got.asnumpy(),
                                   mx.nd.take(mx.nd.array(dense), idx, mode=mode).asnumpy())
     assert mx.nd.take(csr, mx.nd.array([1]), axis=1).stype == "default"  # as MXNet
+
+
+def test_rand_sparse_ndarray_powerlaw_stores_mxnets_row_counts():
+    """The stored values per row of MXNet 1.9.1's power-law test matrix (its numbers for
+    these shapes): 2, 4, 8 ... until the count rows * cols * density is used up."""
+    np.random.seed(3)
+    arr, (indptr, _, values) = mx.test_utils.rand_sparse_ndarray((10, 100), "csr", density=0.5,
+                                                                 distribution="powerlaw")
+    assert arr.stype == "csr"
+    assert np.diff(indptr.asnumpy()).tolist() == [2, 4, 8, 16, 32, 64, 100, 100, 100, 74]
+    assert ((values.asnumpy() > 1) & (values.asnumpy() < 3.001)).all()
+    arr, _ = mx.test_utils.rand_sparse_ndarray((8, 20), "csr", density=0.3,
+                                               distribution="powerlaw")
+    assert np.diff(arr.indptr.asnumpy()).tolist() == [2, 4, 8, 16, 15, 1, 1, 1]
+    with pytest.raises(ValueError, match="rows \\* cols \\* density >= 2 \\* rows"):
+        mx.test_utils.rand_sparse_ndarray((10, 10), "csr", density=0.1,
+                                          distribution="powerlaw")
+    with pytest.raises(mx.MXNetError, match="2-D csr arrays only"):
+        mx.test_utils.rand_sparse_ndarray((10, 10), "row_sparse", distribution="powerlaw")
