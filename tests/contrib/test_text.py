@@ -57,3 +57,16 @@ def test_refusals():
         emb.update_token_vectors("zebra", mx.nd.array([1, 2]))
     with pytest.raises(ValueError, match=r"\(1, 2\)"):
         emb.update_token_vectors("cat", mx.nd.array([1, 2, 3]))
+
+
+def test_bad_input_errors_are_also_assertion_errors_as_mxnets_asserts():
+    """MXNet checks these with `assert`: code catching AssertionError still catches them."""
+    from minimod.contrib.text.vocab import TextError, TextTypeError
+    with pytest.raises(AssertionError, match="min_freq must be positive"):
+        mx.contrib.text.vocab.Vocabulary(min_freq=0)
+    with pytest.raises(TextError, match="repeat a token"):
+        mx.contrib.text.vocab.Vocabulary(reserved_tokens=["<pad>", "<pad>"])
+    with pytest.raises(TextTypeError):
+        mx.contrib.text.vocab.Vocabulary(counter={"a": 1})
+    assert issubclass(TextError, ValueError) and issubclass(TextTypeError, TypeError)
+    assert issubclass(TextError, mx.MXNetError)

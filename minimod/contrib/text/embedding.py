@@ -66,7 +66,7 @@ def _read_vectors(path: str, elem_delim: str, encoding: str, unknown_token: str)
         for number, line in enumerate(f, 1):
             elems = line.rstrip().split(elem_delim)
             if len(elems) < 2:
-                raise MXNetError("line %d of the token embedding file %s has no vector"
+                raise _vocab.TextError("line %d of the token embedding file %s has no vector"
                                  % (number, path))
             token, vector = elems[0], [float(v) for v in elems[1:]]
             if token == unknown_token and unknown is None:
@@ -80,7 +80,7 @@ def _read_vectors(path: str, elem_delim: str, encoding: str, unknown_token: str)
                               % (number, path))
             else:
                 if rows and len(vector) != len(rows[0]):
-                    raise MXNetError("line %d of %s: token %r has %d numbers, the tokens "
+                    raise _vocab.TextError("line %d of %s: token %r has %d numbers, the tokens "
                                      "before it %d" % (number, path, token, len(vector),
                                                        len(rows[0])))
                 tokens.append(token)
@@ -147,7 +147,7 @@ class _TokenEmbedding(_vocab.Vocabulary):
     def _for_vocabulary(self, vocabulary) -> None:
         if vocabulary is not None:
             if not isinstance(vocabulary, _vocab.Vocabulary):
-                raise TypeError("vocabulary must be a mx.contrib.text.vocab.Vocabulary")
+                raise _vocab.TextTypeError("vocabulary must be a mx.contrib.text.vocab.Vocabulary")
             self._reindex(vocabulary, [self])
 
     def get_vecs_by_tokens(self, tokens, lower_case_backup: bool = False):
@@ -173,7 +173,7 @@ class _TokenEmbedding(_vocab.Vocabulary):
         if len(new_vectors.shape) == 1:
             new_vectors = new_vectors.reshape((1, -1))
         if new_vectors.shape != (len(tokens), self._vec_len):
-            raise ValueError("new_vectors has shape %s; %d tokens of %d numbers need (%d, %d)"
+            raise _vocab.TextError("new_vectors has shape %s; %d tokens of %d numbers need (%d, %d)"
                              % (new_vectors.shape, len(tokens), self._vec_len, len(tokens),
                                 self._vec_len))
         for token, row in zip(tokens, range(len(tokens))):
@@ -233,12 +233,12 @@ class CompositeEmbedding(_TokenEmbedding):
 
     def __init__(self, vocabulary, token_embeddings):
         if not isinstance(vocabulary, _vocab.Vocabulary):
-            raise TypeError("vocabulary must be a mx.contrib.text.vocab.Vocabulary")
+            raise _vocab.TextTypeError("vocabulary must be a mx.contrib.text.vocab.Vocabulary")
         embeddings = token_embeddings if isinstance(token_embeddings, list) \
             else [token_embeddings]
         for emb in embeddings:
             if not isinstance(emb, _TokenEmbedding):
-                raise TypeError("token_embeddings must be token embeddings, got %s"
+                raise _vocab.TextTypeError("token_embeddings must be token embeddings, got %s"
                                 % type(emb).__name__)
         super().__init__()
         self._reindex(vocabulary, embeddings)

@@ -4,7 +4,18 @@ from __future__ import annotations
 import collections
 from typing import Optional
 
-__all__ = ["Vocabulary"]
+from ...base import MXNetError
+
+__all__ = ["Vocabulary", "TextError", "TextTypeError"]
+
+
+class TextError(MXNetError, ValueError, AssertionError):
+    """Bad input to mx.contrib.text. MXNet checks these with `assert`, so code that catches
+    AssertionError (as MXNet's own tests do) catches this too."""
+
+
+class TextTypeError(MXNetError, TypeError, AssertionError):
+    """An argument of the wrong type given to mx.contrib.text (an `assert` in MXNet too)."""
 
 UNKNOWN_IDX = 0
 
@@ -18,13 +29,13 @@ class Vocabulary:
                  most_freq_count: Optional[int] = None, min_freq: int = 1,
                  unknown_token: str = "<unk>", reserved_tokens: Optional[list] = None):
         if min_freq <= 0:
-            raise ValueError("Vocabulary: min_freq must be positive, got %r" % min_freq)
+            raise TextError("Vocabulary: min_freq must be positive, got %r" % min_freq)
         if reserved_tokens is not None:
             if unknown_token in reserved_tokens:
-                raise ValueError("Vocabulary: reserved_tokens cannot contain the unknown token "
+                raise TextError("Vocabulary: reserved_tokens cannot contain the unknown token "
                                  "%r" % unknown_token)
             if len(set(reserved_tokens)) != len(reserved_tokens):
-                raise ValueError("Vocabulary: reserved_tokens %s repeat a token"
+                raise TextError("Vocabulary: reserved_tokens %s repeat a token"
                                  % (reserved_tokens,))
         self._unknown_token = unknown_token
         self._reserved_tokens = None if reserved_tokens is None else list(reserved_tokens)
@@ -35,7 +46,7 @@ class Vocabulary:
 
     def _index_counter(self, counter, most_freq_count, min_freq) -> None:
         if not isinstance(counter, collections.Counter):
-            raise TypeError("Vocabulary: counter must be a collections.Counter, got %s"
+            raise TextTypeError("Vocabulary: counter must be a collections.Counter, got %s"
                             % type(counter).__name__)
         special = set(self._idx_to_token)
         cap = len(special) + (len(counter) if most_freq_count is None else most_freq_count)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import backend
-from ...base import MXNetError
+from ...base import MXNetError, OpParamError
 from ...context import Context, current_context
 from ..core import NDArray, as_backend_operand, device_scope, wrap
 from ..rules import normalize_dtype
@@ -70,7 +70,7 @@ def zeros(stype: str, shape, ctx: Context | None = None, dtype=None, **kwargs) -
             return make_sparse(stype, xp.zeros((0,), dtype=kind),
                                (xp.zeros((shape[0] + 1,), dtype=codec.INDEX),
                                 xp.zeros((0,), dtype=codec.INDEX)), shape, ctx)
-    raise MXNetError("unknown storage type %r (default, row_sparse or csr)" % (stype,))
+    raise OpParamError("unknown storage type %r (default, row_sparse or csr)" % (stype,))
 
 
 def empty(stype: str, shape, ctx: Context | None = None, dtype=None) -> NDArray:
