@@ -325,3 +325,13 @@ def test_rand_sparse_ndarray_powerlaw_stores_mxnets_row_counts():
                                           distribution="powerlaw")
     with pytest.raises(mx.MXNetError, match="2-D csr arrays only"):
         mx.test_utils.rand_sparse_ndarray((10, 10), "row_sparse", distribution="powerlaw")
+
+
+@pytest.mark.parametrize("fn", ["elemwise_add", "elemwise_sub", "elemwise_mul"])
+@pytest.mark.parametrize("pair", ["RR", "RC", "RD", "CR", "CC", "CD", "DR", "DC"])
+def test_sparse_module_elemwise_functions_are_mxnets_too(fn, pair):
+    a = np.array([[0, 1.5, 0], [0, 0, 0], [2, 0, -1]], np.float32)
+    lhs, rhs = (mx.nd.array(a).tostype(NAMES[k]) for k in pair)
+    got = getattr(mx.nd.sparse, fn)(lhs, rhs)
+    assert got.stype == NAMES[PAIR_CASES[fn].get(pair, "D")]
+    np.testing.assert_array_equal(got.asnumpy(), getattr(mx.nd, fn)(lhs, rhs).asnumpy())

@@ -92,16 +92,6 @@ def _keeps_sparse(op: str, lhs, rhs) -> bool:
     return _is_sparse(lhs) or _is_sparse(rhs)
 
 
-def _elemwise_keeps_sparse(op: str, lhs: NDArray, rhs: NDArray) -> bool:
-    """MXNet's elemwise_* keep the storage type of two sparse arrays of one type (add, sub,
-    mul) and of a sparse array multiplied by a dense one."""
-    if op == "divide" or not (_is_sparse(lhs) or _is_sparse(rhs)):
-        return False
-    if lhs.stype == rhs.stype:
-        return True
-    return op == "multiply" and "default" in (lhs.stype, rhs.stype)
-
-
 def _same_shape(op: str, mx_name: str) -> Callable:
     """MXNet's `elemwise_*`: two NDArrays of one shape (no broadcasting, no scalars)."""
     def routine(lhs, rhs, out: NDArray | None = None, name: str | None = None):
@@ -113,7 +103,7 @@ def _same_shape(op: str, mx_name: str) -> Callable:
             raise ShapeError("%s: input 'rhs' has shape %s but input 'lhs' has %s (it does "
                              "not broadcast: broadcast_%s does)" % (mx_name, rhs.shape,
                                                                     lhs.shape, mx_name[9:]))
-        if out is None and _elemwise_keeps_sparse(op, lhs, rhs):
+        if out is None and sparse_math.elemwise_keeps_sparse(op, lhs, rhs):
             return sparse_math.binary(op, lhs, rhs)
         return binary_op(op, lhs, rhs, out=out)
     routine.__name__ = routine.__qualname__ = mx_name

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from ...base import ShapeError
 from ...ops.registry import list_ops
+from ..core import binary_op
 from ..imperative import op_function
 from ..update_kernels import adagrad_update, adam_update, ftrl_update, sgd_mom_update, sgd_update
+from . import math
 from .arrays import BaseSparseNDArray, CSRNDArray, RowSparseNDArray, cast_to
 from .creation import array, csr_matrix, empty, row_sparse_array, zeros
 from .products import dot, retain, written
@@ -51,22 +53,24 @@ def divide(lhs, rhs):
     return lhs / rhs
 
 
-def _elemwise(what: str, combine):
+def _elemwise(what: str, op: str):
     def elemwise(lhs, rhs, out=None, name=None):
         if tuple(lhs.shape) != tuple(rhs.shape):
             raise ShapeError("elemwise_%s: input 'rhs' has shape %s but input 'lhs' has %s "
                              "(it does not broadcast)" % (what, tuple(rhs.shape),
                                                           tuple(lhs.shape)))
-        return written(combine(lhs, rhs), out)
+        combine = math.binary if math.elemwise_keeps_sparse(op, lhs, rhs) else binary_op
+        return written(combine(op, lhs, rhs), out)
     elemwise.__name__ = elemwise.__qualname__ = "elemwise_" + what
-    elemwise.__doc__ = ("lhs %s rhs for operands of one shape, any storage types (see math.py "
-                        "for the result's)." % {"add": "+", "sub": "-", "mul": "*"}[what])
+    elemwise.__doc__ = ("lhs %s rhs for operands of one shape, any storage types, with the "
+                        "result's storage type MXNet gives (math.elemwise_keeps_sparse)."
+                        % {"add": "+", "sub": "-", "mul": "*"}[what])
     return elemwise
 
 
-elemwise_add = _elemwise("add", add)
-elemwise_sub = _elemwise("sub", subtract)
-elemwise_mul = _elemwise("mul", multiply)
+elemwise_add = _elemwise("add", "add")
+elemwise_sub = _elemwise("sub", "subtract")
+elemwise_mul = _elemwise("mul", "multiply")
 
 
 def __getattr__(name: str):

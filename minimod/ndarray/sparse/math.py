@@ -25,13 +25,23 @@ from ..core import NDArray, binary_op, device_scope
 from ..rules import _BINARY, _scalar_as
 from . import codec
 
-__all__ = ["binary", "inplace", "negative"]
+__all__ = ["binary", "elemwise_keeps_sparse", "inplace", "negative"]
 
 _SAME_TYPE_OPS = ("add", "subtract", "multiply")
 #: with a scalar, MXNet keeps the sparse operand's storage type for these when they map its
 #: zeros to zero (`y > 0`, `y == 1`, `y - 0` ... but not `y >= 0` or `y + 1`)
 _ZERO_KEEPING = ("add", "subtract", "equal", "not_equal", "greater", "greater_equal",
                  "lesser", "lesser_equal")
+
+
+def elemwise_keeps_sparse(name: str, lhs: NDArray, rhs: NDArray) -> bool:
+    """Whether MXNet's `elemwise_<name>` of two arrays of one shape keeps sparse storage (then
+    `binary` gives it): two arrays of one sparse type (add, subtract, multiply), or a sparse
+    array multiplied by a dense one; else the result is dense."""
+    if name == "divide" or (lhs.stype == "default" and rhs.stype == "default"):
+        return False
+    return lhs.stype == rhs.stype or (name == "multiply" and "default" in (lhs.stype,
+                                                                           rhs.stype))
 
 
 def _maps_zero_to_zero(name: str, array, scalar, array_first: bool) -> bool:
