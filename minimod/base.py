@@ -11,6 +11,7 @@ from typing import Any, Union
 import numpy as np
 
 __all__ = [
+    "data_dir", "data_dir_default",
     "MXNetError", "ShapeError", "DTypeError", "OpParamError", "BindError", "GraphError",
     "FileFormatError", "MissingDependencyError", "MissingParamError", "NonFiniteError",
     "_as_list", "string_types",
@@ -25,6 +26,19 @@ numeric_types = (float, int, np.generic)
 mx_real_t = np.float32
 #: MXNet's unsigned index type (a C uint32 in its ABI), as a NumPy type
 mx_uint = np.uint32
+
+
+def data_dir_default() -> str:
+    """Where MXNet keeps downloaded data by default: %APPDATA%\\mxnet on Windows, else
+    ~/.mxnet."""
+    if os.name == "nt":
+        return os.path.join(os.environ.get("APPDATA", os.path.expanduser("~")), "mxnet")
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir() -> str:
+    """$MXNET_HOME, else `data_dir_default()` (MXNet's data folder: models, datasets)."""
+    return os.getenv("MXNET_HOME", data_dir_default())
 
 
 def py_str(value) -> str:

@@ -128,3 +128,36 @@ def test_ndarray_utils_make_sparse_arrays():
     from minimod.ndarray import utils
     assert utils.zeros((2, 3), stype="csr").stype == "csr"
     assert utils.empty((2, 3), stype="row_sparse").stype == "row_sparse"
+
+
+def test_scopes_current_is_mxnets_thread_local_class_property():
+    import threading
+
+    from minimod.attribute import AttrScope
+    from minimod.name import NameManager, Prefix
+    old_scope, old_names = AttrScope.current, NameManager.current
+    try:
+        AttrScope.current = AttrScope(__group__="4")
+        assert mx.sym.var("x").list_attr() == {"__group__": "4"}
+        with AttrScope(__stage__="2"):
+            assert AttrScope.current._attr == {"__group__": "4", "__stage__": "2"}
+        NameManager.current = Prefix("p_")
+        assert mx.sym.FullyConnected(mx.sym.var("y"), num_hidden=2).name == "p_fullyconnected0"
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(
+            (AttrScope.current._attr, type(NameManager.current))))
+        thread.start()
+        thread.join()
+        assert seen == [({}, NameManager)]  # another thread has its own
+        with pytest.raises(TypeError, match="must be a AttrScope"):
+            AttrScope.current = "x"
+    finally:
+        AttrScope.current, NameManager.current = old_scope, old_names
+
+
+def test_base_data_dir_is_mxnet_home_or_the_default(monkeypatch):
+    monkeypatch.delenv("MXNET_HOME", raising=False)
+    assert mx.base.data_dir() == mx.base.data_dir_default()
+    assert mx.base.data_dir_default().endswith(os.path.join("", ".mxnet"))
+    monkeypatch.setenv("MXNET_HOME", "/somewhere")
+    assert mx.base.data_dir() == "/somewhere"

@@ -12,8 +12,8 @@ loops and branches over NDArrays that collect the per-step outputs as MXNet does
   else_func().
 
 Outputs and states may be NDArrays or nested lists of them; results come back in the
-structure `body`/`func` gave them. The symbolic `foreach` is minimod/symbol/control_flow.py;
-the symbolic `while_loop` and `cond` raise (minimod/symbol/contrib.py).
+structure `body`/`func` gave them. The symbolic `foreach` is minimod/symbol/control_flow.py,
+the symbolic `while_loop` and `cond` minimod/symbol/control_flow_masked.py.
 """
 from __future__ import annotations
 

@@ -2,11 +2,13 @@
 graph that has them.
 
 A loop of T steps becomes: one `split` per data array (T slices along axis 0, the axis
-squeezed), T copies of the body, each reading its step's slices, the states the step before
-left (the initial states at step 0) and the loop's other inputs, and one `stack` per data
-output. The loop's final states are the last copy's. The copies' nodes are named
-`<loop>_t<step>_<body node>`; a loop inside the body is copied as it is and unrolled on the
-next round, once shapes inferred through the unrolled outer loop give its length.
+squeezed, except that a 1-D array's steps are (1,) in MXNet's legacy shape semantics, which
+have no 0-d arrays, as MXNet's foreach gives them), T copies of the body, each reading its
+step's slices, the states the step before left (the initial states at step 0) and the
+loop's other inputs, and one `stack` per data output. The loop's final states are the last
+copy's. The copies' nodes are named `<loop>_t<step>_<body node>`; a loop inside the body is
+copied as it is and unrolled on the next round, once shapes inferred through the unrolled
+outer loop give its length.
 
 Every other node keeps its place and its variables their order, so the arguments of the
 unrolled graph are listed as the symbol lists them; T comes from shape inference, and a loop
@@ -20,6 +22,7 @@ from typing import Mapping
 from ..base import GraphError, ShapeError
 from ..graph import Entry, Graph, Node
 from ..ops.registry import create_op, fmt_shape
+from ..shape_semantics import is_np_shape
 from .infer import infer_graph_shapes
 
 __all__ = ["has_loops", "unroll_loops"]
@@ -47,8 +50,9 @@ def _fresh(op):
     return copy
 
 
-def _unroll(loop: Node, steps: int, inputs: list, emit) -> list:
-    """The output entries of `loop` unrolled over `steps`, its nodes passed to `emit`."""
+def _unroll(loop: Node, steps: int, inputs: list, ranks: list, emit) -> list:
+    """The output entries of `loop` unrolled over `steps`, its nodes passed to `emit`;
+    `ranks`, the number of axes of each data input (see `step_of_rank_1`)."""
     op, body = loop.op, loop.op.body
     if body.aux_nodes:
         raise GraphError("%s (_foreach): its body has auxiliary states (%s); a loop over a "
@@ -57,9 +61,11 @@ def _unroll(loop: Node, steps: int, inputs: list, emit) -> list:
     var_ids = body.variable_ids()
     entry_of = {}  # body variable position -> the entry it reads (at this step)
     slices = []
+    ranks = iter(ranks)
     for pos, (role, loc) in enumerate(op.input_roles()):
         if role == "data":
-            attrs = {"num_outputs": str(steps), "axis": "0", "squeeze_axis": "True"}
+            squeeze = next(ranks) != 1 or is_np_shape()  # see step_of_rank_1
+            attrs = {"num_outputs": str(steps), "axis": "0", "squeeze_axis": str(squeeze)}
             split = Node(create_op("SliceChannel", attrs),
                          "%s_split%d" % (loop.name, len(slices)), attrs, [inputs[pos]])
             emit(split)
@@ -119,10 +125,11 @@ def _unroll_once(graph: Graph, shapes: list) -> tuple:
     for nid, node in enumerate(graph.nodes):
         inputs = [entry(e) for e in node.inputs]
         if _is_loop(node):
-            lengths = {shapes[e][0] for e in _data_eids(graph, nid)
-                       if shapes[e] and shapes[e][0] is not None}
-            if len(lengths) == 1:
-                remap[id(node)] = _unroll(node, lengths.pop(), inputs, nodes.append)
+            data = [shapes[e] for e in _data_eids(graph, nid)]
+            lengths = {s[0] for s in data if s and s[0] is not None}
+            if len(lengths) == 1 and all(s is not None for s in data):
+                remap[id(node)] = _unroll(node, lengths.pop(), inputs,
+                                          [len(s) for s in data], nodes.append)
                 unrolled += 1
                 continue
         if any(a is not b for a, b in zip(inputs, node.inputs)):

@@ -15,6 +15,7 @@ import numpy as np
 from ..base import DTypeError, MXNetError, ShapeError
 from ..graph import DTYPE_MX_TO_NP, Graph, parse_shape_attr
 from ..ops.registry import fmt_shape, merge_shape, shape_is_known
+from ..shape_semantics import is_np_shape
 
 __all__ = ["FLOAT_DTYPES", "infer_graph_shapes", "infer_graph_types", "variable_shape_attr"]
 
@@ -87,19 +88,23 @@ def _through_body(node, shapes: bool, merge, fmt, ins: list, outs: list) -> tupl
     if shapes:  # the loop's length, from a data array or a stacked output
         steps = next((s[0] for s in [ins[p] for p, (r, _) in enumerate(roles) if r == "data"]
                       + outs[:n_out] if s is not None and len(s) and s[0] is not None), None)
-    known = {}
+    known, rank_1 = {}, set()
     for pos, (role, loc) in enumerate(roles):
         value = ins[pos] if ins[pos] is not None or role != "state" else outs[state_out[pos]]
         if value is not None and role == "data" and shapes:
             value = tuple(value[1:])
+            if not value and not is_np_shape():  # MXNet's legacy semantics: no 0-d arrays,
+                value = (1,)                     # so a 1-D array's steps are (1,)
+                rank_1.add(pos)
         if value is not None:
             known[body.nodes[var_ids[loc]].name] = value
     table = (infer_graph_shapes if shapes else infer_graph_types)(body, known)
 
     def looped(value, stacked: bool):
         return (steps,) + tuple(value) if stacked and shapes and value is not None else value
-    new_ins = [looped(table[body.row_ptr[var_ids[loc]]], role == "data")
-               for role, loc in roles]
+    new_ins = [(steps,) if pos in rank_1 else looped(table[body.row_ptr[var_ids[loc]]],
+                                                     role == "data")
+               for pos, (role, loc) in enumerate(roles)]
     new_outs = [looped(table[eid], k < n_out) for k, eid in enumerate(body.output_eids)]
     for pos, k in state_out.items():
         try:

@@ -12,9 +12,8 @@ How the body graph is made, as MXNet 1.9.1 makes it (so the JSON is MXNet's):
   entry's output (`fc0_output`) and the loop takes the entry as an input; variables made
   outside (weights) stay variables of the body and inputs of the loop.
 
-MXNet's symbolic `while_loop` and `cond` cannot be bound in 1.9.1 (its shape inference gives
-up on them); here they refuse when built, and their imperative forms are in
-minimod/ndarray/control_flow.py.
+The symbolic `while_loop` and `cond` are built from ordinary operators instead
+(control_flow_masked.py); the imperative forms are in minimod/ndarray/control_flow.py.
 """
 from __future__ import annotations
 
@@ -29,6 +28,11 @@ from .naming import AttrScope, current_attr_scope, current_name_manager
 from .symbol import Symbol, Variable, make_op_symbol
 
 __all__ = ["foreach"]
+
+
+class UnusedLoopInput(MXNetError, AssertionError):
+    """A foreach body that does not read one of its data arrays or states. MXNet checks this
+    with `assert`, so code that catches AssertionError catches this too."""
 
 _SCOPE_KEY = "__subgraph_name__"
 
@@ -136,7 +140,7 @@ def _placement(graph: Graph, cut: dict, data_vars: list, state_vars: list) -> tu
     def loc(sym: Symbol, what: str) -> int:
         name = sym._outputs[0].node.name
         if name not in names:
-            raise MXNetError("foreach: the body does not use %s %s" % (what, name))
+            raise UnusedLoopInput("foreach: the body does not use %s %s" % (what, name))
         return names.index(name)
     data_locs = [loc(s, "the data") for s in data_vars]
     state_locs = [loc(s, "the loop state") for s in state_vars]

@@ -18,8 +18,24 @@ from ..graph.attrs import hidden_key
 __all__ = ["NameManager", "Prefix", "AttrScope", "current_name_manager", "current_attr_scope"]
 
 
+class _Scoped(type):
+    """The metaclass of NameManager and AttrScope: MXNet's class property `current`, this
+    thread's active one (read it, or set it to make another one active)."""
 
-class NameManager:
+    @property
+    def current(cls):
+        return current_name_manager() if issubclass(cls, NameManager) else current_attr_scope()
+
+    @current.setter
+    def current(cls, value) -> None:
+        base = NameManager if issubclass(cls, NameManager) else AttrScope
+        if not isinstance(value, base):
+            raise TypeError("%s.current must be a %s, got %r" % (cls.__name__, base.__name__,
+                                                                value))
+        base._current.value = value
+
+
+class NameManager(metaclass=_Scoped):
     """Hands out names for symbols created without one."""
 
     _current = threading.local()
@@ -63,7 +79,7 @@ def current_name_manager() -> NameManager:
     return manager
 
 
-class AttrScope:
+class AttrScope(metaclass=_Scoped):
     """Attributes attached to every symbol created inside `with AttrScope(...)`."""
 
     _current = threading.local()

@@ -15,6 +15,8 @@ import zipfile
 
 import numpy as np
 
+from ..base import data_dir
+
 __all__ = ["download", "get_mnist", "get_mnist_ubyte", "get_mnist_pkl", "get_cifar10",
            "get_bz2_data", "get_zip_data", "get_im2rec_path", "DATA_URLS"]
 
@@ -48,8 +50,7 @@ def download(url: str, fname=None, dirname=None, overwrite: bool = False, retrie
 
 
 def _mnist_dir() -> str:
-    home = os.environ.get("MXNET_HOME", os.path.join("~", ".mxnet"))
-    return os.path.join(os.path.expanduser(home), "datasets", "mnist")
+    return os.path.join(os.path.expanduser(data_dir()), "datasets", "mnist")
 
 
 def _read_idx(path: str) -> np.ndarray:

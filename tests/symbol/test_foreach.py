@@ -158,9 +158,26 @@ def test_errors_name_the_loop():
                                     [mx.sym.var("s")])
     with pytest.raises(ShapeError, match="_foreach.*cannot tell the loop's length"):
         out.simple_bind(mx.cpu(), s=(2,))
-    with pytest.raises(MXNetError, match="cannot bind"):
-        mx.sym.contrib.while_loop(lambda i: i < 3, lambda i: (i, i + 1), [data], 5)
+    with pytest.raises(AssertionError, match="does not use the data"):  # MXNet asserts
+        mx.sym.contrib.foreach(lambda x, s: (s[0] * 2, [s[0] * 3]), data, [mx.sym.var("s")])
     text = json.loads(out.tojson())
     del text["nodes"][-1]["subgraphs"]
     with pytest.raises(MXNetError, match="needs its body"):
         mx.sym.load_json(json.dumps(text))
+
+
+def test_a_1d_array_steps_as_1_element_arrays_as_in_mxnet():
+    """MXNet 1.9.1's legacy shapes have no 0-d arrays: each step of a (3,) array is (1,), so
+    the stacked outputs are (3, 1) (its numbers; gradients too)."""
+    d, s = mx.sym.var("d"), mx.sym.var("s")
+    outs, states = mx.sym.contrib.foreach(lambda x, st: (x * st[0], [st[0] + x]), d, [s])
+    net = mx.sym.Group([outs] + states)
+    assert net.infer_shape(d=(3,), s=(1,))[1] == [(3, 1), (1,)]
+    exe = net.bind(mx.cpu(), {"d": mx.nd.arange(3), "s": mx.nd.ones(1)},
+                   args_grad={"d": mx.nd.zeros(3), "s": mx.nd.zeros(1)})
+    exe.forward(is_train=True)
+    np.testing.assert_array_equal(exe.outputs[0].asnumpy(), [[0], [1], [4]])
+    np.testing.assert_array_equal(exe.outputs[1].asnumpy(), [4])
+    exe.backward([mx.nd.ones((3, 1)), mx.nd.ones(1)])
+    np.testing.assert_array_equal(exe.grad_dict["d"].asnumpy(), [5, 4, 3])
+    np.testing.assert_array_equal(exe.grad_dict["s"].asnumpy(), [4])
