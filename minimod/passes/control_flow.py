@@ -52,7 +52,7 @@ def _fresh(op):
 
 def _unroll(loop: Node, steps: int, inputs: list, ranks: list, emit) -> list:
     """The output entries of `loop` unrolled over `steps`, its nodes passed to `emit`;
-    `ranks`, the number of axes of each data input (see `step_of_rank_1`)."""
+    `ranks`: the number of axes of each data input."""
     op, body = loop.op, loop.op.body
     if body.aux_nodes:
         raise GraphError("%s (_foreach): its body has auxiliary states (%s); a loop over a "
@@ -63,17 +63,16 @@ def _unroll(loop: Node, steps: int, inputs: list, ranks: list, emit) -> list:
     slices = []
     ranks = iter(ranks)
     for pos, (role, loc) in enumerate(op.input_roles()):
-        if role == "data":
-            squeeze = next(ranks) != 1 or is_np_shape()  # see step_of_rank_1
-            attrs = {"num_outputs": str(steps), "axis": "0", "squeeze_axis": str(squeeze)}
+        if role == "data":  # a 1-D array's steps keep their axis (see the module docstring)
+            attrs = {"num_outputs": str(steps), "axis": "0",
+                     "squeeze_axis": str(next(ranks) != 1 or is_np_shape())}
             split = Node(create_op("SliceChannel", attrs),
                          "%s_split%d" % (loop.name, len(slices)), attrs, [inputs[pos]])
             emit(split)
             slices.append((loc, split))
         else:
             entry_of[loc] = inputs[pos]
-    state_locs = op.attrs.in_state_locs
-    n_out = op.attrs.num_out_data
+    state_locs, n_out = op.attrs.in_state_locs, op.attrs.num_out_data
     stacked: list = [[] for _ in range(n_out)]
     for t in range(steps):
         for loc, split in slices:

@@ -116,20 +116,13 @@ def rand_sparse_ndarray(shape, stype: str, density=None, dtype=None, distributio
     'csr' (2-D): each element is stored with probability `density`, values uniform in
     [0, 1); `shuffle_csr_indices` permutes the column indices within each row. Returns
     (array, (indptr, indices, values)). `data_init` sets every stored value, `modifier_func`
-    maps each one. `distribution='powerlaw'` (csr only) gives `_powerlaw_csr`'s matrix."""
+    maps each one; distribution='powerlaw' (csr) gives `_powerlaw_csr`'s."""
     density = np.random.rand() if density is None else density
     dtype = dtype or default_dtype()
     ctx = ctx or default_context()
-    if distribution not in (None, "uniform", "powerlaw"):
-        raise MXNetError("rand_sparse_ndarray: distribution %r is not one of 'uniform' and "
-                         "'powerlaw'" % (distribution,))
     shape = tuple(shape)
-    if distribution == "powerlaw":
-        if stype != "csr" or len(shape) != 2:
-            raise MXNetError("rand_sparse_ndarray: the 'powerlaw' distribution makes 2-D csr "
-                             "arrays only, not %s of shape %s" % (stype, shape))
-        array = sparse.csr_matrix(_powerlaw_csr(shape[0], shape[1], density, dtype), ctx=ctx)
-        return array, (array.indptr, array.indices, array.data)
+    if distribution not in (None, "uniform"):
+        return _powerlaw_array(shape, stype, density, dtype, ctx, distribution)
     if stype == "row_sparse":
         if rsp_indices is not None:
             indices = np.asarray(rsp_indices, dtype=np.int64)
@@ -150,6 +143,17 @@ def rand_sparse_ndarray(shape, stype: str, density=None, dtype=None, distributio
     if shuffle_csr_indices:
         cols = _shuffled_in_rows(cols, rows)
     array = sparse.csr_matrix((values, cols, indptr), shape=shape, dtype=dtype, ctx=ctx)
+    return array, (array.indptr, array.indices, array.data)
+
+
+def _powerlaw_array(shape: tuple, stype: str, density, dtype, ctx, distribution) -> tuple:
+    if distribution != "powerlaw":
+        raise MXNetError("rand_sparse_ndarray: distribution %r is not one of 'uniform' and "
+                         "'powerlaw'" % (distribution,))
+    if stype != "csr" or len(shape) != 2:
+        raise MXNetError("rand_sparse_ndarray: the 'powerlaw' distribution makes 2-D csr "
+                         "arrays only, not %s of shape %s" % (stype, shape))
+    array = sparse.csr_matrix(_powerlaw_csr(shape[0], shape[1], density, dtype), ctx=ctx)
     return array, (array.indptr, array.indices, array.data)
 
 
