@@ -32,6 +32,7 @@ import argparse
 import collections
 import datetime
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -261,6 +262,7 @@ def _beyond_lines(files: list, beyond, results: dict) -> list:
         lines += ["", "The %d that do not, with what stopped them:" % len(failing), ""]
         for n, scope, why in failing:
             outcome, message = results.get(n, ("not run", ""))
+            message = re.sub(r" at 0x[0-9a-f]+", "", message)  # no addresses in the report
             lines.append("- `%s` (%s: %s): %s%s" % (n, scope, why, outcome,
                                                      ": " + message if message else ""))
     return lines
