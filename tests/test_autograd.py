@@ -325,3 +325,25 @@ def test_gradients_through_imperative_control_flow_and_custom_ops():
         y = mx.nd.Custom(x, op_type="autograd_cube") * 2
     y.backward()
     assert x.grad.asnumpy().tolist() == [6.0, 24.0]
+
+
+def test_fresh_grad_says_whether_a_backward_wrote_the_gradient():
+    """MXNet's private `_fresh_grad` (its Gluon trainer reads it to spot stale gradients)."""
+    x = mx.nd.ones((2,))
+    x.attach_grad()
+    assert not x._fresh_grad
+    with mx.autograd.record():
+        y = x * 2
+    y.backward()
+    assert x._fresh_grad
+    x._fresh_grad = False
+    assert not x._fresh_grad
+    x.attach_grad()  # marked again: not fresh
+    assert not x._fresh_grad
+    assert not mx.nd.ones(1)._fresh_grad  # no variable
+    z = mx.nd.ones((2,))
+    z.attach_grad(grad_req="null")
+    with mx.autograd.record():
+        w = z * 2
+    w.backward()
+    assert not z._fresh_grad  # grad_req 'null' writes nothing

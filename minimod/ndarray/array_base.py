@@ -114,6 +114,17 @@ class NDArrayBase:
         entry = self._ag
         return getattr(entry, "grad", None)
 
+    @property
+    def _fresh_grad(self) -> bool:
+        """MXNet's flag: whether a backward wrote this variable's gradient since it was marked
+        (or since the flag was last set False). False for an array that is no variable."""
+        return bool(getattr(self._ag, "fresh", False))
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, value: bool) -> None:
+        if hasattr(self._ag, "fresh"):
+            self._ag.fresh = bool(value)
+
     # ------------------------------------------------------------------ host copies, display
     def asnumpy(self) -> np.ndarray:
         """A NumPy copy of the values (a new array even on CPU, as MXNet). On a GPU this waits

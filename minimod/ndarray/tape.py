@@ -69,15 +69,18 @@ def set_training(on: bool) -> bool:
 
 
 class Leaf:
-    """A marked variable: the gradient buffer (an NDArray) and how backward writes it."""
+    """A marked variable: the gradient buffer (an NDArray), how backward writes it, and
+    whether a backward has written it since it was marked (`fresh`, MXNet's `_fresh_grad`,
+    which its Gluon trainer reads to spot stale gradients)."""
 
-    __slots__ = ("grad", "req")
+    __slots__ = ("grad", "req", "fresh")
 
     def __init__(self, grad, req: str):
         if req not in _GRAD_REQS:
             raise MXNetError("grad_req must be one of %s, got %r" % (", ".join(_GRAD_REQS), req))
         self.grad = grad
         self.req = req
+        self.fresh = False
 
 
 class Node:
@@ -248,7 +251,10 @@ def backward(heads: Sequence, head_grads: Sequence, retain_graph: bool = False) 
     writing each reached leaf's gradient buffer as its grad_req says."""
     for leaf, grad in sweep(*head_entries(heads, head_grads), retain_graph, True).items():
         target = leaf.grad._data
-        if leaf.req == "null" or grad is target:  # null, or written there by the op
+        if leaf.req == "null":
+            continue
+        leaf.fresh = True
+        if grad is target:  # written there by the op
             continue
         with backend.device_scope(leaf.grad.context):
             if leaf.req == "add":
