@@ -88,7 +88,7 @@ def _keeps_sparse(op: str, lhs, rhs) -> bool:
     then says which): with a number, or for multiply(CSR, dense); two arrays otherwise go
     through its broadcasting operators, which give dense results."""
     if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
-        return op == "multiply" and lhs.stype == "csr" and rhs.stype == "default"
+        return op in ("multiply", "divide") and lhs.stype == "csr" and rhs.stype == "default"
     return _is_sparse(lhs) or _is_sparse(rhs)
 
 
@@ -142,7 +142,12 @@ minimum = broadcast_minimum = _binary("minimum")
 
 @recorded("add_n", variadic=True)
 def add_n(*args: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
-    """The elementwise sum of arrays of one shape."""
+    """The elementwise sum of arrays of one shape (row-sparse when every one is, as MXNet's)."""
+    if out is None and len(args) > 1 and all(a.stype == "row_sparse" for a in args):
+        total = args[0]
+        for arg in args[1:]:
+            total = sparse_math.binary("add", total, arg)
+        return total
     total = args[0].copy()
     for arg in args[1:]:
         total += arg
@@ -151,7 +156,10 @@ def add_n(*args: NDArray, out: NDArray | None = None, **_ignored) -> NDArray:
 
 @recorded("clip")
 def clip(data: NDArray, a_min: float, a_max: float, out: NDArray | None = None) -> NDArray:
-    """Values limited to [a_min, a_max]."""
+    """Values limited to [a_min, a_max]; a sparse array keeps its storage type where the
+    range holds 0 (as MXNet's)."""
+    if out is None and data.stype != "default" and a_min <= 0 <= a_max:
+        return data._map_values(lambda values: clip(values, a_min, a_max))
     dtype = data._data.dtype
     # NumPy scalars (not 0-d arrays): CuPy takes them as kernel arguments
     lo, hi = np.array(a_min).astype(dtype)[()], np.array(a_max).astype(dtype)[()]

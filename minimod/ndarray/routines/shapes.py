@@ -12,6 +12,7 @@ from ...base import MXNetError, ShapeError
 from ...ops.tiling import check_reps
 from ..core import NDArray, as_backend_operand, device_scope, wrap
 from ..imperative import invoke
+from ..sparse.creation import zeros as sparse_zeros
 from .common import _at_least_1d, _result, recorded
 
 
@@ -212,6 +213,9 @@ def broadcast_to(data: NDArray, shape: Sequence[int], out: NDArray | None = None
 
 
 def zeros_like(data: NDArray, out: NDArray | None = None, name: str | None = None) -> NDArray:
+    """Zeros of data's shape and dtype; of its storage type too, for a sparse one (as MXNet)."""
+    if out is None and data.stype != "default":
+        return sparse_zeros(data.stype, data.shape, data.context, data.dtype)
     with device_scope(data.context):
         return _result(data._xp.zeros_like(data._data), data, out)
 

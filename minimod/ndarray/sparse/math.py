@@ -7,7 +7,8 @@ What keeps a sparse result, as MXNet's operators do:
   them map 0 to 0;
 * `a + b`, `a - b`, `a * b` of two arrays of one sparse type: that type (row-sparse on the
   union of the stored rows, for `*` too); `sparse * dense`: the sparse operand's type (a
-  row-sparse one keeps its rows).
+  row-sparse one keeps its rows); `csr * dense` and `csr / dense` with the dense operand
+  broadcast (a row or a column): CSR, on the CSR operand's stored entries.
 
 Everything else falls back to dense storage, as in MXNet: the operation reads the dense view of
 each sparse operand and returns a dense array. The sparse operands are reached through their
@@ -44,6 +45,14 @@ def elemwise_keeps_sparse(name: str, lhs: NDArray, rhs: NDArray) -> bool:
                                                                            rhs.stype))
 
 
+def _csr_by_broadcast_dense(name: str, lhs, rhs) -> bool:
+    """MXNet's CSR * dense and CSR / dense where the dense operand broadcasts (a row or a
+    column): a CSR result on lhs's stored entries."""
+    return (lhs.stype == "csr" and rhs.stype == "default" and rhs.ndim == 2
+            and (name == "multiply" or (name == "divide" and rhs.shape != lhs.shape))
+            and all(r in (1, n) for r, n in zip(rhs.shape, lhs.shape)))
+
+
 def _maps_zero_to_zero(name: str, array, scalar, array_first: bool) -> bool:
     zero = np.zeros((), array.dtype)
     value = _scalar_as(np, scalar, array.dtype)
@@ -66,6 +75,10 @@ def binary(name: str, lhs, rhs):
         return binary_op(name, lhs, rhs)
     if not (isinstance(lhs, NDArray) and isinstance(rhs, NDArray)):
         return binary_op(name, lhs, rhs)  # its own error for the operand type
+    if _csr_by_broadcast_dense(name, lhs, rhs):
+        with device_scope(lhs.context):
+            result = binary_op(name, lhs, rhs)._data  # computed where lhs stores values only
+            return lhs._encode(lhs._xp.where(lhs._data != 0, result, 0).astype(result.dtype))
     if lhs.shape != rhs.shape or name not in _SAME_TYPE_OPS:
         return binary_op(name, lhs, rhs)
     if lhs.dtype != rhs.dtype or lhs.context != rhs.context:
