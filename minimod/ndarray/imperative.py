@@ -127,6 +127,10 @@ def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
         refuse_zero_size(name, arrays, op.arguments() + op.aux_states())
     data = [a._data for a in arrays]
     n_args = len(op.arguments())
+    # a sparse aux state (ops update aux states) is computed on as a dense copy, written back
+    sparse_aux = [k for k in range(n_args, len(arrays)) if arrays[k].stype != "default"]
+    for k in sparse_aux:
+        data[k] = data[k].copy()
     xp = backend.xp_for(ctx)
     kernel = op
     start = RECORDER.now() if RECORDER.on and RECORDER.imperative else None
@@ -141,6 +145,8 @@ def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
                                                   tape.is_training()))
     if start is not None:
         operator_span(op.name, start, ctx)
+    for k in sparse_aux:
+        wrap(data[k], ctx).tostype(arrays[k].stype).copyto(arrays[k])
     results = [wrap(o, ctx) for o in outs[:op.num_visible_outputs()]]
     if tape.tracked(*arrays):
         tape.record_op(name, kernel, arrays, results, outs, xp)
