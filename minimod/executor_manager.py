@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 
 from . import ndarray as nd
 from .base import MXNetError, ShapeError
@@ -64,14 +65,14 @@ def _data_array(name, shape, dtype, ctx, shared_data_arrays, logger):
     """An input buffer: the shared one of that name, reshaped, when it holds enough elements,
     else a new one (which replaces it in `shared_data_arrays`)."""
     if shared_data_arrays is not None and name in shared_data_arrays:
-        have = shared_data_arrays[name]
-        if have.size >= _size(shape):
+        have, size = shared_data_arrays[name], math.prod(shape)
+        if have.size >= size:
             if have.dtype != dtype:
                 raise MXNetError("input %r: the shared buffer holds %s, this executor needs %s"
                                  % (name, have.dtype, dtype))
             # the first elements of the buffer, as a view (MXNet 1.9.1's reshape refuses a
             # smaller size here, so its bucketing fails after a larger default bucket)
-            return have.reshape((-1,))[:_size(shape)].reshape(shape)
+            return have.reshape((-1,))[:size].reshape(shape)
         logger.warning("bucketing: input %r has shape %s, larger than the %s already "
                        "allocated; allocating again (making the largest bucket the default "
                        "one avoids this)", name, shape, have.shape)
@@ -79,13 +80,6 @@ def _data_array(name, shape, dtype, ctx, shared_data_arrays, logger):
     if shared_data_arrays is not None:
         shared_data_arrays[name] = array
     return array
-
-
-def _size(shape) -> int:
-    size = 1
-    for dim in shape:
-        size *= dim
-    return size
 
 
 def _bind_exec(sym, ctx, input_shapes, param_names, need_grad=False, base_exec=None,

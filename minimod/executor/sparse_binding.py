@@ -70,12 +70,12 @@ class SparseBindings:
     def _pull(pairs) -> None:
         for user, twin in pairs:
             with backend.device_scope(twin.context):
-                backend.copy_into(twin._data, user.tostype("default")._data)
+                backend.copy_into(twin._data, user._data)  # the user's dense view
 
     @staticmethod
     def _push(pairs) -> None:
         for user, twin in pairs:
-            twin.tostype(user.stype).copyto(user)
+            twin.copyto(user)  # the user's array keeps its storage type
 
     def before_forward(self) -> None:
         self._pull(self._args)

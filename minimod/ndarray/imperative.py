@@ -146,7 +146,7 @@ def run_op(name: str, op, arrays: list, out=None, ctx_param=None):
     if start is not None:
         operator_span(op.name, start, ctx)
     for k in sparse_aux:
-        wrap(data[k], ctx).tostype(arrays[k].stype).copyto(arrays[k])
+        wrap(data[k], ctx).copyto(arrays[k])  # kept in its storage type
     results = [wrap(o, ctx) for o in outs[:op.num_visible_outputs()]]
     if tape.tracked(*arrays):
         tape.record_op(name, kernel, arrays, results, outs, xp)
@@ -224,7 +224,7 @@ def _write_out(name: str, results: list, out):
                                 fmt_shape(tuple(result.shape))))
         target._check_writable()
         if target.stype != "default":  # a sparse `out` stores the result in its own type
-            result.tostype(target.stype).copyto(target)
+            result.copyto(target)
         else:
             backend.copy_into(target._data, result._data)
         target._ag = result._ag

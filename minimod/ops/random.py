@@ -99,12 +99,6 @@ class _Random(Op):
     the consumer) and `dtype` (float32 when not given). Scalar parameters outside their
     distribution's range are refused when the op is made (`PARAMETER_RULES`)."""
 
-    def __init__(self, attrs=None):
-        super().__init__(attrs)
-        if self.dist:
-            check_parameters("operator " + self.name, self.dist,
-                             dict(zip(self.params, self._values())))
-
     ARGUMENTS = ()
     backward_inputs = ()
     backward_outputs = ()
@@ -113,6 +107,12 @@ class _Random(Op):
     dist: str = ""
     params: tuple = ()
     default_dtype = "float32"
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        if self.dist:
+            check_parameters("operator " + self.name, self.dist,
+                             dict(zip(self.params, self._values())))
 
     def infer_shape(self, in_shapes, out_shapes):
         self.set_out(out_shapes, 0, legacy_shape(self.attrs.shape), "its shape parameter")

@@ -8,7 +8,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...base import DTypeError, ShapeError
 from ...ops.helpers import cast as cast_array
 from ...ops.registry import get_op_class
 from ..core import NDArray, binary_op, device_scope
@@ -92,32 +91,14 @@ def _keeps_sparse(op: str, lhs, rhs) -> bool:
     return _is_sparse(lhs) or _is_sparse(rhs)
 
 
-def _same_shape(op: str, mx_name: str) -> Callable:
-    """MXNet's `elemwise_*`: two NDArrays of one shape (no broadcasting, no scalars)."""
-    def routine(lhs, rhs, out: NDArray | None = None, name: str | None = None):
-        for side, arg in (("lhs", lhs), ("rhs", rhs)):
-            if not isinstance(arg, NDArray):
-                raise DTypeError("%s: input '%s' must be an NDArray, got %s (mx.nd.%s takes "
-                                 "a number)" % (mx_name, side, type(arg).__name__, op))
-        if lhs.shape != rhs.shape:
-            raise ShapeError("%s: input 'rhs' has shape %s but input 'lhs' has %s (it does "
-                             "not broadcast: broadcast_%s does)" % (mx_name, rhs.shape,
-                                                                    lhs.shape, mx_name[9:]))
-        if out is None and sparse_math.elemwise_keeps_sparse(op, lhs, rhs):
-            return sparse_math.binary(op, lhs, rhs)
-        return binary_op(op, lhs, rhs, out=out)
-    routine.__name__ = routine.__qualname__ = mx_name
-    return routine
-
-
 add = broadcast_add = _binary("add")
 subtract = broadcast_sub = _binary("subtract")
 multiply = broadcast_mul = _binary("multiply")
 divide = broadcast_div = _binary("divide")
-elemwise_add = _same_shape("add", "elemwise_add")
-elemwise_sub = _same_shape("subtract", "elemwise_sub")
-elemwise_mul = _same_shape("multiply", "elemwise_mul")
-elemwise_div = _same_shape("divide", "elemwise_div")
+elemwise_add = sparse_math.elemwise_function("add", "elemwise_add")
+elemwise_sub = sparse_math.elemwise_function("subtract", "elemwise_sub")
+elemwise_mul = sparse_math.elemwise_function("multiply", "elemwise_mul")
+elemwise_div = sparse_math.elemwise_function("divide", "elemwise_div")
 
 
 def power(base, exp, out: NDArray | None = None, name: str | None = None):

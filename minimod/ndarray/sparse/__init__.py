@@ -12,9 +12,7 @@ views, as MXNet falls back to dense storage for an operator without a sparse for
 """
 from __future__ import annotations
 
-from ...base import ShapeError
 from ...ops.registry import list_ops
-from ..core import binary_op
 from ..imperative import op_function
 from ..update_kernels import adagrad_update, adam_update, ftrl_update, sgd_mom_update, sgd_update
 from . import math
@@ -53,24 +51,9 @@ def divide(lhs, rhs):
     return lhs / rhs
 
 
-def _elemwise(what: str, op: str):
-    def elemwise(lhs, rhs, out=None, name=None):
-        if tuple(lhs.shape) != tuple(rhs.shape):
-            raise ShapeError("elemwise_%s: input 'rhs' has shape %s but input 'lhs' has %s "
-                             "(it does not broadcast)" % (what, tuple(rhs.shape),
-                                                          tuple(lhs.shape)))
-        combine = math.binary if math.elemwise_keeps_sparse(op, lhs, rhs) else binary_op
-        return written(combine(op, lhs, rhs), out)
-    elemwise.__name__ = elemwise.__qualname__ = "elemwise_" + what
-    elemwise.__doc__ = ("lhs %s rhs for operands of one shape, any storage types, with the "
-                        "result's storage type MXNet gives (math.elemwise_keeps_sparse)."
-                        % {"add": "+", "sub": "-", "mul": "*"}[what])
-    return elemwise
-
-
-elemwise_add = _elemwise("add", "add")
-elemwise_sub = _elemwise("sub", "subtract")
-elemwise_mul = _elemwise("mul", "multiply")
+elemwise_add = math.elemwise_function("add", "elemwise_add")  # mx.nd's own (math.py)
+elemwise_sub = math.elemwise_function("subtract", "elemwise_sub")
+elemwise_mul = math.elemwise_function("multiply", "elemwise_mul")
 
 
 def __getattr__(name: str):

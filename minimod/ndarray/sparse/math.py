@@ -21,12 +21,12 @@ import numbers
 
 import numpy as np
 
-from ...base import ShapeError
+from ...base import DTypeError, ShapeError
 from ..core import NDArray, binary_op, device_scope
 from ..rules import _BINARY, _scalar_as
 from . import codec
 
-__all__ = ["binary", "elemwise_keeps_sparse", "inplace", "negative"]
+__all__ = ["binary", "elemwise_function", "elemwise_keeps_sparse", "inplace", "negative"]
 
 _SAME_TYPE_OPS = ("add", "subtract", "multiply")
 #: with a scalar, MXNet keeps the sparse operand's storage type for these when they map its
@@ -43,6 +43,32 @@ def elemwise_keeps_sparse(name: str, lhs: NDArray, rhs: NDArray) -> bool:
         return False
     return lhs.stype == rhs.stype or (name == "multiply" and "default" in (lhs.stype,
                                                                            rhs.stype))
+
+
+def elemwise_function(op: str, mx_name: str):
+    """MXNet's `mx.nd.<mx_name>` (elemwise_add ...): `op` of two NDArrays of one shape (no
+    broadcasting, no numbers), with MXNet's storage type of the result
+    (`elemwise_keeps_sparse`), written into `out` when given. mx.nd and mx.nd.sparse serve
+    the same functions."""
+    def elemwise(lhs, rhs, out=None, name=None):
+        for side, arg in (("lhs", lhs), ("rhs", rhs)):
+            if not isinstance(arg, NDArray):
+                raise DTypeError("%s: input '%s' must be an NDArray, got %s (mx.nd.%s takes "
+                                 "a number)" % (mx_name, side, type(arg).__name__, op))
+        if lhs.shape != rhs.shape:
+            raise ShapeError("%s: input 'rhs' has shape %s but input 'lhs' has %s (it does "
+                             "not broadcast: broadcast_%s does)" % (mx_name, rhs.shape,
+                                                                    lhs.shape, mx_name[9:]))
+        keeps = elemwise_keeps_sparse(op, lhs, rhs)
+        if not keeps and (out is None or out.stype == "default"):
+            return binary_op(op, lhs, rhs, out=out)
+        result = binary(op, lhs, rhs) if keeps else binary_op(op, lhs, rhs)
+        if out is None:
+            return result
+        result.copyto(out)  # in out's storage type
+        return out
+    elemwise.__name__ = elemwise.__qualname__ = mx_name
+    return elemwise
 
 
 def _csr_by_broadcast_dense(name: str, lhs, rhs) -> bool:
